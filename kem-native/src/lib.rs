@@ -1,0 +1,3 @@
+//! kem-native: everything that touches a built KEM object (in progress).
+
+pub mod output;

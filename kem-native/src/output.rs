@@ -1,0 +1,140 @@
+//! The JSON records `kem-runner` prints on stdout, one per job.
+//!
+//! These types are the contract between the runner and the engine: the engine
+//! deserializes exactly these structs and embeds them in its step records.
+
+use serde::{Deserialize, Serialize};
+
+/// Sizes and name read from an instance's `api.h`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiSizes {
+    /// `CRYPTO_ALGNAME`, when api.h defines it.
+    pub algname: Option<String>,
+    pub pk: u64,
+    pub sk: u64,
+    pub ct: u64,
+    pub ss: u64,
+}
+
+/// `kem-runner kat`: one KAT file generated and checked for dec(enc) consistency.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KatOutput {
+    pub sizes: ApiSizes,
+    /// `single` or `all`.
+    pub mode: String,
+    /// `nist` or `hqc`.
+    pub rng: String,
+    /// Counts generated.
+    pub counts: u32,
+    /// Where the `.rsp` text was written.
+    pub rsp_path: String,
+    /// SHA-256 (lower-case hex) of the `.rsp` text.
+    pub rsp_sha256: String,
+    /// `None` when every count ran and dec(enc) agreed; otherwise why it failed
+    /// ("crypto_kem_enc returned -1 in count 0", "shared secrets differ in count 3",
+    /// "crypto_kem_enc wrote 16 bytes past the declared ciphertext size (CRYPTO_CIPHERTEXTBYTES = 32)").
+    pub failure: Option<String>,
+}
+
+/// `kem-runner time`: one operation timed in its own process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimeOutput {
+    pub op: String,
+    pub sizes: ApiSizes,
+    /// Core the process pinned itself to, if pinning succeeded.
+    pub pinned_cpu: Option<usize>,
+    /// Why pinning failed, if it did.
+    pub pin_error: Option<String>,
+    /// `rdtsc` (x86-64, lfence/rdtscp fenced), `cntvct_el0` (aarch64) or `monotonic`.
+    pub counter: String,
+    /// Core cycles from perf_event_open: `Some` per trial when available.
+    pub core_cycles: CoreCycles,
+    pub calibration: Calibration,
+    pub warmup_iters: u64,
+    /// Every trial, in the order run.
+    pub trials: Vec<Trial>,
+    /// Single calls timed one by one (counter ticks per call), in the order run.
+    pub samples: Vec<u64>,
+    /// Loop overhead: an empty call through the same function-pointer path.
+    pub overhead: Overhead,
+    pub memory: Memory,
+}
+
+/// Whether perf_event_open core cycles were recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum CoreCycles {
+    /// Recorded in every `Trial::core_cycles`.
+    Available,
+    /// Not recorded, with the reason (e.g. "perf_event_open: EACCES (perf_event_paranoid=3)").
+    Unavailable { reason: String },
+}
+
+/// How the iteration count per trial was chosen.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Target length of one trial, ns.
+    pub target_trial_ns: u64,
+    /// Final batch size of the doubling search and its duration, ns.
+    pub batch_iters: u64,
+    pub batch_ns: u64,
+    /// Iterations per trial that were chosen (at least `min_iters`).
+    pub iters: u64,
+    pub min_iters: u64,
+}
+
+/// One timed trial of `iters` back-to-back calls.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trial {
+    pub iters: u64,
+    /// Counter ticks for the whole trial.
+    pub cycles: u64,
+    /// Monotonic-clock nanoseconds for the whole trial.
+    pub ns: u64,
+    /// perf core cycles for the whole trial, when available.
+    pub core_cycles: Option<u64>,
+}
+
+/// Cost of the measurement loop itself, per call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Overhead {
+    pub cycles_per_call: f64,
+    pub ns_per_call: f64,
+}
+
+/// Memory figures of the operation's own process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Memory {
+    /// VmRSS after loading the object and allocating buffers, before the first call, KiB.
+    pub baseline_rss_kib: Option<u64>,
+    /// VmHWM after the timing loop, KiB.
+    pub peak_rss_kib: Option<u64>,
+    /// Stack bytes touched by one call on a freshly painted thread stack.
+    pub stack_bytes: Option<u64>,
+    /// Size of the painted stack, bytes.
+    pub stack_painted_bytes: u64,
+}
+
+/// `kem-runner profile`: one operation run on the wrapped (profile) object.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileOutput {
+    pub op: String,
+    pub iters: u64,
+    /// Counter ticks for all `iters` calls of the operation.
+    pub total_cycles: u64,
+    /// Calibrated cost one wrapper adds to a call (ticks), already subtracted below.
+    pub wrapper_overhead_cycles: f64,
+    /// One entry per wrapped symbol, in the object's table order.
+    pub symbols: Vec<SymbolProfile>,
+}
+
+/// Counts of one wrapped symbol over all `iters` calls.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SymbolProfile {
+    pub symbol: String,
+    /// Family from the manifest, or `drng`.
+    pub family: String,
+    pub calls: u64,
+    /// Ticks spent inside the symbol as the outermost wrapped call, overhead subtracted.
+    pub cycles: f64,
+}

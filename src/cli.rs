@@ -1,0 +1,6 @@
+//! Command line (in progress).
+
+/// Entry point; returns the process exit code.
+pub fn main() -> i32 {
+    0
+}

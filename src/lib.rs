@@ -1,0 +1,22 @@
+//! ngcc-pipe: declarative performance-measurement campaigns for post-quantum KEMs.
+//!
+//! The crate mirrors the data flow:
+//! `dsl` (KDL files -> validated `model`, with spans for every error) -> `graph`
+//! (petgraph of per-instance steps) -> `run` (scheduler, steps, records) -> `report`
+//! (renders from `record`s only). `measure` holds the environment capture and the pure
+//! statistics; `profile`, `survey`, `sizes` and `rsp` are the analyses behind the steps of
+//! the same names. KEM code is never loaded into this process: `kem-native`'s `kem-runner`
+//! does that in a child process per job.
+
+pub mod cli;
+pub mod dsl;
+pub mod graph;
+pub mod measure;
+pub mod model;
+pub mod profile;
+pub mod record;
+pub mod report;
+pub mod rsp;
+pub mod run;
+pub mod sizes;
+pub mod survey;

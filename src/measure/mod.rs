@@ -1,0 +1,4 @@
+//! Environment capture and statistics.
+
+pub mod env;
+pub mod stats;

@@ -1,0 +1,357 @@
+//! The validated campaign model: what the DSL lowers to and what the graph is built from.
+//!
+//! Everything here is plain data. Parsing (with spans and diagnostics) lives in `dsl`;
+//! nothing in this module can fail. Paths are absolute once lowered (resolved relative to
+//! the file that named them), so later stages never need to know where a file came from.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// A whole campaign: one pipeline file plus every manifest it pulled in.
+#[derive(Debug, Clone, Serialize)]
+pub struct Campaign {
+    /// The pipeline file, absolute.
+    pub pipeline_path: PathBuf,
+    pub system: System,
+    /// Named compiler-flag profiles (`flags "guide" "-O3 ..."`), by name.
+    pub flags: BTreeMap<String, FlagProfile>,
+    /// Output folder for this system, absolute (`outputs "../outputs/x86_1"`).
+    pub outputs: PathBuf,
+    /// Steps in the order the pipeline declares them.
+    pub steps: Vec<StepSpec>,
+    /// Submissions sorted by id.
+    pub submissions: Vec<Submission>,
+}
+
+/// The machine being measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct System {
+    /// `system "x86_1"`.
+    pub name: String,
+    /// Architecture shown in report titles (`arch "x86-64"`); defaults to the host's.
+    pub arch: String,
+    /// Core that exclusive (timing, profile) steps are pinned to (`bench-cpu 1`).
+    pub bench_cpu: usize,
+    /// C compiler command (`cc "gcc"`).
+    pub cc: String,
+}
+
+/// A named set of compiler flags.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlagProfile {
+    pub name: String,
+    /// Already split on whitespace.
+    pub flags: Vec<String>,
+}
+
+/// The fixed set of step kinds the engine knows how to run.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    /// Resolve where a submission's code is (per submission).
+    Source,
+    /// Compile an instance into a shared object (per instance).
+    Build,
+    /// Generate and check known-answer tests (per instance).
+    Kat,
+    /// pk/sk/ct/ss sizes and the size audit (per instance).
+    Sizes,
+    /// Cycle and time measurement (per instance and operation, exclusive).
+    Time,
+    /// Hash/XOF and DRNG share with link-time wrappers (per instance and operation, exclusive).
+    Profile,
+    /// Which symmetric code the object really contains (per instance).
+    Survey,
+    /// Per-submission report (per submission).
+    Report,
+}
+
+impl StepKind {
+    pub const ALL: [StepKind; 8] = [
+        StepKind::Source,
+        StepKind::Build,
+        StepKind::Kat,
+        StepKind::Sizes,
+        StepKind::Time,
+        StepKind::Profile,
+        StepKind::Survey,
+        StepKind::Report,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKind::Source => "source",
+            StepKind::Build => "build",
+            StepKind::Kat => "kat",
+            StepKind::Sizes => "sizes",
+            StepKind::Time => "time",
+            StepKind::Profile => "profile",
+            StepKind::Survey => "survey",
+            StepKind::Report => "report",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<StepKind> {
+        StepKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Where one node of this kind sits in the graph.
+    pub fn scope(self) -> StepScope {
+        match self {
+            StepKind::Source | StepKind::Report => StepScope::Submission,
+            StepKind::Time | StepKind::Profile => StepScope::Operation,
+            _ => StepScope::Instance,
+        }
+    }
+}
+
+impl fmt::Display for StepKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How many graph nodes one step declaration becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepScope {
+    Submission,
+    Instance,
+    Operation,
+}
+
+/// A KEM operation.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Keygen,
+    Enc,
+    Dec,
+}
+
+impl Op {
+    pub const ALL: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Keygen => "keygen",
+            Op::Enc => "enc",
+            Op::Dec => "dec",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|o| o.name() == name)
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One `step` line of the pipeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepSpec {
+    pub kind: StepKind,
+    /// Kinds this step waits for (`needs="build kat"`).
+    pub needs: Vec<StepKind>,
+    /// Runs alone on the bench core (`exclusive=#true`).
+    pub exclusive: bool,
+    /// Kill the step after this long (`timeout="10m"`, else `defaults timeout=`, else 30m).
+    pub timeout: Duration,
+    pub params: StepParams,
+}
+
+/// Step parameters. Each kind reads the ones that concern it; the DSL rejects the rest.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepParams {
+    /// build: flag profile name (`flags="guide"`).
+    pub flags: Option<String>,
+    /// time, profile: operations (`ops="keygen enc dec"`).
+    pub ops: Vec<Op>,
+    /// time: number of trials (`trials=5`).
+    pub trials: u32,
+    /// time: target length of one trial (`trial="1s"`).
+    pub trial: Duration,
+    /// time: minimum iterations per trial (`min-iters=20`).
+    pub min_iters: u64,
+    /// time: single-call samples recorded for the distribution (`samples=101`).
+    pub samples: u32,
+    /// profile: iterations per operation (`iters=20`).
+    pub iters: u64,
+    /// kat: which KAT modes to generate (`modes="single all"`).
+    pub kat_modes: Vec<KatMode>,
+}
+
+impl Default for StepParams {
+    fn default() -> Self {
+        StepParams {
+            flags: None,
+            ops: Op::ALL.to_vec(),
+            trials: 5,
+            trial: Duration::from_secs(1),
+            min_iters: 20,
+            samples: 101,
+            iters: 20,
+            kat_modes: vec![KatMode::Single],
+        }
+    }
+}
+
+/// Which NIST KAT file is generated.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum KatMode {
+    /// PQClean's `nistkat.c`: one count.
+    Single,
+    /// liboqs's `kat_kem --all`: 100 counts (or the manifest's `all-count`).
+    All,
+}
+
+impl KatMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            KatMode::Single => "single",
+            KatMode::All => "all",
+        }
+    }
+}
+
+/// The random-byte generator a KAT is produced with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KatRng {
+    /// NIST SP 800-90A AES-256 CTR_DRBG as in NIST's `rng.c`.
+    Nist,
+    /// The SHAKE-256 PRNG of HQC's KATs.
+    Hqc,
+}
+
+/// One KEM submission (`submissions/<id>/manifest.kdl`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Submission {
+    /// `submission "ml-kem"`.
+    pub id: String,
+    /// The manifest file, absolute.
+    pub manifest_path: PathBuf,
+    /// The folder holding the manifest, absolute.
+    pub dir: PathBuf,
+    pub meta: ReportMeta,
+    pub source: Source,
+    pub primitives: Primitives,
+    pub kat: KatSettings,
+    /// External size catalog (`sizes` block or `sizes.csv`), by instance id.
+    pub sizes: BTreeMap<String, CatalogSizes>,
+    /// Matrix-expanded instances, in declaration order.
+    pub instances: Vec<Instance>,
+}
+
+/// Report metadata for section 1.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReportMeta {
+    /// `algorithm "ML-KEM"`.
+    pub algorithm: String,
+    /// `category "public-key algorithm"`.
+    pub category: Option<String>,
+    /// `function "key encapsulation"`.
+    pub function: Option<String>,
+    /// `versions "clean" "avx2"`; when absent, the values of the `impl` matrix variable.
+    pub versions: Vec<String>,
+    /// Free-text notes (`note "..."`), printed as footnotes under the KAT table.
+    pub notes: Vec<String>,
+    /// Links shown in section 1 (`link "Submission" "https://..."`).
+    pub links: Vec<(String, String)>,
+}
+
+/// Where a submission's code comes from.
+#[derive(Debug, Clone, Serialize)]
+pub enum Source {
+    /// A folder (absolute once lowered) holding the unpacked code.
+    Path { path: PathBuf },
+    /// A crates.io package at an exact version; `root` is the folder inside it that
+    /// instance `dir`s are relative to (e.g. `pqclean`).
+    Crate {
+        name: String,
+        version: String,
+        root: String,
+    },
+}
+
+/// The provided symmetric library and the functions to profile.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Primitives {
+    /// Sources compiled into every instance, relative to the source root.
+    pub sources: Vec<String>,
+    /// Include folders, relative to the source root.
+    pub includes: Vec<String>,
+    /// Headers holding the prototypes of the profiled functions, relative to the source root.
+    pub headers: Vec<String>,
+    /// Functions to profile, in declaration order.
+    pub functions: Vec<PrimitiveFn>,
+    /// The random-byte symbol the harness supplies (`drng "PQCLEAN_randombytes"`).
+    pub drng: Option<String>,
+}
+
+/// One profiled primitive function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrimitiveFn {
+    /// Linker symbol.
+    pub symbol: String,
+    /// Family it is reported under: `keccak`, `sha2`, `aes`, `sm3`, ... (`hash family="aes" ...`).
+    pub family: String,
+}
+
+/// KAT settings of a submission.
+#[derive(Debug, Clone, Serialize)]
+pub struct KatSettings {
+    pub rng: KatRng,
+    /// sha256sum-format file of expected hashes, absolute (`manifest="kat.sha256"`).
+    pub manifest: PathBuf,
+    /// Counts in `all` mode (`all-count=10` for Classic McEliece; default 100).
+    pub all_count: u32,
+    /// Folder of reference `.rsp` files (`reference="kat"`), absolute; a file there named
+    /// `<instance>.rsp` (single) or `<instance>.all.rsp` (all) is diffed on mismatch.
+    pub reference_dir: Option<PathBuf>,
+}
+
+/// External catalog figures for one instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogSizes {
+    pub pk: Option<u64>,
+    pub sk: Option<u64>,
+    pub ct: Option<u64>,
+    pub ss: Option<u64>,
+}
+
+/// One parameter set x implementation: the unit that is built and measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Instance {
+    /// Expanded `instance "ML-KEM-{level}-{impl}"`; unique within its submission.
+    pub id: String,
+    /// Folder of the instance's sources, relative to the source root.
+    pub dir: String,
+    /// Symbol prefix (`PQCLEAN_MLKEM768_CLEAN_`): `<ns>crypto_kem_keypair`, and in api.h
+    /// `<ns>CRYPTO_PUBLICKEYBYTES`.
+    pub namespace: String,
+    /// Extra compiler flags for this instance (from `when` blocks).
+    pub cflags: Vec<String>,
+    /// Extra sources relative to the source root (from `when` blocks).
+    pub extra_sources: Vec<String>,
+    /// CPU flags (/proc/cpuinfo names) without which the instance is skipped.
+    pub requires_cpu: Vec<String>,
+    /// Sources inside `dir` that are not compiled (glob patterns relative to `dir`).
+    pub exclude: Vec<String>,
+    /// The matrix values that produced this instance.
+    pub vars: BTreeMap<String, String>,
+}

@@ -1,0 +1,417 @@
+//! Records: the only interface between measuring and reporting.
+//!
+//! Every step writes one [`StepRecord`] (JSON, atomically: temp file + rename). A record
+//! says what ran (command lines), on what (environment, inputs and their hashes), what came
+//! out (the kind-specific [`StepData`]) and where the logs and artefacts are. Reports are
+//! rendered from records alone, so they can be re-rendered without measuring again.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use kem_native::output::{
+    ApiSizes, KatOutput, ProfileOutput, SymbolProfile, TimeOutput, Trial,
+};
+
+use crate::model::{CatalogSizes, KatMode, Op, StepKind};
+
+/// Bumped whenever a record field changes meaning.
+pub const RECORD_SCHEMA: u32 = 1;
+
+/// Outcome of one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Ran and succeeded.
+    Ok,
+    /// Ran and failed (compile error, crash, KAT mismatch, ...): `reason` says why.
+    Failed,
+    /// Killed after the step's timeout.
+    TimedOut,
+    /// Not run because a dependency failed or was skipped: `reason` names it.
+    Skipped,
+    /// Not applicable on this machine (e.g. avx2 on a CPU without AVX2): `reason` says why.
+    Unsupported,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::TimedOut => "timed-out",
+            Status::Skipped => "skipped",
+            Status::Unsupported => "unsupported",
+        }
+    }
+
+    /// Whether this outcome makes the campaign's exit code non-zero.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Status::Failed | Status::TimedOut)
+    }
+}
+
+/// One step's record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub schema: u32,
+    /// Step id: `<submission>/<instance>/<kind>[:<op>]`, or `<submission>/<kind>`.
+    pub id: String,
+    pub kind: StepKind,
+    pub submission: String,
+    pub instance: Option<String>,
+    pub op: Option<Op>,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// SHA-256 over `inputs`; a record with the same key is up to date.
+    pub cache_key: String,
+    /// Named input fingerprints that make up the cache key (for `explain`).
+    pub inputs: BTreeMap<String, String>,
+    /// Every command line the step ran, in order.
+    pub commands: Vec<Vec<String>>,
+    /// UTC, RFC 3339 (`2026-09-25T10:02:21Z`).
+    pub started: String,
+    pub finished: String,
+    pub duration_s: f64,
+    /// Environment fingerprint of the system when the step ran.
+    pub env_fingerprint: String,
+    /// Logs kept, relative to the system's output folder.
+    pub logs: Vec<PathBuf>,
+    /// Artefacts produced (objects, .rsp files), relative to the system's output folder.
+    pub artefacts: Vec<PathBuf>,
+    pub data: Option<StepData>,
+}
+
+/// Kind-specific results.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum StepData {
+    Source(SourceData),
+    Build(BuildData),
+    Kat(KatData),
+    Sizes(SizesData),
+    Time(Box<TimeData>),
+    Profile(ProfileData),
+    Survey(SurveyData),
+    Report(ReportData),
+}
+
+/// Where a submission's code was found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SourceData {
+    /// Absolute source root (the crate's `root` folder or the manifest's path).
+    pub root: PathBuf,
+    /// `path` or `crate NAME VERSION (checksum verified by cargo)`.
+    pub origin: String,
+    /// Checksum from Cargo.lock for crate sources.
+    pub checksum: Option<String>,
+}
+
+/// A compiled shared object.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildData {
+    /// Plain object, relative to the output folder.
+    pub object: PathBuf,
+    pub object_sha256: String,
+    /// Variant linked with `--wrap` for every declared primitive, when a profile step exists.
+    pub profile_object: Option<PathBuf>,
+    pub cc: String,
+    pub cc_version: String,
+    pub flags_profile: String,
+    pub flags: Vec<String>,
+    /// Sum of PT_LOAD segment memory sizes of the plain object.
+    pub static_bytes: Option<u64>,
+    pub api: ApiSizes,
+    /// api.h of the instance, absolute.
+    pub api_h: PathBuf,
+    pub namespace: String,
+}
+
+/// KAT outcome of one mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum KatStatus {
+    Pass,
+    Mismatch,
+    Nokat,
+    Fail,
+}
+
+/// Where a generated `.rsp` first differs from a reference one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RspDiff {
+    pub count: u32,
+    pub field: String,
+    /// Byte offset inside the field's value (0-based, in bytes of the decoded value).
+    pub offset: usize,
+}
+
+/// One KAT mode's result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KatModeResult {
+    pub mode: KatMode,
+    pub status: KatStatus,
+    pub counts: u32,
+    pub expected_sha256: Option<String>,
+    pub actual_sha256: Option<String>,
+    /// `.rsp` relative to the output folder.
+    pub rsp: Option<PathBuf>,
+    pub reason: Option<String>,
+    pub diff: Option<RspDiff>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KatData {
+    pub modes: Vec<KatModeResult>,
+    /// SHA-256 of the KAT log (`kat/<sub>/<instance>.log`).
+    pub log_sha256: String,
+    /// Single-count KAT of the profile object, compared with the plain one.
+    pub profile_object_kat: Option<ProfileKatCheck>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileKatCheck {
+    pub sha256: String,
+    pub equal: bool,
+}
+
+/// Sizes shown in section 6 and the audit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SizesData {
+    pub api: ApiSizes,
+    pub catalog: CatalogSizes,
+    /// Lengths of pk/sk/ct/ss in the generated `.rsp` (count 0), when a KAT ran.
+    pub kat: Option<CatalogSizes>,
+    /// What the report shows: catalog pk and ct when present, api sk and ss.
+    pub shown: CatalogSizes,
+    /// One line per disagreement between catalog, api.h and the KAT.
+    pub audit: Vec<String>,
+}
+
+/// Summary statistics of one timing record (see `measure::stats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeSummary {
+    pub trials: u32,
+    pub iters: u64,
+    /// trials x iters.
+    pub n: u64,
+    pub mean_cycles: f64,
+    pub mean_ns: f64,
+    pub ops_per_s: f64,
+    /// Per-op time and cycles of the median trial.
+    pub median_trial_ns: f64,
+    pub median_trial_cycles: f64,
+    /// Per-op cycles across trials.
+    pub min_cycles: f64,
+    pub q1_cycles: f64,
+    pub q3_cycles: f64,
+    pub max_cycles: f64,
+    /// Coefficient of variation of per-op cycles across trials (fraction, not %).
+    pub cv: f64,
+    /// Single-call samples: median and quartiles (ticks).
+    pub sample_median: Option<f64>,
+    pub sample_q1: Option<f64>,
+    pub sample_q3: Option<f64>,
+    /// Trial indices whose per-op cycles are outliers by modified Z-score > 3.5.
+    pub trial_outliers: Vec<usize>,
+    /// Number of single-call samples that are outliers by the same rule.
+    pub sample_outliers: usize,
+    /// cv > 2%.
+    pub unstable: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimeData {
+    pub output: TimeOutput,
+    pub summary: TimeSummary,
+    pub static_bytes: Option<u64>,
+    /// Cache key of the build record whose object was timed.
+    pub object_cache_key: String,
+    pub object_sha256: String,
+    pub environment: Environment,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileData {
+    pub output: ProfileOutput,
+    /// Share of the operation's cycles in hash/XOF/cipher functions, 0..=1.
+    pub hash_share: f64,
+    /// Share in the DRNG, 0..=1.
+    pub drng_share: f64,
+    /// Mean calls per operation for each symbol called at least once.
+    pub calls_per_op: Vec<(String, f64)>,
+    pub environment: Environment,
+}
+
+/// Survey verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    ProvidedOnly,
+    Bypass,
+    Mixed,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::ProvidedOnly => "provided-only",
+            Verdict::Bypass => "bypass",
+            Verdict::Mixed => "mixed",
+        }
+    }
+}
+
+/// A source line that looks like symmetric-crypto code.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SourceHit {
+    /// Relative to the source root.
+    pub file: String,
+    pub line: u32,
+    /// Family: keccak, sha2, aes, sm3, sm4, chacha, openssl.
+    pub family: String,
+    pub text: String,
+    /// Whether the file is compiled into the built object and the hit's function is reachable.
+    pub reachable: bool,
+    pub note: Option<String>,
+}
+
+/// A symbol in the built object that implements symmetric crypto outside the provided library.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OwnSymbol {
+    pub name: String,
+    pub family: String,
+    /// Whether any relocation or other symbol in the object refers to it.
+    pub referenced: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SurveyData {
+    pub verdict: Verdict,
+    /// One line: "own inline Keccak (KeccakF1600_StatePermute) reachable; provided SHAKE unused".
+    pub summary: String,
+    pub source_hits: Vec<SourceHit>,
+    pub own_symbols: Vec<OwnSymbol>,
+    /// Provided primitive symbols the object references.
+    pub provided_used: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReportData {
+    /// Files written, relative to the output folder.
+    pub files: Vec<PathBuf>,
+}
+
+/// The machine as captured at campaign start (section 2). `None` means "unknown".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub cpu_model: Option<String>,
+    pub bench_cpu: usize,
+    pub logical_cpus: Option<usize>,
+    pub max_mhz: Option<f64>,
+    pub governor: Option<String>,
+    /// `on` / `off`.
+    pub turbo: Option<String>,
+    /// `on` / `off` / `notsupported` ...
+    pub smt: Option<String>,
+    /// `/sys/devices/system/cpu/isolated` (empty string: none isolated).
+    pub isolated_cpus: Option<String>,
+    pub mem_total_mib: Option<u64>,
+    pub os: Option<String>,
+    pub kernel: Option<String>,
+    pub cc_version: Option<String>,
+    pub build_tool: Option<String>,
+    /// 1-minute load average at capture time.
+    pub loadavg: Option<f64>,
+    /// Conditions that spoil timing, each with its fix.
+    pub warnings: Vec<EnvWarning>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvWarning {
+    pub what: String,
+    pub fix: String,
+}
+
+/// `campaign.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CampaignRecord {
+    pub schema: u32,
+    pub system: String,
+    pub arch: String,
+    pub pipeline: PathBuf,
+    pub command: Vec<String>,
+    pub started: String,
+    pub finished: Option<String>,
+    pub environment: Environment,
+    pub env_fingerprint: String,
+    pub steps: Vec<CampaignStep>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CampaignStep {
+    pub id: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// Record path relative to the output folder.
+    pub record: PathBuf,
+    /// Whether this run executed it (false: up to date from an earlier run).
+    pub ran: bool,
+}
+
+/// Write `bytes` to `path` atomically: a temp file beside it, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!(
+        "{}.tmp{}",
+        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
+        std::process::id()
+    ));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Serialize `value` as pretty JSON and write it atomically.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Read a JSON record; `Ok(None)` when the file does not exist.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> std::io::Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Where a step's record lives, relative to the system's output folder.
+pub fn record_path(
+    kind: StepKind,
+    submission: &str,
+    instance: Option<&str>,
+    op: Option<Op>,
+) -> PathBuf {
+    let dir = match kind {
+        StepKind::Profile => "profile",
+        _ => "records",
+    };
+    let file = match (instance, op) {
+        (Some(i), Some(op)) => format!("{i}__{op}.json"),
+        (Some(i), None) => format!("{i}__{kind}.json"),
+        (None, _) => format!("_{kind}.json"),
+    };
+    PathBuf::from(dir).join(submission).join(file)
+}

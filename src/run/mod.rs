@@ -1,1 +1,3 @@
-//! (in progress)
+//! Running a campaign: cache keys, the scheduler, and the steps themselves.
+
+pub mod exec;

@@ -1,0 +1,233 @@
+//! Running child processes for steps: each in its own process group, with a deadline, its
+//! output appended to the step's log, and killed (group and all) on timeout or Ctrl-C.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Set by the Ctrl-C handler; every running child is killed when it flips.
+pub static CANCELLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the run was interrupted.
+pub fn cancelled() -> bool {
+    CANCELLED.load(Ordering::SeqCst)
+}
+
+/// How a child process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal (not by us).
+    Signal(i32),
+    /// Killed by us after the deadline.
+    TimedOut,
+    /// Killed by us because the run was interrupted.
+    Cancelled,
+}
+
+impl Exit {
+    pub fn success(&self) -> bool {
+        *self == Exit::Code(0)
+    }
+
+    /// "exit code 2", "killed by SIGSEGV (segmentation fault)", ...
+    pub fn describe(&self) -> String {
+        match self {
+            Exit::Code(c) => format!("exit code {c}"),
+            Exit::Signal(s) => format!("killed by {}", kem_native::sys::signal_name(*s)),
+            Exit::TimedOut => "timed out".to_string(),
+            Exit::Cancelled => "interrupted".to_string(),
+        }
+    }
+}
+
+/// What a finished child produced.
+#[derive(Debug)]
+pub struct Output {
+    pub exit: Exit,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// The argv of a command, for records.
+pub fn argv(cmd: &Command) -> Vec<String> {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Run `cmd` until it exits or `deadline` passes. stdout and stderr are captured in full and
+/// also appended to `log` (with the command line first). The child gets its own process
+/// group, so a timeout or Ctrl-C kills everything it started.
+pub fn run(cmd: &mut Command, deadline: Instant, log: &mut File) -> std::io::Result<Output> {
+    writeln!(log, "$ {}", shell_line(&argv(cmd)))?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    let pgid = child.id();
+    let mut out_pipe = child.stdout.take().expect("stdout is piped");
+    let mut err_pipe = child.stderr.take().expect("stderr is piped");
+    let out_reader = thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let mut killed = None;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let reason = if cancelled() {
+            Some(Exit::Cancelled)
+        } else if Instant::now() >= deadline {
+            Some(Exit::TimedOut)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            let _ = kem_native::sys::kill_process_group(pgid);
+            killed = Some(reason);
+            break child.wait()?;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let exit = match (killed, status.code(), status.signal()) {
+        (Some(k), _, _) => k,
+        (None, Some(c), _) => Exit::Code(c),
+        (None, None, Some(s)) => Exit::Signal(s),
+        (None, None, None) => Exit::Code(-1),
+    };
+    if !stdout.is_empty() {
+        log.write_all(&stdout)?;
+        if !stdout.ends_with(b"\n") {
+            writeln!(log)?;
+        }
+    }
+    if !stderr.is_empty() {
+        log.write_all(&stderr)?;
+        if !stderr.ends_with(b"\n") {
+            writeln!(log)?;
+        }
+    }
+    writeln!(log, "# {}", exit.describe())?;
+    Ok(Output {
+        exit,
+        stdout,
+        stderr,
+    })
+}
+
+/// A command line as a user would paste it into a shell.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The last `n` lines of a text, for failure summaries.
+pub fn tail(text: &[u8], n: usize) -> String {
+    let s = String::from_utf8_lossy(text);
+    let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Open (truncate) a step's log file.
+pub fn open_log(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    File::create(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log() -> (tempfile::TempDir, File) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = open_log(&dir.path().join("x.log")).unwrap();
+        (dir, f)
+    }
+
+    #[test]
+    fn captures_output_and_code() {
+        let (_d, mut log) = log();
+        let far = Instant::now() + Duration::from_secs(30);
+        let out = run(
+            Command::new("sh").args(["-c", "echo hi; echo err >&2; exit 3"]),
+            far,
+            &mut log,
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::Code(3));
+        assert_eq!(out.stdout, b"hi\n");
+        assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[test]
+    fn kills_the_whole_group_on_timeout() {
+        let (_d, mut log) = log();
+        let start = Instant::now();
+        let out = run(
+            Command::new("sh").args(["-c", "sleep 30 & sleep 30; echo never"]),
+            start + Duration::from_millis(300),
+            &mut log,
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::TimedOut);
+        // The readers only return once every holder of the pipes (the background sleep too) is dead.
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn reports_signals() {
+        let (_d, mut log) = log();
+        let far = Instant::now() + Duration::from_secs(30);
+        let out = run(
+            Command::new("sh").args(["-c", "kill -SEGV $$"]),
+            far,
+            &mut log,
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::Signal(11));
+        assert_eq!(
+            out.exit.describe(),
+            "killed by SIGSEGV (segmentation fault)"
+        );
+    }
+
+    #[test]
+    fn quotes_for_the_shell() {
+        assert_eq!(
+            shell_line(&["gcc".into(), "-O2".into(), "a b".into()]),
+            "gcc -O2 'a b'"
+        );
+    }
+}

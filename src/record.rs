@@ -75,6 +75,9 @@ pub struct StepRecord {
     pub started: String,
     pub finished: String,
     pub duration_s: f64,
+    /// Why the step ran ("no record", "inputs changed: flags", "forced", ...).
+    #[serde(default)]
+    pub ran_because: Option<String>,
     /// Environment fingerprint of the system when the step ran.
     pub env_fingerprint: String,
     /// Logs kept, relative to the system's output folder.

@@ -1,0 +1,273 @@
+//! Cache keys: each step's key is the SHA-256 of its named inputs. The names let `explain`
+//! and the dry run say *which* input changed.
+//!
+//! A step's inputs are its own (parameters, the files it reads, compiler version, the
+//! environment fingerprint for measurements, the kem-native version) plus the keys of the
+//! steps it depends on, so a change anywhere upstream reaches everything downstream.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use petgraph::graph::NodeIndex;
+use sha2::{Digest, Sha256};
+
+use crate::graph::{Node, Plan};
+use crate::model::{Campaign, Source, StepKind, StepSpec};
+
+/// Bumped when a step's logic changes in a way that invalidates its old records.
+pub const STEP_LOGIC_VERSION: &str = "1";
+
+/// Facts about the machine and tools that feed into keys.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    /// First line of `cc --version`.
+    pub cc_version: String,
+    /// Environment fingerprint (CPU model, governor, kernel, ...).
+    pub env_fingerprint: String,
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Key over named inputs.
+pub fn key_of(inputs: &BTreeMap<String, String>) -> String {
+    sha256_hex(&serde_json::to_vec(inputs).expect("string map serializes"))
+}
+
+/// Short values are kept as they are (readable in `explain`), long ones hashed.
+fn value(s: String) -> String {
+    if s.len() <= 96 {
+        s
+    } else {
+        format!("sha256:{}", sha256_hex(s.as_bytes()))
+    }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    value(serde_json::to_string(v).expect("model serializes"))
+}
+
+/// Hash of the files below `dir` (recursively, sorted by path); missing folders hash as empty.
+pub fn tree_hash(dir: &Path) -> String {
+    let mut files = Vec::new();
+    collect_files(dir, &mut files);
+    files.sort();
+    let mut h = Sha256::new();
+    for f in files {
+        h.update(
+            f.strip_prefix(dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        h.update([0]);
+        h.update(std::fs::read(&f).unwrap_or_default());
+        h.update([0]);
+    }
+    hex::encode(h.finalize())
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// Hash of one file's contents, or `missing`.
+pub fn file_hash(path: &Path) -> String {
+    std::fs::read(path)
+        .map(|b| sha256_hex(&b))
+        .unwrap_or_else(|_| "missing".to_string())
+}
+
+/// The inputs of every node, in node-index order. Upstream keys must be known first, so
+/// nodes are visited in execution order.
+pub fn all_inputs(
+    campaign: &Campaign,
+    plan: &Plan,
+    facts: &Facts,
+) -> Vec<BTreeMap<String, String>> {
+    let mut inputs = vec![BTreeMap::new(); plan.graph.node_count()];
+    let mut keys = vec![String::new(); plan.graph.node_count()];
+    for ix in plan.execution_order() {
+        let mut map = own_inputs(campaign, &plan.graph[ix], facts);
+        for dep in plan.deps(ix) {
+            map.insert(
+                format!("after {}", plan.graph[dep].id),
+                keys[dep.index()].clone(),
+            );
+        }
+        keys[ix.index()] = key_of(&map);
+        inputs[ix.index()] = map;
+    }
+    inputs
+}
+
+/// Key of one node given all inputs.
+pub fn key_at(inputs: &[BTreeMap<String, String>], ix: NodeIndex) -> String {
+    key_of(&inputs[ix.index()])
+}
+
+fn spec_of(campaign: &Campaign, kind: StepKind) -> &StepSpec {
+    campaign
+        .steps
+        .iter()
+        .find(|s| s.kind == kind)
+        .expect("node kinds come from declared steps")
+}
+
+/// A node's own inputs (not counting its dependencies).
+fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, String> {
+    let sub = &c.submissions[node.submission];
+    let spec = spec_of(c, node.kind);
+    let mut m = BTreeMap::new();
+    m.insert(
+        "logic".into(),
+        format!("{} v{STEP_LOGIC_VERSION}", node.kind),
+    );
+    m.insert("params".into(), json(&spec.params));
+    let native = format!("kem-native {}", kem_native_version());
+    match node.kind {
+        StepKind::Source => {
+            m.insert("source".into(), json(&sub.source));
+        }
+        StepKind::Build => {
+            let inst = &sub.instances[node.instance.expect("build is per instance")];
+            m.insert("instance".into(), json(inst));
+            m.insert("primitives".into(), json(&sub.primitives));
+            let profile = spec.params.flags.as_deref().unwrap_or("");
+            let flags = c
+                .flags
+                .get(profile)
+                .map(|f| f.flags.join(" "))
+                .unwrap_or_default();
+            m.insert("flags".into(), value(format!("{profile}: {flags}")));
+            m.insert(
+                "cc".into(),
+                value(format!("{}: {}", c.system.cc, facts.cc_version)),
+            );
+            m.insert("kem-native".into(), native);
+            m.insert(
+                "profile variant".into(),
+                c.steps
+                    .iter()
+                    .any(|s| s.kind == StepKind::Profile)
+                    .to_string(),
+            );
+            if let Source::Path { path } = &sub.source {
+                let mut files = tree_hash(&path.join(&inst.dir));
+                for extra in inst.extra_sources.iter().chain(&sub.primitives.sources) {
+                    files.push_str(&file_hash(&path.join(extra)));
+                }
+                for inc in &sub.primitives.includes {
+                    files.push_str(&tree_hash(&path.join(inc)));
+                }
+                m.insert("files".into(), sha256_hex(files.as_bytes()));
+            }
+        }
+        StepKind::Kat => {
+            m.insert("kat".into(), json(&sub.kat));
+            m.insert("expected".into(), file_hash(&sub.kat.manifest));
+            if let Some(dir) = &sub.kat.reference_dir {
+                m.insert("reference".into(), tree_hash(dir));
+            }
+            m.insert("kem-native".into(), native);
+        }
+        StepKind::Time | StepKind::Profile => {
+            m.insert("environment".into(), facts.env_fingerprint.clone());
+            m.insert("kem-native".into(), native);
+        }
+        StepKind::Sizes => {
+            let inst = &sub.instances[node.instance.expect("sizes is per instance")];
+            m.insert("catalog".into(), json(&sub.sizes.get(&inst.id)));
+        }
+        StepKind::Survey => {}
+        StepKind::Report => {
+            m.insert("meta".into(), json(&sub.meta));
+        }
+    }
+    m
+}
+
+/// Version of the runner crate (its records change meaning with it).
+pub fn kem_native_version() -> &'static str {
+    kem_native::VERSION
+}
+
+/// Names of inputs that differ between an old record's inputs and the current ones.
+pub fn changed(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> Vec<String> {
+    let mut names: Vec<String> = new
+        .iter()
+        .filter(|(k, v)| old.get(*k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    names.extend(old.keys().filter(|k| !new.contains_key(*k)).cloned());
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::tests::campaign;
+
+    fn facts() -> Facts {
+        Facts {
+            cc_version: "gcc 12".into(),
+            env_fingerprint: "fp".into(),
+        }
+    }
+
+    #[test]
+    fn keys_propagate_downstream() {
+        let mut c = campaign(2);
+        let plan = Plan::build(&c);
+        let before = all_inputs(&c, &plan, &facts());
+        c.flags.get_mut("guide").unwrap().flags = vec!["-O3".into()];
+        let after = all_inputs(&c, &plan, &facts());
+        let build = plan.by_id["s/K-0/build"];
+        let time = plan.by_id["s/K-0/time:keygen"];
+        assert_eq!(
+            changed(&before[build.index()], &after[build.index()]),
+            vec!["flags"]
+        );
+        assert_ne!(key_at(&before, time), key_at(&after, time));
+        assert_eq!(
+            changed(&before[time.index()], &after[time.index()]),
+            vec!["after s/K-0/build", "after s/K-0/kat"]
+        );
+        let source = plan.by_id["s/source"];
+        assert_eq!(key_at(&before, source), key_at(&after, source));
+    }
+
+    #[test]
+    fn measurements_depend_on_the_machine() {
+        let c = campaign(1);
+        let plan = Plan::build(&c);
+        let a = all_inputs(&c, &plan, &facts());
+        let b = all_inputs(
+            &c,
+            &plan,
+            &Facts {
+                env_fingerprint: "other".into(),
+                ..facts()
+            },
+        );
+        let time = plan.by_id["s/K-0/time:keygen"];
+        let kat = plan.by_id["s/K-0/kat"];
+        assert_eq!(
+            changed(&a[time.index()], &b[time.index()]),
+            vec!["environment"]
+        );
+        assert_eq!(key_at(&a, kat), key_at(&b, kat));
+    }
+}

@@ -1,0 +1,330 @@
+//! The scheduler: parallel steps on a rayon pool whose workers avoid the bench core,
+//! exclusive steps one at a time on a bench lane of their own, so timing never overlaps
+//! another timing step or a build on the bench core while builds go on beside it.
+//!
+//! Failure isolation: a failed step's dependents are skipped with the reason, the rest
+//! goes on. Every finished step (skips included) writes its record before the next
+//! decision is taken, so an interrupted run resumes where it stopped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use globset::GlobMatcher;
+use petgraph::graph::NodeIndex;
+
+use super::exec;
+use super::plan::{decide, is_forced, soft_kat_failure, Decision};
+use super::progress::Progress;
+use super::steps;
+use super::Ctx;
+use crate::model::StepKind;
+use crate::record::{self, Status, StepRecord};
+
+/// Options of `ngcc-pipe run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Parallel workers.
+    pub jobs: usize,
+    pub force: Vec<GlobMatcher>,
+    pub fail_fast: bool,
+}
+
+/// What happened to one step in this run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Status,
+    pub reason: Option<String>,
+    /// Executed in this run (false: up to date, or skipped without running).
+    pub ran: bool,
+    /// Failed only by a KAT hash mismatch: dependents still run.
+    pub soft: bool,
+    pub log: Option<String>,
+}
+
+/// The end of a run.
+#[derive(Debug)]
+pub struct Summary {
+    pub outcomes: BTreeMap<NodeIndex, Outcome>,
+    pub interrupted: bool,
+    pub stopped_early: bool,
+}
+
+impl Summary {
+    pub fn failed(&self) -> bool {
+        self.outcomes.values().any(|o| o.status.is_failure())
+    }
+}
+
+enum Msg {
+    Done(NodeIndex, Box<StepRecord>),
+}
+
+/// Run the selected steps. Returns when every selected step has an outcome or the run
+/// was stopped (Ctrl-C, `--fail-fast`).
+pub fn execute(
+    ctx: Arc<Ctx>,
+    selected: &BTreeSet<NodeIndex>,
+    opts: &RunOptions,
+    progress: &Progress,
+) -> Summary {
+    let bench = ctx.campaign.system.bench_cpu;
+    let others: Vec<usize> = kem_native::sys::thread_affinity()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&c| c != bench)
+        .collect();
+    let pool = {
+        let others = others.clone();
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.jobs.max(1))
+            .thread_name(|i| format!("ngcc-worker-{i}"))
+            .start_handler(move |_| {
+                if !others.is_empty() {
+                    let _ = kem_native::sys::set_thread_affinity(&others);
+                }
+            })
+            .build()
+            .expect("thread pool starts")
+    };
+
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let (bench_tx, bench_rx) = mpsc::channel::<(NodeIndex, String)>();
+    let bench_lane = {
+        let ctx = Arc::clone(&ctx);
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name("ngcc-bench-lane".into())
+            .spawn(move || {
+                for (ix, why) in bench_rx {
+                    let rec = run_one(&ctx, ix, &why);
+                    if tx.send(Msg::Done(ix, Box::new(rec))).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("bench lane starts")
+    };
+
+    let mut waiting: BTreeMap<NodeIndex, usize> = selected
+        .iter()
+        .map(|&ix| {
+            (
+                ix,
+                ctx.plan.deps(ix).filter(|d| selected.contains(d)).count(),
+            )
+        })
+        .collect();
+    let mut outcomes: BTreeMap<NodeIndex, Outcome> = BTreeMap::new();
+    let mut ready: BTreeSet<NodeIndex> = waiting
+        .iter()
+        .filter(|(_, &n)| n == 0)
+        .map(|(&ix, _)| ix)
+        .collect();
+    waiting.retain(|_, n| *n > 0);
+    let mut running = 0usize;
+    let mut stop = false;
+    let mut stopped_early = false;
+
+    loop {
+        // Take decisions for everything ready; up-to-date and skipped steps finish at once,
+        // which may make more steps ready.
+        while let Some(ix) = ready.pop_first() {
+            if stop {
+                continue;
+            }
+            let node = ctx.node(ix);
+            let deps: Vec<NodeIndex> = ctx.plan.deps(ix).filter(|d| selected.contains(d)).collect();
+            let outcome = match blocked_by(&ctx, &deps, &outcomes, node.kind) {
+                Some((status, reason)) => {
+                    let rec = steps::not_run(&ctx, ix, status, reason);
+                    Some(finish_record(&ctx, ix, rec, false))
+                }
+                None => {
+                    let upstream = deps
+                        .iter()
+                        .find(|d| outcomes[d].ran)
+                        .map(|&d| ctx.node(d).id.clone());
+                    match decide(
+                        &ctx,
+                        ix,
+                        is_forced(&ctx, ix, &opts.force),
+                        upstream.as_deref(),
+                    ) {
+                        Decision::UpToDate(_) => {
+                            let rec = ctx
+                                .read_record(node)
+                                .expect("up-to-date steps have a record");
+                            Some(outcome_of(&rec, false))
+                        }
+                        Decision::Run(why) => {
+                            progress.started(&node.id, node.exclusive);
+                            running += 1;
+                            let why = why.to_string();
+                            if node.exclusive {
+                                bench_tx.send((ix, why)).expect("bench lane is alive");
+                            } else {
+                                let ctx = Arc::clone(&ctx);
+                                let tx = tx.clone();
+                                pool.spawn(move || {
+                                    let rec = run_one(&ctx, ix, &why);
+                                    let _ = tx.send(Msg::Done(ix, Box::new(rec)));
+                                });
+                            }
+                            None
+                        }
+                    }
+                }
+            };
+            if let Some(o) = outcome {
+                progress.finished(&node.id, o.status, false, o.reason.as_deref(), 0.0);
+                release(&ctx, ix, selected, &mut waiting, &mut ready);
+                outcomes.insert(ix, o);
+            }
+        }
+        if running == 0 {
+            break;
+        }
+        let Ok(Msg::Done(ix, rec)) = rx.recv() else {
+            break;
+        };
+        running -= 1;
+        let node = ctx.node(ix);
+        if exec::cancelled() && rec.status != Status::Ok {
+            // Killed by Ctrl-C: no record, so the next run does it again.
+            stop = true;
+            continue;
+        }
+        let o = finish_record(&ctx, ix, *rec, true);
+        progress.finished(
+            &node.id,
+            o.status,
+            true,
+            o.reason.as_deref(),
+            o_duration(&ctx, ix),
+        );
+        if o.status.is_failure() && opts.fail_fast {
+            stop = true;
+            stopped_early = true;
+        }
+        if exec::cancelled() {
+            stop = true;
+        }
+        outcomes.insert(ix, o);
+        release(&ctx, ix, selected, &mut waiting, &mut ready);
+    }
+    drop(bench_tx);
+    let _ = bench_lane.join();
+    Summary {
+        outcomes,
+        interrupted: exec::cancelled(),
+        stopped_early,
+    }
+}
+
+fn o_duration(ctx: &Ctx, ix: NodeIndex) -> f64 {
+    ctx.read_record(ctx.node(ix)).map_or(0.0, |r| r.duration_s)
+}
+
+/// Run one step and fill in its record's common fields.
+fn run_one(ctx: &Ctx, ix: NodeIndex, why: &str) -> StepRecord {
+    let started = super::utc_now();
+    let t0 = Instant::now();
+    let mut rec = steps::run(ctx, ix);
+    rec.started = started;
+    rec.finished = super::utc_now();
+    rec.duration_s = t0.elapsed().as_secs_f64();
+    rec.ran_because = Some(why.to_string());
+    rec
+}
+
+/// Write a record and turn it into an outcome.
+fn finish_record(ctx: &Ctx, ix: NodeIndex, rec: StepRecord, ran: bool) -> Outcome {
+    let path = ctx.record_path(ctx.node(ix));
+    if let Err(e) = record::write_json(&path, &rec) {
+        return Outcome {
+            status: Status::Failed,
+            reason: Some(format!("could not write record {}: {e}", path.display())),
+            ran,
+            soft: false,
+            log: None,
+        };
+    }
+    outcome_of(&rec, ran)
+}
+
+fn outcome_of(rec: &StepRecord, ran: bool) -> Outcome {
+    Outcome {
+        status: rec.status,
+        reason: rec.reason.clone(),
+        ran,
+        soft: rec.status == Status::Failed && soft_kat_failure(&rec.data),
+        log: rec.logs.first().map(|p| p.display().to_string()),
+    }
+}
+
+/// Whether dependencies keep a step from running: `(status, reason)` to record instead.
+fn blocked_by(
+    ctx: &Ctx,
+    deps: &[NodeIndex],
+    outcomes: &BTreeMap<NodeIndex, Outcome>,
+    kind: StepKind,
+) -> Option<(Status, String)> {
+    if kind == StepKind::Report {
+        // A report renders whatever exists, failures included.
+        return None;
+    }
+    for d in deps {
+        let o = &outcomes[d];
+        let id = &ctx.node(*d).id;
+        match o.status {
+            Status::Ok => {}
+            Status::Failed if o.soft => {}
+            Status::Failed | Status::TimedOut => {
+                let why = o.reason.as_deref().unwrap_or("failed");
+                return Some((
+                    Status::Skipped,
+                    format!("`{id}` failed: {}", first_line(why)),
+                ));
+            }
+            Status::Skipped => {
+                return Some((Status::Skipped, format!("`{id}` was skipped")));
+            }
+            Status::Unsupported => {
+                return Some((Status::Unsupported, o.reason.clone().unwrap_or_default()));
+            }
+        }
+    }
+    None
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// A step finished: count down its dependents, queueing those with nothing left to wait for.
+fn release(
+    ctx: &Ctx,
+    ix: NodeIndex,
+    selected: &BTreeSet<NodeIndex>,
+    waiting: &mut BTreeMap<NodeIndex, usize>,
+    ready: &mut BTreeSet<NodeIndex>,
+) {
+    for next in ctx
+        .plan
+        .graph
+        .neighbors_directed(ix, petgraph::Direction::Outgoing)
+    {
+        if !selected.contains(&next) {
+            continue;
+        }
+        if let Some(n) = waiting.get_mut(&next) {
+            *n -= 1;
+            if *n == 0 {
+                waiting.remove(&next);
+                ready.insert(next);
+            }
+        }
+    }
+}

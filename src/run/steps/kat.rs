@@ -1,0 +1,360 @@
+//! `kat`: generate the NIST `.rsp` text with kem-runner for each configured mode, hash it
+//! and compare with the submission's `kat.sha256`: PASS, MISMATCH, NOKAT or FAIL. With a
+//! reference `.rsp` on disk, a mismatch names the first differing count, field and offset.
+//! When the campaign profiles, the wrapped object's single KAT must equal the plain one's.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::{parse_runner, Done, Step};
+use crate::model::{KatMode, KatRng, StepKind};
+use crate::record::{
+    KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
+};
+use crate::run::exec::Exit;
+use crate::run::keys::sha256_hex;
+
+/// Expected hashes from a sha256sum-format file: name -> lower-case hex. Lines starting
+/// with `#` and blank lines are ignored; `*name` (binary marker) is accepted.
+pub fn parse_sha256_manifest(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut map = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (hash, name) = line
+            .split_once(char::is_whitespace)
+            .ok_or_else(|| format!("line {}: expected `<sha256>  <name>`", n + 1))?;
+        let name = name.trim_start().trim_start_matches('*').trim();
+        if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!(
+                "line {}: `{hash}` is not a SHA-256 hex digest",
+                n + 1
+            ));
+        }
+        map.insert(name.to_string(), hash.to_ascii_lowercase());
+    }
+    Ok(map)
+}
+
+/// The name a mode's hash has in `kat.sha256`: `<instance>` or `<instance>.all`.
+pub fn manifest_name(instance: &str, mode: KatMode) -> String {
+    match mode {
+        KatMode::Single => instance.to_string(),
+        KatMode::All => format!("{instance}.all"),
+    }
+}
+
+fn rsp_name(instance: &str, mode: KatMode, suffix: &str) -> String {
+    match mode {
+        KatMode::Single => format!("{instance}{suffix}.rsp"),
+        KatMode::All => format!("{instance}{suffix}.all.rsp"),
+    }
+}
+
+/// One runner KAT job: Ok(output) when the runner produced its record (success or a
+/// misbehaving KEM), Err(done) for crashes, timeouts and runner errors.
+fn run_kat(
+    step: &mut Step,
+    object: &Path,
+    api_h: &Path,
+    ns: &str,
+    mode: KatMode,
+    counts: u32,
+    rsp: &Path,
+    log: &mut std::fs::File,
+) -> Result<Result<KatOutput, String>, Done> {
+    let rng = match step.submission().kat.rng {
+        KatRng::Nist => "nist",
+        KatRng::Hqc => "hqc",
+    };
+    let mut cmd = step.runner();
+    cmd.arg("kat")
+        .arg("--lib")
+        .arg(object)
+        .arg("--api")
+        .arg(api_h)
+        .args(["--ns", ns, "--rng", rng, "--mode", mode.name(), "--counts"])
+        .arg(counts.to_string())
+        .arg("--out")
+        .arg(rsp);
+    let out = step
+        .exec(&mut cmd, log)
+        .map_err(|e| Done::failed(format!("cannot run kem-runner: {e}")))?;
+    match &out.exit {
+        Exit::Code(0) | Exit::Code(1) => Ok(parse_runner::<KatOutput>(&out)),
+        Exit::TimedOut => Err(Done {
+            status: Status::TimedOut,
+            reason: Some(step.timeout_text()),
+            data: None,
+        }),
+        Exit::Signal(_) => {
+            let progress = std::fs::read_to_string(rsp).unwrap_or_default();
+            let last = progress
+                .lines()
+                .filter(|l| l.starts_with("count = "))
+                .last()
+                .unwrap_or("before count 0")
+                .to_string();
+            Ok(Err(format!("crashed: {} (at {last})", out.exit.describe())))
+        }
+        other => Ok(Err(format!(
+            "kem-runner failed ({}): {}",
+            other.describe(),
+            crate::run::exec::tail(&out.stderr, 3)
+        ))),
+    }
+}
+
+pub fn run(step: &mut Step) -> Done {
+    match kat(step) {
+        Ok(d) | Err(d) => d,
+    }
+}
+
+fn kat(step: &mut Step) -> Result<Done, Done> {
+    let ctx = step.ctx;
+    let sub = step.submission();
+    let inst = step.instance();
+    let (_, build) = step.build().map_err(Done::failed)?;
+    let modes = ctx
+        .spec(StepKind::Kat)
+        .map(|s| s.params.kat_modes.clone())
+        .unwrap_or_default();
+    let expected = match std::fs::read_to_string(&sub.kat.manifest) {
+        Ok(t) => parse_sha256_manifest(&t)
+            .map_err(|e| Done::failed(format!("{}: {e}", sub.kat.manifest.display())))?,
+        Err(_) => BTreeMap::new(),
+    };
+    let kat_dir = ctx.out.join("kat").join(&sub.id);
+    std::fs::create_dir_all(&kat_dir).map_err(|e| Done::failed(e.to_string()))?;
+    let log_rel = PathBuf::from("kat")
+        .join(&sub.id)
+        .join(format!("{}.log", inst.id));
+    let mut log = step
+        .open_log(log_rel.clone())
+        .map_err(|e| Done::failed(e.to_string()))?;
+    let object = ctx.out.join(&build.object);
+
+    let mut results = Vec::new();
+    let mut single_sha = None;
+    for mode in modes {
+        let counts = match mode {
+            KatMode::Single => 1,
+            KatMode::All => sub.kat.all_count,
+        };
+        let rsp = kat_dir.join(rsp_name(&inst.id, mode, ""));
+        let want = expected.get(&manifest_name(&inst.id, mode)).cloned();
+        let res = run_kat(
+            step,
+            &object,
+            &build.api_h,
+            &build.namespace,
+            mode,
+            counts,
+            &rsp,
+            &mut log,
+        )?;
+        step.artefacts.push(ctx.rel(&rsp));
+        let mut r = KatModeResult {
+            mode,
+            status: KatStatus::Fail,
+            counts,
+            expected_sha256: want.clone(),
+            actual_sha256: None,
+            rsp: Some(ctx.rel(&rsp)),
+            reason: None,
+            diff: None,
+        };
+        match res {
+            Err(reason) => r.reason = Some(reason),
+            Ok(out) => {
+                r.actual_sha256 = Some(out.rsp_sha256.clone());
+                if let Some(f) = out.failure {
+                    r.reason = Some(f);
+                } else {
+                    if mode == KatMode::Single {
+                        single_sha = Some(out.rsp_sha256.clone());
+                    }
+                    match want {
+                        None => {
+                            r.status = KatStatus::Nokat;
+                            r.reason = Some(format!(
+                                "no expected hash for `{}` in {}",
+                                manifest_name(&inst.id, mode),
+                                sub.kat
+                                    .manifest
+                                    .file_name()
+                                    .unwrap_or_default()
+                                    .to_string_lossy()
+                            ));
+                        }
+                        Some(w) if w == out.rsp_sha256 => r.status = KatStatus::Pass,
+                        Some(w) => {
+                            r.status = KatStatus::Mismatch;
+                            let mut reason = format!("sha256 {} != expected {}", out.rsp_sha256, w);
+                            if let Some(dir) = &sub.kat.reference_dir {
+                                let reference = dir.join(rsp_name(&inst.id, mode, ""));
+                                if let (Ok(gen), Ok(refr)) = (
+                                    std::fs::read_to_string(&rsp),
+                                    std::fs::read_to_string(&reference),
+                                ) {
+                                    match crate::rsp::first_difference(&gen, &refr) {
+                                        Ok(Some(d)) => {
+                                            let _ = write!(
+                                                reason,
+                                                "; first difference from {}: count {}, field {}, byte offset {}",
+                                                reference.display(),
+                                                d.count,
+                                                d.field,
+                                                d.offset
+                                            );
+                                            r.diff = Some(d);
+                                        }
+                                        Ok(None) => {
+                                            let _ = write!(
+                                                reason,
+                                                "; identical to {} (the expected hash is wrong?)",
+                                                reference.display()
+                                            );
+                                        }
+                                        Err(e) => {
+                                            let _ = write!(
+                                                reason,
+                                                "; cannot compare with {}: {e}",
+                                                reference.display()
+                                            );
+                                        }
+                                    }
+                                }
+                            }
+                            r.reason = Some(reason);
+                        }
+                    }
+                }
+            }
+        }
+        let _ = writeln!(
+            log,
+            "# {} KAT ({} counts): {:?}{}",
+            mode.name(),
+            counts,
+            r.status,
+            r.reason
+                .as_deref()
+                .map(|s| format!(" — {s}"))
+                .unwrap_or_default()
+        );
+        results.push(r);
+    }
+
+    // The profile variant must compute exactly what the plain object computes.
+    let profile_object_kat = match (&build.profile_object, &single_sha) {
+        (Some(prof), Some(sha)) => {
+            let rsp = kat_dir.join(rsp_name(&inst.id, KatMode::Single, ".prof"));
+            let res = run_kat(
+                step,
+                &ctx.out.join(prof),
+                &build.api_h,
+                &build.namespace,
+                KatMode::Single,
+                1,
+                &rsp,
+                &mut log,
+            )?;
+            step.artefacts.push(ctx.rel(&rsp));
+            let got = match res {
+                Ok(out) if out.failure.is_none() => out.rsp_sha256,
+                Ok(out) => format!("failed: {}", out.failure.unwrap_or_default()),
+                Err(e) => format!("failed: {e}"),
+            };
+            let _ = writeln!(log, "# profile object KAT: {got} (plain {sha})");
+            Some(ProfileKatCheck {
+                equal: &got == sha,
+                sha256: got,
+            })
+        }
+        _ => None,
+    };
+    drop(log);
+    let log_sha256 = sha256_hex(&std::fs::read(ctx.out.join(&log_rel)).unwrap_or_default());
+
+    let fail = results.iter().find(|r| r.status == KatStatus::Fail);
+    let mismatch = results.iter().find(|r| r.status == KatStatus::Mismatch);
+    let (status, reason) = if let Some(r) = fail {
+        (
+            Status::Failed,
+            Some(format!(
+                "FAIL ({}): {}",
+                r.mode.name(),
+                r.reason.clone().unwrap_or_default()
+            )),
+        )
+    } else if let Some(r) = mismatch {
+        (
+            Status::Failed,
+            Some(format!(
+                "MISMATCH ({}): {}",
+                r.mode.name(),
+                r.reason.clone().unwrap_or_default()
+            )),
+        )
+    } else if profile_object_kat.as_ref().is_some_and(|p| !p.equal) {
+        (
+            Status::Failed,
+            Some("the profile (wrapped) object's KAT differs from the plain object's".to_string()),
+        )
+    } else {
+        let nokat: Vec<&str> = results
+            .iter()
+            .filter(|r| r.status == KatStatus::Nokat)
+            .map(|r| r.mode.name())
+            .collect();
+        (
+            Status::Ok,
+            (!nokat.is_empty()).then(|| format!("NOKAT ({}): no expected hash", nokat.join(", "))),
+        )
+    };
+    Ok(Done {
+        status,
+        reason,
+        data: Some(StepData::Kat(KatData {
+            modes: results,
+            log_sha256,
+            profile_object_kat,
+        })),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sha256sum_files() {
+        let h = "a".repeat(64);
+        let text = format!(
+            "# comment\n{h}  ML-KEM-512-clean\n\n{}  *ML-KEM-512-clean.all\n",
+            "B".repeat(64)
+        );
+        let m = parse_sha256_manifest(&text).unwrap();
+        assert_eq!(m["ML-KEM-512-clean"], h);
+        assert_eq!(m["ML-KEM-512-clean.all"], "b".repeat(64));
+        assert!(parse_sha256_manifest("xyz  a\n")
+            .unwrap_err()
+            .contains("line 1"));
+        assert!(parse_sha256_manifest("nohash\n")
+            .unwrap_err()
+            .contains("line 1"));
+    }
+
+    #[test]
+    fn names_modes() {
+        assert_eq!(manifest_name("X", KatMode::All), "X.all");
+        assert_eq!(rsp_name("X", KatMode::All, ".prof"), "X.prof.all.rsp");
+        assert_eq!(rsp_name("X", KatMode::Single, ""), "X.rsp");
+    }
+}

@@ -1,0 +1,215 @@
+//! The steps. Each kind is one file with one `run(&Step) -> Done` function; records are
+//! the only way steps talk to each other (a KAT reads the build record to find the object).
+
+pub mod build;
+mod kat;
+mod profile;
+mod report;
+mod sizes;
+mod source;
+mod survey;
+mod time;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use petgraph::graph::NodeIndex;
+
+use super::{exec, Ctx};
+use crate::graph::Node;
+use crate::model::{Instance, StepKind, Submission};
+use crate::record::{BuildData, SourceData, Status, StepData, StepRecord, RECORD_SCHEMA};
+
+/// What one step produced; the scheduler adds ids, keys and times.
+pub struct Done {
+    pub status: Status,
+    pub reason: Option<String>,
+    pub data: Option<StepData>,
+}
+
+impl Done {
+    pub fn ok(data: StepData) -> Done {
+        Done {
+            status: Status::Ok,
+            reason: None,
+            data: Some(data),
+        }
+    }
+
+    pub fn failed(reason: impl Into<String>) -> Done {
+        Done {
+            status: Status::Failed,
+            reason: Some(reason.into()),
+            data: None,
+        }
+    }
+}
+
+/// A running step: its node, its deadline, and the commands, logs and artefacts it has
+/// produced so far.
+pub struct Step<'a> {
+    pub ctx: &'a Ctx,
+    pub ix: NodeIndex,
+    pub node: &'a Node,
+    pub deadline: Instant,
+    pub commands: Vec<Vec<String>>,
+    pub logs: Vec<PathBuf>,
+    pub artefacts: Vec<PathBuf>,
+}
+
+impl<'a> Step<'a> {
+    pub fn submission(&self) -> &'a Submission {
+        self.ctx.submission(self.node)
+    }
+
+    pub fn instance(&self) -> &'a Instance {
+        self.ctx.instance(self.node).expect("per-instance step")
+    }
+
+    /// Run a command with the step's deadline, logging it.
+    pub fn exec(&mut self, cmd: &mut Command, log: &mut File) -> std::io::Result<exec::Output> {
+        self.commands.push(exec::argv(cmd));
+        exec::run(cmd, self.deadline, log)
+    }
+
+    /// Open a log under the output folder (relative path) and remember it.
+    pub fn open_log(&mut self, rel: PathBuf) -> std::io::Result<File> {
+        let f = exec::open_log(&self.ctx.out.join(&rel))?;
+        if !self.logs.contains(&rel) {
+            self.logs.push(rel);
+        }
+        Ok(f)
+    }
+
+    /// `<sub>/<instance>` for paths.
+    pub fn slug(&self) -> PathBuf {
+        let sub = &self.submission().id;
+        match self.ctx.instance(self.node) {
+            Some(i) => Path::new(sub).join(&i.id),
+            None => PathBuf::from(sub),
+        }
+    }
+
+    /// Where the submission's code is, from the source step's record.
+    pub fn source(&self) -> Result<SourceData, String> {
+        match self
+            .ctx
+            .sibling_record(self.node, StepKind::Source)
+            .and_then(|r| r.data)
+        {
+            Some(StepData::Source(s)) => Ok(s),
+            _ => Err("no source record: run the `source` step first".to_string()),
+        }
+    }
+
+    /// The build record of this instance.
+    pub fn build(&self) -> Result<(StepRecord, BuildData), String> {
+        let rec = self
+            .ctx
+            .sibling_record(self.node, StepKind::Build)
+            .ok_or("no build record: run the `build` step first")?;
+        match &rec.data {
+            Some(StepData::Build(b)) => {
+                let b = b.clone();
+                Ok((rec, b))
+            }
+            _ => Err(format!(
+                "build did not produce an object ({})",
+                rec.status.name()
+            )),
+        }
+    }
+
+    /// The kem-runner binary.
+    pub fn runner(&self) -> Command {
+        Command::new(&self.ctx.runner)
+    }
+
+    /// Timeout of this step as text.
+    pub fn timeout_text(&self) -> String {
+        let t = self
+            .ctx
+            .spec(self.node.kind)
+            .map(|s| s.timeout)
+            .unwrap_or_default();
+        format!("timed out after {} s (killed)", t.as_secs())
+    }
+}
+
+/// Run the step at `ix` and return its record (status, data, commands, logs).
+pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
+    let node = ctx.node(ix);
+    let timeout = ctx.spec(node.kind).map(|s| s.timeout).unwrap_or_default();
+    let mut step = Step {
+        ctx,
+        ix,
+        node,
+        deadline: Instant::now() + timeout,
+        commands: Vec::new(),
+        logs: Vec::new(),
+        artefacts: Vec::new(),
+    };
+    let done = match node.kind {
+        StepKind::Source => source::run(&mut step),
+        StepKind::Build => build::run(&mut step),
+        StepKind::Kat => kat::run(&mut step),
+        StepKind::Sizes => sizes::run(&mut step),
+        StepKind::Time => time::run(&mut step),
+        StepKind::Profile => profile::run(&mut step),
+        StepKind::Survey => survey::run(&mut step),
+        StepKind::Report => report::run(&mut step),
+    };
+    let mut rec = base_record(ctx, ix, done.status, done.reason);
+    rec.data = done.data;
+    rec.commands = step.commands;
+    rec.logs = step.logs;
+    rec.artefacts = step.artefacts;
+    rec
+}
+
+/// The record of a step that did not run (skipped, unsupported).
+pub fn not_run(ctx: &Ctx, ix: NodeIndex, status: Status, reason: String) -> StepRecord {
+    let mut rec = base_record(ctx, ix, status, Some(reason));
+    let now = super::utc_now();
+    rec.started = now.clone();
+    rec.finished = now;
+    rec
+}
+
+fn base_record(ctx: &Ctx, ix: NodeIndex, status: Status, reason: Option<String>) -> StepRecord {
+    let node = ctx.node(ix);
+    StepRecord {
+        schema: RECORD_SCHEMA,
+        id: node.id.clone(),
+        kind: node.kind,
+        submission: ctx.submission(node).id.clone(),
+        instance: ctx.instance(node).map(|i| i.id.clone()),
+        op: node.op,
+        status,
+        reason,
+        cache_key: ctx.key(ix),
+        inputs: ctx.inputs[ix.index()].clone(),
+        commands: Vec::new(),
+        started: String::new(),
+        finished: String::new(),
+        duration_s: 0.0,
+        ran_because: None,
+        env_fingerprint: ctx.facts.env_fingerprint.clone(),
+        logs: Vec::new(),
+        artefacts: Vec::new(),
+        data: None,
+    }
+}
+
+/// Parse the one JSON record a runner job prints.
+pub fn parse_runner<T: for<'de> serde::Deserialize<'de>>(out: &exec::Output) -> Result<T, String> {
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "kem-runner printed no valid record ({e}); {}: {}",
+            out.exit.describe(),
+            exec::tail(&out.stderr, 3)
+        )
+    })
+}

@@ -1,0 +1,141 @@
+//! `source`: find a submission's code. A folder is checked; a crate is fetched with cargo
+//! into a throwaway manifest under the output folder (checksum-verified by cargo, reused
+//! offline once cached) and located with `cargo metadata`.
+
+use std::process::Command;
+
+use super::{Done, Step};
+use crate::model::Source;
+use crate::record::{SourceData, StepData};
+
+pub fn run(step: &mut Step) -> Done {
+    match &step.submission().source {
+        Source::Path { path } => {
+            if path.is_dir() {
+                Done::ok(StepData::Source(SourceData {
+                    root: path.clone(),
+                    origin: "path".to_string(),
+                    checksum: None,
+                }))
+            } else {
+                Done::failed(format!("source folder {} does not exist", path.display()))
+            }
+        }
+        Source::Crate {
+            name,
+            version,
+            root,
+        } => match fetch(step, name, version) {
+            Ok((dir, checksum)) => {
+                let root_dir = dir.join(root);
+                if !root_dir.is_dir() {
+                    return Done::failed(format!(
+                        "crate `{name}` {version} has no folder `{root}` (looked in {})",
+                        dir.display()
+                    ));
+                }
+                Done::ok(StepData::Source(SourceData {
+                    root: root_dir,
+                    origin: format!("crate {name} {version} (checksum verified by cargo)"),
+                    checksum,
+                }))
+            }
+            Err(e) => Done::failed(format!("could not fetch crate `{name}` {version}: {e}")),
+        },
+    }
+}
+
+/// Fetch `name` at exactly `version`; returns its unpacked folder and its checksum.
+fn fetch(
+    step: &mut Step,
+    name: &str,
+    version: &str,
+) -> Result<(std::path::PathBuf, Option<String>), String> {
+    let dir = step
+        .ctx
+        .out
+        .join("cache")
+        .join("crates")
+        .join(format!("{name}-{version}"));
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+    let manifest = dir.join("Cargo.toml");
+    let text = format!(
+        "# Written by ngcc-pipe to fetch `{name}` {version}; safe to delete.\n\
+         [package]\nname = \"ngcc-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"
+    );
+    std::fs::write(&manifest, text).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("src/lib.rs"), "").map_err(|e| e.to_string())?;
+    let mut log = step
+        .open_log(
+            std::path::Path::new("logs")
+                .join(step.slug())
+                .join("source.log"),
+        )
+        .map_err(|e| e.to_string())?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut last_err = String::new();
+    for offline in [true, false] {
+        let mut cmd = Command::new(&cargo);
+        cmd.args(["metadata", "--format-version", "1", "--manifest-path"])
+            .arg(&manifest);
+        if offline {
+            cmd.arg("--offline");
+        }
+        let out = step
+            .exec(&mut cmd, &mut log)
+            .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+        if out.exit.success() {
+            let meta: serde_json::Value =
+                serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+            let pkg = meta["packages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"] == name && p["version"] == version)
+                .ok_or("cargo metadata does not list the crate")?;
+            let path = pkg["manifest_path"].as_str().ok_or("no manifest_path")?;
+            let crate_dir = std::path::Path::new(path)
+                .parent()
+                .ok_or("manifest_path has no folder")?
+                .to_path_buf();
+            return Ok((
+                crate_dir,
+                lock_checksum(&dir.join("Cargo.lock"), name, version),
+            ));
+        }
+        last_err = crate::run::exec::tail(&out.stderr, 3);
+    }
+    Err(last_err)
+}
+
+/// The checksum Cargo.lock records for `name` `version`.
+fn lock_checksum(lock: &std::path::Path, name: &str, version: &str) -> Option<String> {
+    let text = std::fs::read_to_string(lock).ok()?;
+    let block = text.split("[[package]]").find(|b| {
+        b.contains(&format!("name = \"{name}\"")) && b.contains(&format!("version = \"{version}\""))
+    })?;
+    block.lines().find_map(|l| {
+        l.strip_prefix("checksum = \"")?
+            .strip_suffix('"')
+            .map(str::to_string)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_checksum_from_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("Cargo.lock");
+        std::fs::write(
+            &lock,
+            "[[package]]\nname = \"a\"\nversion = \"0.1.1\"\nsource = \"x\"\nchecksum = \"abc\"\n\n[[package]]\nname = \"b\"\nversion = \"1.0.0\"\n",
+        )
+        .unwrap();
+        assert_eq!(lock_checksum(&lock, "a", "0.1.1").as_deref(), Some("abc"));
+        assert_eq!(lock_checksum(&lock, "b", "1.0.0"), None);
+    }
+}

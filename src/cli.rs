@@ -106,6 +106,23 @@ enum Cmd {
         #[arg(long)]
         csv: Option<PathBuf>,
     },
+    /// Benchmarks of ngcc-pipe itself.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  ngcc-pipe bench plan --instances 1000"
+    )]
+    Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Parse + expand + plan a generated campaign (default 1000 instances x 6 steps).
+    Plan {
+        #[arg(long, default_value_t = 1000)]
+        instances: usize,
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -251,10 +268,14 @@ fn dispatch(cmd: Cmd) -> Result<i32, String> {
                 Err(code) => return Ok(code),
             };
             let out = c.outputs.clone();
-            let files = render_reports(&c, &out, None)?;
+            let files = render_reports(&c, &out)?;
             for f in files {
                 println!("{}", out.join(f).display());
             }
+            Ok(0)
+        }
+        Cmd::Bench(BenchCmd::Plan { instances, repeats }) => {
+            print!("{}", crate::bench::plan(instances, repeats)?);
             Ok(0)
         }
         Cmd::Compare { a, b, csv } => {
@@ -421,12 +442,6 @@ fn run_campaign(
     let summary = run::execute(Arc::clone(&ctx), selected, &opts, &progress);
     progress.finish();
 
-    // The campaign index covers everything with a record, not only this run's steps.
-    if ctx.spec(StepKind::Report).is_some() && !summary.interrupted {
-        if let Err(e) = render_reports(&ctx.campaign, &ctx.out, Some(&rec)) {
-            eprintln!("warning: campaign index not written: {e}");
-        }
-    }
     rec.finished = Some(run::utc_now());
     rec.steps = ctx
         .plan
@@ -453,6 +468,13 @@ fn run_campaign(
     record::write_json(&campaign_json, &rec)
         .map_err(|e| format!("{}: {e}", campaign_json.display()))?;
 
+    // Re-render every report now that the campaign's end is known; the index covers
+    // everything with a record, not only this run's steps.
+    if ctx.spec(StepKind::Report).is_some() && !summary.interrupted {
+        if let Err(e) = render_reports(&ctx.campaign, &ctx.out) {
+            eprintln!("warning: reports not re-rendered: {e}");
+        }
+    }
     print_summary(&ctx, &summary);
     Ok(if summary.interrupted {
         130
@@ -601,11 +623,7 @@ fn explain(ctx: &Ctx, id: &str) -> Result<i32, String> {
 }
 
 /// Render every report from records; returns the files written (relative to `out`).
-fn render_reports(
-    c: &Campaign,
-    out: &Path,
-    _rec: Option<&CampaignRecord>,
-) -> Result<Vec<PathBuf>, String> {
+fn render_reports(c: &Campaign, out: &Path) -> Result<Vec<PathBuf>, String> {
     let view = crate::report::CampaignView::load(c, out)
         .map_err(|e| format!("reading records in {}: {e}", out.display()))?;
     let mut files = Vec::new();

@@ -89,9 +89,14 @@ fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
             if *n == view.system {
                 n.clone()
             } else {
+                let has_sub = |s: &str| {
+                    view.other_systems
+                        .iter()
+                        .any(|r| r.system == *n && r.submissions.iter().any(|x| x.id == s))
+                };
                 let target = match sub {
-                    Some(s) => format!("../../{n}/reports/{s}.md"),
-                    None => format!("../../{n}/reports/index.md"),
+                    Some(s) if has_sub(s) => format!("../../{n}/reports/{s}.md"),
+                    _ => format!("../../{n}/reports/index.md"),
                 };
                 link(n, &target)
             }
@@ -171,8 +176,9 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         }
         None => {}
     }
-    for (name, url) in &meta.links {
-        items.push(format!("{name}: {}", link(url, url)));
+    if !meta.links.is_empty() {
+        let links: Vec<String> = meta.links.iter().map(|(n, u)| link(n, u)).collect();
+        items.push(format!("Links: {}", links.join(", ")));
     }
     doc.list(items);
 }
@@ -776,7 +782,7 @@ fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         "DRNG",
         "calls per operation",
     ]);
-    let mut missing = Vec::new();
+    let mut missing: Vec<(String, String, Vec<&str>)> = Vec::new();
     for inst in &sub.instances {
         for (op, r) in &inst.profile {
             match inst.profile_ok(*op) {
@@ -787,17 +793,23 @@ fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                     fmt::share(p.drng_share),
                     fmt::calls_list(&results::calls_named(p)),
                 ]),
-                None => missing.push(format!(
-                    "{} {}: {}",
-                    code(&inst.id),
-                    op.name(),
-                    r.as_ref()
+                None => {
+                    let why = r
+                        .as_ref()
                         .map(status_text)
-                        .unwrap_or_else(|| "did not run (no record)".into())
-                )),
+                        .unwrap_or_else(|| "did not run (no record)".into());
+                    match missing.iter_mut().find(|(i, w, _)| *i == inst.id && *w == why) {
+                        Some((_, _, ops)) => ops.push(op.name()),
+                        None => missing.push((inst.id.clone(), why, vec![op.name()])),
+                    }
+                }
             }
         }
     }
+    let missing: Vec<String> = missing
+        .into_iter()
+        .map(|(i, why, ops)| format!("{} {}: {why}", code(&i), ops.join(", ")))
+        .collect();
     if !t.rows.is_empty() {
         doc.table(t);
     }
@@ -821,7 +833,7 @@ fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let mut t = Table::new(&["instance", "item", "file"]);
     if let Some(r) = &sub.source {
         let p = crate::record::record_path(StepKind::Source, &sub.id, None, None);
-        t.row(vec![DASH.into(), format!("source ({})", r.status.name()), file(&p)]);
+        t.row(vec![DASH.into(), format!("source record ({})", r.status.name()), file(&p)]);
     }
     for inst in &sub.instances {
         let id = code(&inst.id);
@@ -829,7 +841,7 @@ fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             crate::record::record_path(kind, &sub.id, Some(&inst.id), op)
         };
         if let Some(r) = &inst.build {
-            t.row(vec![id.clone(), format!("build ({})", r.status.name()), file(&rp(StepKind::Build, None))]);
+            t.row(vec![id.clone(), format!("build record ({})", r.status.name()), file(&rp(StepKind::Build, None))]);
             for l in &r.logs {
                 t.row(vec![id.clone(), "build log".into(), file(l)]);
             }
@@ -972,42 +984,48 @@ pub fn failures(doc: &mut Doc, view: &CampaignView) {
     doc.h(2, "Failures");
     let mut failed: BTreeMap<String, String> = BTreeMap::new();
     let mut skipped = 0usize;
-    if let Some(c) = &view.campaign {
-        for s in &c.steps {
-            if s.status.is_failure() {
-                failed.insert(
-                    s.id.clone(),
-                    format!("{}{}", s.status.name(), s.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()),
-                );
-            } else if s.status == Status::Skipped {
-                skipped += 1;
-            }
-        }
-    }
-    let mut skipped_records = 0usize;
     for sub in &view.submissions {
         let mut recs: Vec<&StepRecord> = sub.source.iter().collect();
         for inst in &sub.instances {
             recs.extend(inst.records());
         }
         for r in recs {
-            if r.status.is_failure() {
-                failed.entry(r.id.clone()).or_insert_with(|| status_text(r));
-            } else if r.status == Status::Skipped {
-                skipped_records += 1;
+            if r.status == Status::Skipped {
+                skipped += 1;
             }
-            if let Some(d) = view::kat_data(r) {
-                for m in &d.modes {
-                    if m.status != KatStatus::Pass {
-                        failed.entry(format!("{} ({})", r.id, m.mode.name())).or_insert_with(|| {
+            match view::kat_data(r) {
+                // a KAT with results: one line per mode that did not pass
+                Some(d) => {
+                    for m in d.modes.iter().filter(|m| m.status != KatStatus::Pass) {
+                        failed.insert(
+                            format!("{} ({})", r.id, m.mode.name()),
                             format!(
                                 "KAT {}{}",
                                 results::kat_status_name(m.status),
                                 m.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
-                            )
-                        });
+                            ),
+                        );
                     }
                 }
+                None if r.status.is_failure() => {
+                    failed.insert(r.id.clone(), status_text(r));
+                }
+                None => {}
+            }
+        }
+    }
+    // steps of campaign.json without a record here (e.g. a source that failed)
+    if let Some(c) = &view.campaign {
+        for s in c.steps.iter().filter(|s| s.status.is_failure()) {
+            if !failed.keys().any(|k| k == &s.id || k.starts_with(&format!("{} (", s.id))) {
+                failed.insert(
+                    s.id.clone(),
+                    format!(
+                        "{}{}",
+                        s.status.name(),
+                        s.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+                    ),
+                );
             }
         }
     }
@@ -1021,7 +1039,6 @@ pub fn failures(doc: &mut Doc, view: &CampaignView) {
                 .collect(),
         );
     }
-    let skipped = skipped.max(skipped_records);
     if skipped > 0 {
         doc.p(format!(
             "{skipped} step{} skipped because a step {} depended on did not succeed.",

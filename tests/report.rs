@@ -16,9 +16,8 @@ use std::time::Duration;
 
 use ngcc_pipe::measure::stats;
 use ngcc_pipe::model::{
-    Campaign, CatalogSizes, FlagProfile, Instance, KatMode, KatRng, KatSettings, Op,
-    PrimitiveFn, Primitives, ReportMeta, Source, StepKind, StepParams, StepSpec, Submission,
-    System,
+    Campaign, CatalogSizes, FlagProfile, Instance, KatMode, KatRng, KatSettings, Op, PrimitiveFn,
+    Primitives, ReportMeta, Source, StepKind, StepParams, StepSpec, Submission, System,
 };
 use ngcc_pipe::record::{
     self, ApiSizes, BuildData, CampaignRecord, CampaignStep, EnvWarning, Environment, KatData,
@@ -28,9 +27,7 @@ use ngcc_pipe::record::{
 };
 use ngcc_pipe::report::{self, CampaignView};
 
-use kem_native::output::{
-    Calibration, CoreCycles, Memory, Overhead, TimeOutput, Trial,
-};
+use kem_native::output::{Calibration, CoreCycles, Memory, Overhead, TimeOutput, Trial};
 
 const FIXTURES: &str = "tests/fixtures/records";
 
@@ -93,11 +90,17 @@ fn submission(id: &str, algorithm: &str, instances: Vec<Instance>) -> Submission
             algorithm: algorithm.into(),
             category: Some("public-key algorithm".into()),
             function: Some("key encapsulation".into()),
-            versions: if qube { vec!["reference".into()] } else { vec![] },
+            versions: if qube {
+                vec!["reference".into()]
+            } else {
+                vec![]
+            },
             notes: if qube {
-                vec!["The top-level Test_Vectors carry the optimized implementation's sizes; \
+                vec![
+                    "The top-level Test_Vectors carry the optimized implementation's sizes; \
                       no qube-192 vector was submitted"
-                    .into()]
+                        .into(),
+                ]
             } else {
                 vec![]
             },
@@ -268,6 +271,7 @@ struct Ctx {
     out: Vec<(PathBuf, StepRecord)>,
 }
 
+#[allow(clippy::too_many_arguments)] // a record is many fields; the test reads best with them inline
 fn base_record(
     arm: bool,
     kind: StepKind,
@@ -318,7 +322,14 @@ fn push(ctx: &mut Ctx, r: StepRecord) {
 }
 
 /// Deterministic per-op cycles of one trial around `base`.
-fn time_output(op: Op, api: &ApiSizes, base: f64, jitter: &[f64], ghz: f64, arm: bool) -> TimeOutput {
+fn time_output(
+    op: Op,
+    api: &ApiSizes,
+    base: f64,
+    jitter: &[f64],
+    ghz: f64,
+    arm: bool,
+) -> TimeOutput {
     let per_op_ns = base / ghz;
     let iters = ((1e9 / per_op_ns).ceil() as u64).max(20);
     let trials = jitter
@@ -334,7 +345,10 @@ fn time_output(op: Op, api: &ApiSizes, base: f64, jitter: &[f64], ghz: f64, arm:
         })
         .collect();
     let samples = (0..11u64)
-        .map(|k| (base * (1.0 + 0.004 * (k as f64 - 5.0).abs())) as u64 + if k == 7 { base as u64 } else { 0 })
+        .map(|k| {
+            (base * (1.0 + 0.004 * (k as f64 - 5.0).abs())) as u64
+                + if k == 7 { base as u64 } else { 0 }
+        })
         .collect();
     TimeOutput {
         op: op.name().into(),
@@ -413,7 +427,16 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         api_h: PathBuf::from(format!("/fixture/src/{id}/api.h")),
         namespace: format!("NS_{id}_"),
     };
-    let mut r = base_record(ctx.arm, StepKind::Build, sub, Some(id), None, Status::Ok, None, Some(StepData::Build(build)));
+    let mut r = base_record(
+        ctx.arm,
+        StepKind::Build,
+        sub,
+        Some(id),
+        None,
+        Status::Ok,
+        None,
+        Some(StepData::Build(build)),
+    );
     r.logs = vec![PathBuf::from(format!("build/{sub}/{id}.log"))];
     push(ctx, r);
     // kat
@@ -429,8 +452,16 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             KatStatus::Pass => Some(actual.clone()),
             _ => Some(hexish(&format!("{id}.expected"))),
         },
-        actual_sha256: if i.kat == KatStatus::Fail { None } else { Some(actual) },
-        rsp: if i.kat == KatStatus::Fail { None } else { Some(rsp) },
+        actual_sha256: if i.kat == KatStatus::Fail {
+            None
+        } else {
+            Some(actual)
+        },
+        rsp: if i.kat == KatStatus::Fail {
+            None
+        } else {
+            Some(rsp)
+        },
         reason: i.kat_reason.map(str::to_string),
         diff: if i.kat == KatStatus::Mismatch {
             Some(RspDiff {
@@ -456,7 +487,16 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         KatStatus::Mismatch => (Status::Failed, Some("KAT MISMATCH against kat.sha256")),
         KatStatus::Fail => (Status::Failed, i.kat_reason),
     };
-    let mut r = base_record(ctx.arm, StepKind::Kat, sub, Some(id), None, kst, kreason, Some(StepData::Kat(kat)));
+    let mut r = base_record(
+        ctx.arm,
+        StepKind::Kat,
+        sub,
+        Some(id),
+        None,
+        kst,
+        kreason,
+        Some(StepData::Kat(kat)),
+    );
     r.logs = vec![log];
     push(ctx, r);
     // sizes
@@ -485,12 +525,26 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         },
         audit,
     };
-    push(ctx, base_record(ctx.arm, StepKind::Sizes, sub, Some(id), None, Status::Ok, None, Some(StepData::Sizes(sizes))));
+    push(
+        ctx,
+        base_record(
+            ctx.arm,
+            StepKind::Sizes,
+            sub,
+            Some(id),
+            None,
+            Status::Ok,
+            None,
+            Some(StepData::Sizes(sizes)),
+        ),
+    );
     // survey
     let survey = match i.verdict {
         Verdict::Bypass => SurveyData {
             verdict: Verdict::Bypass,
-            summary: "own inline Keccak (KeccakF1600_StatePermute) reachable; provided SHAKE unused".into(),
+            summary:
+                "own inline Keccak (KeccakF1600_StatePermute) reachable; provided SHAKE unused"
+                    .into(),
             source_hits: vec![
                 SourceHit {
                     file: format!("{id}/keccak.c"),
@@ -524,15 +578,51 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             provided_used: vec!["sha3_256".into(), "shake256".into()],
         },
     };
-    push(ctx, base_record(ctx.arm, StepKind::Survey, sub, Some(id), None, Status::Ok, None, Some(StepData::Survey(survey))));
+    push(
+        ctx,
+        base_record(
+            ctx.arm,
+            StepKind::Survey,
+            sub,
+            Some(id),
+            None,
+            Status::Ok,
+            None,
+            Some(StepData::Survey(survey)),
+        ),
+    );
     // time + profile
     let env = environment(ctx.arm);
     let ghz = if ctx.arm { 1.0 } else { 2.1 };
     for (k, op) in Op::ALL.into_iter().enumerate() {
         if !kat_ok {
             let why = format!("dependency `{sub}/{id}/kat` failed");
-            push(ctx, base_record(ctx.arm, StepKind::Time, sub, Some(id), Some(op), Status::Skipped, Some(&why), None));
-            push(ctx, base_record(ctx.arm, StepKind::Profile, sub, Some(id), Some(op), Status::Skipped, Some(&why), None));
+            push(
+                ctx,
+                base_record(
+                    ctx.arm,
+                    StepKind::Time,
+                    sub,
+                    Some(id),
+                    Some(op),
+                    Status::Skipped,
+                    Some(&why),
+                    None,
+                ),
+            );
+            push(
+                ctx,
+                base_record(
+                    ctx.arm,
+                    StepKind::Profile,
+                    sub,
+                    Some(id),
+                    Some(op),
+                    Status::Skipped,
+                    Some(&why),
+                    None,
+                ),
+            );
             continue;
         }
         let jitter: &[f64] = if i.unstable_op == Some(op) {
@@ -552,13 +642,26 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             object_sha256: hexish(&format!("{id}.so")),
             environment: env.clone(),
         };
-        let mut r = base_record(ctx.arm, StepKind::Time, sub, Some(id), Some(op), Status::Ok, None, Some(StepData::Time(Box::new(td))));
+        let mut r = base_record(
+            ctx.arm,
+            StepKind::Time,
+            sub,
+            Some(id),
+            Some(op),
+            Status::Ok,
+            None,
+            Some(StepData::Time(Box::new(td))),
+        );
         r.logs = vec![PathBuf::from(format!("records/{sub}/{id}__{op}.log"))];
         push(ctx, r);
         // profile: hash share and calls
         let iters = 20u64;
         let total = (i.base[k] * iters as f64) as u64;
-        let drng_share = if op == Op::Dec { 0.0 } else { 0.015 / (k as f64 + 1.0) };
+        let drng_share = if op == Op::Dec {
+            0.0
+        } else {
+            0.015 / (k as f64 + 1.0)
+        };
         let mut symbols = Vec::new();
         if i.hash[k] > 0.0 {
             symbols.push(SymbolProfile {
@@ -600,7 +703,19 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             calls_per_op,
             environment: env.clone(),
         };
-        push(ctx, base_record(ctx.arm, StepKind::Profile, sub, Some(id), Some(op), Status::Ok, None, Some(StepData::Profile(pd))));
+        push(
+            ctx,
+            base_record(
+                ctx.arm,
+                StepKind::Profile,
+                sub,
+                Some(id),
+                Some(op),
+                Status::Ok,
+                None,
+                Some(StepData::Profile(pd)),
+            ),
+        );
     }
 }
 
@@ -625,9 +740,24 @@ fn cat(pk: u64, ct: u64) -> CatalogSizes {
 
 fn mlkem(ctx: &mut Ctx, scale: f64, unstable: Option<Op>) {
     let sets = [
-        ("ML-KEM-512-clean", api(800, 1632, 768, 32), [46_120.0, 61_870.0, 77_410.0], 15_744),
-        ("ML-KEM-768-clean", api(1184, 2400, 1088, 32), [78_650.0, 96_200.0, 117_930.0], 17_312),
-        ("ML-KEM-1024-clean", api(1568, 3168, 1568, 32), [121_400.0, 142_700.0, 169_800.0], 19_040),
+        (
+            "ML-KEM-512-clean",
+            api(800, 1632, 768, 32),
+            [46_120.0, 61_870.0, 77_410.0],
+            15_744,
+        ),
+        (
+            "ML-KEM-768-clean",
+            api(1184, 2400, 1088, 32),
+            [78_650.0, 96_200.0, 117_930.0],
+            17_312,
+        ),
+        (
+            "ML-KEM-1024-clean",
+            api(1568, 3168, 1568, 32),
+            [121_400.0, 142_700.0, 169_800.0],
+            19_040,
+        ),
     ];
     for (n, (id, a, base, st)) in sets.into_iter().enumerate() {
         let catalog = cat(a.pk, a.ct);
@@ -642,7 +772,11 @@ fn mlkem(ctx: &mut Ctx, scale: f64, unstable: Option<Op>) {
                 kat_reason: None,
                 base: base.map(|b| b * scale),
                 unstable_op: if n == 1 { unstable } else { None },
-                outlier_op: if n == 2 && unstable.is_some() { Some(Op::Dec) } else { None },
+                outlier_op: if n == 2 && unstable.is_some() {
+                    Some(Op::Dec)
+                } else {
+                    None
+                },
                 hash: [0.55, 0.62, 0.49],
                 verdict: Verdict::ProvidedOnly,
                 static_bytes: st,
@@ -667,17 +801,47 @@ fn x86_records() -> Ctx {
             },
             checksum: None,
         };
-        let r = base_record(false, StepKind::Source, sub, None, None, Status::Ok, None, Some(StepData::Source(data)));
+        let r = base_record(
+            false,
+            StepKind::Source,
+            sub,
+            None,
+            None,
+            Status::Ok,
+            None,
+            Some(StepData::Source(data)),
+        );
         push(&mut ctx, r);
     }
     mlkem(&mut ctx, 1.0, Some(Op::Enc));
     let qube = [
-        ("qube-128", api(3294, 3326, 3287, 16), cat(3294, 3287), KatStatus::Mismatch,
-            Some("sha256 of the generated .rsp differs from kat.sha256"), [616_900.0, 657_800.0, 1_181_000.0], 0),
-        ("qube-192", api(6364, 6412, 6362, 24), cat(6360, 6362), KatStatus::Nokat, None,
-            [1_410_000.0, 1_480_000.0, 2_830_000.0], 1),
-        ("qube-256", api(10446, 10510, 10423, 32), cat(10446, 10423), KatStatus::Fail,
-            Some("shared secrets differ in count 0"), [0.0; 3], 2),
+        (
+            "qube-128",
+            api(3294, 3326, 3287, 16),
+            cat(3294, 3287),
+            KatStatus::Mismatch,
+            Some("sha256 of the generated .rsp differs from kat.sha256"),
+            [616_900.0, 657_800.0, 1_181_000.0],
+            0,
+        ),
+        (
+            "qube-192",
+            api(6364, 6412, 6362, 24),
+            cat(6360, 6362),
+            KatStatus::Nokat,
+            None,
+            [1_410_000.0, 1_480_000.0, 2_830_000.0],
+            1,
+        ),
+        (
+            "qube-256",
+            api(10446, 10510, 10423, 32),
+            cat(10446, 10423),
+            KatStatus::Fail,
+            Some("shared secrets differ in count 0"),
+            [0.0; 3],
+            2,
+        ),
     ];
     for (id, a, c, kat, reason, base, n) in qube {
         add_instance(
@@ -729,7 +893,11 @@ fn campaign_record(ctx: &Ctx, arch: &str) -> CampaignRecord {
         system: ctx.system.into(),
         arch: arch.into(),
         pipeline: PathBuf::from(format!("pipelines/{}.kdl", ctx.system)),
-        command: vec!["ngcc-pipe".into(), "run".into(), format!("pipelines/{}.kdl", ctx.system)],
+        command: vec![
+            "ngcc-pipe".into(),
+            "run".into(),
+            format!("pipelines/{}.kdl", ctx.system),
+        ],
         started: "2026-09-25T10:02:21Z".into(),
         finished: Some("2026-09-25T11:51:21Z".into()),
         environment: environment(ctx.arm),
@@ -749,7 +917,10 @@ fn fixture_files() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
     for (ctx, arch) in [(x86_records(), "x86-64"), (arm_records(), "aarch64")] {
         let root = PathBuf::from(ctx.system);
-        files.push((root.join("campaign.json"), json(&campaign_record(&ctx, arch))));
+        files.push((
+            root.join("campaign.json"),
+            json(&campaign_record(&ctx, arch)),
+        ));
         for (p, r) in &ctx.out {
             files.push((root.join(p), json(r)));
         }
@@ -896,7 +1067,9 @@ fn html_site_is_self_contained() {
         assert!(!html.contains("<link"));
     }
     // both systems side by side, with the switch
-    assert!(index.contains("system: <a href=\"#system-arm_1\">arm_1</a> · <a href=\"#system-x86_1\">x86_1</a>"));
+    assert!(index.contains(
+        "system: <a href=\"#system-arm_1\">arm_1</a> · <a href=\"#system-x86_1\">x86_1</a>"
+    ));
     assert!(index.contains("<section id=\"system-arm_1\">"));
     assert_eq!(index.matches("<svg").count(), 4);
     assert!(index.contains("level 512") && index.contains("level 128"));
@@ -911,7 +1084,11 @@ fn rendering_is_deterministic_and_written_atomically() {
     assert_eq!(a.len(), b.len());
     for ((pa, ba), (pb, bb)) in a.iter().zip(&b) {
         assert_eq!(pa, pb);
-        assert!(ba == bb, "`{}` differs between two renderings", pa.display());
+        assert!(
+            ba == bb,
+            "`{}` differs between two renderings",
+            pa.display()
+        );
     }
     let names: Vec<_> = a.iter().map(|(p, _)| p.display().to_string()).collect();
     assert_eq!(
@@ -956,7 +1133,10 @@ fn corrupt_record_is_an_error_naming_it() {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, b"{ not json").unwrap();
     let err = CampaignView::load(&x86_campaign(), tmp.path()).unwrap_err();
-    assert!(err.to_string().contains("ML-KEM-512-clean__kat.json"), "{err}");
+    assert!(
+        err.to_string().contains("ML-KEM-512-clean__kat.json"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -340,7 +340,10 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> (f64, SeparationMethod) {
         let total: f64 = dist.iter().sum();
         let lo = u.min(mn - u).floor() as usize;
         let tail: f64 = dist[..=lo].iter().sum();
-        ((2.0 * tail / total).min(1.0), SeparationMethod::MannWhitneyExact)
+        (
+            (2.0 * tail / total).min(1.0),
+            SeparationMethod::MannWhitneyExact,
+        )
     } else {
         let mu = mn / 2.0;
         let sigma = (mn * (m + n + 1) as f64 / 12.0).sqrt();
@@ -371,8 +374,7 @@ pub fn compare_samples(a: &[f64], b: &[f64], test: &NoiseTest) -> Option<Differe
         return None;
     }
     let ratio = median_b / median_a;
-    let (p, method) = if min_p_exact(a.len(), b.len()) <= test.alpha || a.len() * b.len() > 400
-    {
+    let (p, method) = if min_p_exact(a.len(), b.len()) <= test.alpha || a.len() * b.len() > 400 {
         let (p, m) = mann_whitney_p(a, b);
         (Some(p), m)
     } else {

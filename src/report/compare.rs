@@ -107,7 +107,10 @@ fn from_records(dir: &Path) -> io::Result<Trials> {
     files.sort();
     for f in files {
         let rec: Option<StepRecord> = record::read_json(&f).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot read record `{}`: {e}", f.display()))
+            io::Error::new(
+                e.kind(),
+                format!("cannot read record `{}`: {e}", f.display()),
+            )
         })?;
         let Some(rec) = rec else { continue };
         if rec.kind != StepKind::Time || rec.status != record::Status::Ok {
@@ -225,7 +228,9 @@ pub fn compare_markdown(c: &Comparison) -> String {
         significant,
         c.rows.len()
     ));
-    o.push_str("| submission | instance | op | median A | median B | B/A | p | threshold | verdict |\n");
+    o.push_str(
+        "| submission | instance | op | median A | median B | B/A | p | threshold | verdict |\n",
+    );
     o.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for r in &c.rows {
         let cells = match &r.difference {

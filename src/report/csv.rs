@@ -75,12 +75,7 @@ pub fn to_csv(results: &Results) -> String {
                     inst.kat.clone().unwrap_or_default(),
                 ]
             };
-            let sizes = [
-                i(inst.pk),
-                i(inst.sk),
-                i(inst.ct),
-                i(inst.ss),
-            ];
+            let sizes = [i(inst.pk), i(inst.sk), i(inst.ct), i(inst.ss)];
             let mut rows: Vec<Vec<String>> = Vec::new();
             for o in &inst.ops {
                 let mut r = common(o.op.name());

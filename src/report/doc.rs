@@ -13,7 +13,10 @@ pub enum Block {
     List(Vec<String>),
     Table(Table),
     /// An inline SVG chart with a caption (HTML only; Markdown writes the caption).
-    Chart { caption: String, svg: String },
+    Chart {
+        caption: String,
+        svg: String,
+    },
     /// Start of a named anchor section (HTML `<section id>`; nothing in Markdown).
     SectionStart(String),
     SectionEnd,

@@ -102,7 +102,10 @@ fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
             }
         })
         .collect();
-    let mut s = format!("Performance measurements › {}", link(&view.system, "index.md"));
+    let mut s = format!(
+        "Performance measurements › {}",
+        link(&view.system, "index.md")
+    );
     if let Some(sub) = sub {
         s.push_str(&format!(" › {sub}"));
     }
@@ -538,11 +541,10 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
 
 fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     doc.h(2, "5. Resource consumption");
-    let any = sub.instances.iter().any(|i| {
-        i.time
-            .iter()
-            .any(|(op, _)| i.time_ok(*op).is_some())
-    });
+    let any = sub
+        .instances
+        .iter()
+        .any(|i| i.time.iter().any(|(op, _)| i.time_ok(*op).is_some()));
     if let Some(line) = did_not_run(view, StepKind::Time, any, "no memory figures") {
         doc.p(line);
         return;
@@ -651,7 +653,12 @@ fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let surveys: Vec<(&InstanceView, &crate::record::SurveyData)> = sub
         .instances
         .iter()
-        .filter_map(|i| i.survey.as_ref().and_then(view::survey_data).map(|s| (i, s)))
+        .filter_map(|i| {
+            i.survey
+                .as_ref()
+                .and_then(view::survey_data)
+                .map(|s| (i, s))
+        })
         .collect();
     let any_survey = sub.instances.iter().any(|i| i.survey.is_some());
     if let Some(line) = did_not_run(view, StepKind::Survey, any_survey, "no survey verdict") {
@@ -757,8 +764,7 @@ fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         .instances
         .iter()
         .any(|i| i.profile.iter().any(|(_, r)| r.is_some()));
-    if let Some(line) = did_not_run(view, StepKind::Profile, any_profile, "no hash/DRNG shares")
-    {
+    if let Some(line) = did_not_run(view, StepKind::Profile, any_profile, "no hash/DRNG shares") {
         doc.p(line);
         return;
     }
@@ -798,7 +804,10 @@ fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                         .as_ref()
                         .map(status_text)
                         .unwrap_or_else(|| "did not run (no record)".into());
-                    match missing.iter_mut().find(|(i, w, _)| *i == inst.id && *w == why) {
+                    match missing
+                        .iter_mut()
+                        .find(|(i, w, _)| *i == inst.id && *w == why)
+                    {
                         Some((_, _, ops)) => ops.push(op.name()),
                         None => missing.push((inst.id.clone(), why, vec![op.name()])),
                     }
@@ -833,7 +842,11 @@ fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let mut t = Table::new(&["instance", "item", "file"]);
     if let Some(r) = &sub.source {
         let p = crate::record::record_path(StepKind::Source, &sub.id, None, None);
-        t.row(vec![DASH.into(), format!("source record ({})", r.status.name()), file(&p)]);
+        t.row(vec![
+            DASH.into(),
+            format!("source record ({})", r.status.name()),
+            file(&p),
+        ]);
     }
     for inst in &sub.instances {
         let id = code(&inst.id);
@@ -841,13 +854,21 @@ fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             crate::record::record_path(kind, &sub.id, Some(&inst.id), op)
         };
         if let Some(r) = &inst.build {
-            t.row(vec![id.clone(), format!("build record ({})", r.status.name()), file(&rp(StepKind::Build, None))]);
+            t.row(vec![
+                id.clone(),
+                format!("build record ({})", r.status.name()),
+                file(&rp(StepKind::Build, None)),
+            ]);
             for l in &r.logs {
                 t.row(vec![id.clone(), "build log".into(), file(l)]);
             }
         }
         if let Some(r) = &inst.kat {
-            t.row(vec![id.clone(), format!("KAT record ({})", r.status.name()), file(&rp(StepKind::Kat, None))]);
+            t.row(vec![
+                id.clone(),
+                format!("KAT record ({})", r.status.name()),
+                file(&rp(StepKind::Kat, None)),
+            ]);
             let data = view::kat_data(r);
             let logs: Vec<&std::path::PathBuf> = r.logs.iter().collect();
             for l in &logs {
@@ -876,20 +897,46 @@ fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             }
         }
         if inst.sizes.is_some() {
-            t.row(vec![id.clone(), "sizes".into(), file(&rp(StepKind::Sizes, None))]);
+            t.row(vec![
+                id.clone(),
+                "sizes".into(),
+                file(&rp(StepKind::Sizes, None)),
+            ]);
         }
         if inst.survey.is_some() {
-            t.row(vec![id.clone(), "survey".into(), file(&rp(StepKind::Survey, None))]);
+            t.row(vec![
+                id.clone(),
+                "survey".into(),
+                file(&rp(StepKind::Survey, None)),
+            ]);
         }
-        let mut time: Vec<&Op> = inst.time.iter().filter(|(_, r)| r.is_some()).map(|(o, _)| o).collect();
+        let mut time: Vec<&Op> = inst
+            .time
+            .iter()
+            .filter(|(_, r)| r.is_some())
+            .map(|(o, _)| o)
+            .collect();
         time.sort_by_key(|o| o.name());
         for op in time {
-            t.row(vec![id.clone(), format!("timing {op}"), file(&rp(StepKind::Time, Some(*op)))]);
+            t.row(vec![
+                id.clone(),
+                format!("timing {op}"),
+                file(&rp(StepKind::Time, Some(*op))),
+            ]);
         }
-        let mut prof: Vec<&Op> = inst.profile.iter().filter(|(_, r)| r.is_some()).map(|(o, _)| o).collect();
+        let mut prof: Vec<&Op> = inst
+            .profile
+            .iter()
+            .filter(|(_, r)| r.is_some())
+            .map(|(o, _)| o)
+            .collect();
         prof.sort_by_key(|o| o.name());
         for op in prof {
-            t.row(vec![id.clone(), format!("hash profile {op}"), file(&rp(StepKind::Profile, Some(*op)))]);
+            t.row(vec![
+                id.clone(),
+                format!("hash profile {op}"),
+                file(&rp(StepKind::Profile, Some(*op))),
+            ]);
         }
     }
     if t.rows.is_empty() {
@@ -919,7 +966,11 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
                     .and_then(|o| o.mean_cycles)
                     .map(|c| {
                         let unstable = inst.op(op).and_then(|o| o.unstable).unwrap_or(false);
-                        format!("{}{}", fmt::cycles(c), if unstable { " (unstable)" } else { "" })
+                        format!(
+                            "{}{}",
+                            fmt::cycles(c),
+                            if unstable { " (unstable)" } else { "" }
+                        )
                     })
                     .unwrap_or_else(|| DASH.into())
             };
@@ -972,8 +1023,10 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
                 .unwrap_or_else(|| UNKNOWN.into())
         ));
     }
-    doc.p("Mean cycles per operation; KAT is the worst status over the checked modes. \
-           Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).");
+    doc.p(
+        "Mean cycles per operation; KAT is the worst status over the checked modes. \
+           Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
+    );
     doc.table(index_table(results, "md", ""));
     failures(&mut doc, view);
     doc
@@ -1002,7 +1055,10 @@ pub fn failures(doc: &mut Doc, view: &CampaignView) {
                             format!(
                                 "KAT {}{}",
                                 results::kat_status_name(m.status),
-                                m.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+                                m.reason
+                                    .as_deref()
+                                    .map(|r| format!(": {r}"))
+                                    .unwrap_or_default()
                             ),
                         );
                     }
@@ -1017,13 +1073,19 @@ pub fn failures(doc: &mut Doc, view: &CampaignView) {
     // steps of campaign.json without a record here (e.g. a source that failed)
     if let Some(c) = &view.campaign {
         for s in c.steps.iter().filter(|s| s.status.is_failure()) {
-            if !failed.keys().any(|k| k == &s.id || k.starts_with(&format!("{} (", s.id))) {
+            if !failed
+                .keys()
+                .any(|k| k == &s.id || k.starts_with(&format!("{} (", s.id)))
+            {
                 failed.insert(
                     s.id.clone(),
                     format!(
                         "{}{}",
                         s.status.name(),
-                        s.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+                        s.reason
+                            .as_deref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
                     ),
                 );
             }
@@ -1050,11 +1112,7 @@ pub fn failures(doc: &mut Doc, view: &CampaignView) {
 
 /// The index table of another system (site side-by-side view).
 pub fn other_system_table(results: &Results) -> Table {
-    index_table(
-        results,
-        "md",
-        &format!("../../{}/reports/", results.system),
-    )
+    index_table(results, "md", &format!("../../{}/reports/", results.system))
 }
 
 /// The index table of this system, with links relative to `reports/`.

@@ -160,15 +160,14 @@ fn system_section(results: &Results, this: bool) -> Doc {
     let mut d = Doc::default();
     d.blocks
         .push(Block::SectionStart(format!("system-{}", results.system)));
-    d.h(
-        2,
-        format!("system {} ({})", results.system, results.arch),
-    );
+    d.h(2, format!("system {} ({})", results.system, results.arch));
     if let (Some(s), f) = (&results.started, &results.finished) {
         d.p(format!(
             "Campaign start / end (UTC): {} / {}.",
             super::format::utc(s),
-            f.as_deref().map(super::format::utc).unwrap_or_else(|| "unknown".into())
+            f.as_deref()
+                .map(super::format::utc)
+                .unwrap_or_else(|| "unknown".into())
         ));
     }
     d.table(if this {
@@ -210,7 +209,8 @@ impl Renderer for Html {
                 rest.blocks.push(b.clone());
             }
         }
-        let mut all: Vec<(&Results, bool)> = view.other_systems.iter().map(|r| (r, false)).collect();
+        let mut all: Vec<(&Results, bool)> =
+            view.other_systems.iter().map(|r| (r, false)).collect();
         all.push((results, true));
         all.sort_by(|a, b| a.0.system.cmp(&b.0.system));
         let mut html = body(&head);
@@ -253,7 +253,10 @@ mod tests {
             inline("[a](ml-kem.md) [`r`](../records/x.json) [w](https://example.org)"),
             "<a href=\"ml-kem.html\">a</a> <a href=\"../records/x.json\"><code>r</code></a> w"
         );
-        assert_eq!(site_href("../../arm_1/reports/x.md"), "../../arm_1/site/x.html");
+        assert_eq!(
+            site_href("../../arm_1/reports/x.md"),
+            "../../arm_1/site/x.html"
+        );
         assert_eq!(inline("<b>"), "&lt;b&gt;");
     }
 }

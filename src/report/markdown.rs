@@ -37,7 +37,10 @@ fn cell(s: &str) -> String {
 }
 
 fn table(t: &Table, out: &mut String) {
-    let width = t.head.len().max(t.rows.iter().map(Vec::len).max().unwrap_or(0));
+    let width = t
+        .head
+        .len()
+        .max(t.rows.iter().map(Vec::len).max().unwrap_or(0));
     let row = |cells: &[String], out: &mut String| {
         out.push('|');
         for i in 0..width {

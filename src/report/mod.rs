@@ -33,7 +33,11 @@ pub use view::CampaignView;
 /// One output format. Paths returned are relative to the system's output folder.
 pub trait Renderer {
     /// Files for one submission (none by default).
-    fn render_submission(&self, _view: &CampaignView, _submission: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    fn render_submission(
+        &self,
+        _view: &CampaignView,
+        _submission: &str,
+    ) -> Vec<(PathBuf, Vec<u8>)> {
         Vec::new()
     }
 
@@ -86,7 +90,10 @@ pub fn write_all(out_dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()>
         {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("report path `{}` is not a plain relative path", rel.display()),
+                format!(
+                    "report path `{}` is not a plain relative path",
+                    rel.display()
+                ),
             ));
         }
         crate::record::write_atomic(&out_dir.join(rel), bytes)?;

@@ -152,7 +152,12 @@ pub fn shown_sizes(inst: &InstanceView) -> [Option<u64>; 4] {
         return [sh.pk, sh.sk, sh.ct, sh.ss];
     }
     if let Some(b) = inst.build.as_ref().and_then(view::build_data) {
-        return [Some(b.api.pk), Some(b.api.sk), Some(b.api.ct), Some(b.api.ss)];
+        return [
+            Some(b.api.pk),
+            Some(b.api.sk),
+            Some(b.api.ct),
+            Some(b.api.ss),
+        ];
     }
     [None; 4]
 }
@@ -181,7 +186,14 @@ pub fn calls_named(p: &crate::record::ProfileData) -> Vec<(String, f64)> {
                 .symbols
                 .iter()
                 .any(|s| &s.symbol == sym && s.family == "drng");
-            (if is_drng { "drng".to_string() } else { sym.clone() }, *n)
+            (
+                if is_drng {
+                    "drng".to_string()
+                } else {
+                    sym.clone()
+                },
+                *n,
+            )
         })
         .collect()
 }
@@ -212,7 +224,9 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         q1_cycles: s.map(|s| s.q1_cycles),
         q3_cycles: s.map(|s| s.q3_cycles),
         max_cycles: s.map(|s| s.max_cycles),
-        trial_cycles: t.map(|t| stats::per_op_cycles(&t.output)).unwrap_or_default(),
+        trial_cycles: t
+            .map(|t| stats::per_op_cycles(&t.output))
+            .unwrap_or_default(),
         baseline_rss_kib: t.and_then(|t| t.output.memory.baseline_rss_kib),
         peak_rss_kib: t.and_then(|t| t.output.memory.peak_rss_kib),
         stack_bytes: t.and_then(|t| t.output.memory.stack_bytes),

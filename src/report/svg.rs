@@ -78,11 +78,8 @@ pub fn cycles_chart(results: &Results) -> Option<String> {
     let mut groups: BTreeMap<(bool, u64), Vec<Bar>> = BTreeMap::new();
     for sub in &results.submissions {
         for inst in &sub.instances {
-            let values = OP_COLOURS.map(|(op, _)| {
-                inst.op(op)
-                    .and_then(|o| o.mean_cycles)
-                    .filter(|c| *c > 0.0)
-            });
+            let values = OP_COLOURS
+                .map(|(op, _)| inst.op(op).and_then(|o| o.mean_cycles).filter(|c| *c > 0.0));
             if values.iter().all(Option::is_none) {
                 continue;
             }
@@ -111,7 +108,8 @@ pub fn cycles_chart(results: &Results) -> Option<String> {
     let (bar_w, inst_gap, group_gap) = (9.0, 10.0, 26.0);
     let inst_w = 3.0 * bar_w + inst_gap;
     let n_inst: usize = groups.values().map(Vec::len).sum();
-    let plot_w = n_inst as f64 * inst_w + (groups.len().saturating_sub(1)) as f64 * group_gap + 20.0;
+    let plot_w =
+        n_inst as f64 * inst_w + (groups.len().saturating_sub(1)) as f64 * group_gap + 20.0;
     let width = left + plot_w.max(260.0) + 20.0;
     let height = top + plot_h + bottom;
     let y = |v: f64| top + plot_h * (1.0 - (v.log10() - d0 as f64) / (d1 - d0) as f64);
@@ -214,7 +212,10 @@ pub fn size_scatter(results: &Results) -> Option<String> {
             let (Some(pk), Some(ct)) = (inst.pk, inst.ct) else {
                 continue;
             };
-            let Some(c) = inst.op(Op::Dec).and_then(|o| o.mean_cycles).filter(|c| *c > 0.0)
+            let Some(c) = inst
+                .op(Op::Dec)
+                .and_then(|o| o.mean_cycles)
+                .filter(|c| *c > 0.0)
             else {
                 continue;
             };

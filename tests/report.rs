@@ -1104,6 +1104,11 @@ fn rendering_is_deterministic_and_written_atomically() {
             "site/index.html",
         ]
     );
+    // REPORT_RENDER_TO=DIR keeps a rendered copy to look at (e.g. in a browser)
+    if let Some(dir) = std::env::var_os("REPORT_RENDER_TO") {
+        copy_tree(Path::new(FIXTURES), Path::new(&dir));
+        report::write_all(&Path::new(&dir).join("x86_1"), &a).unwrap();
+    }
     let tmp = tempfile::tempdir().unwrap();
     report::write_all(tmp.path(), &a).unwrap();
     assert_eq!(
@@ -1167,4 +1172,43 @@ fn compare_two_systems() {
     insta::assert_snapshot!("compare_md", report::compare_markdown(&c));
     insta::assert_snapshot!("compare_csv", report::compare_csv(&c));
     assert_eq!(c.only_a.len(), 6);
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for f in walk(from) {
+        let rel = f.strip_prefix(from).unwrap();
+        std::fs::create_dir_all(to.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(&f, to.join(rel)).unwrap();
+    }
+}
+
+#[test]
+fn compare_marks_only_the_slowed_instance() {
+    // B is A with ML-KEM-512-clean dec 2.5x slower (as if built at -O0): only that row is
+    // beyond noise; the unstable ML-KEM-768 enc and every other row are not.
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    copy_tree(&Path::new(FIXTURES).join("x86_1"), &a);
+    copy_tree(&Path::new(FIXTURES).join("x86_1"), &b);
+    let rec = b.join("records/ml-kem/ML-KEM-512-clean__dec.json");
+    let mut r: StepRecord = record::read_json(&rec).unwrap().unwrap();
+    if let Some(StepData::Time(td)) = r.data.as_mut() {
+        for t in &mut td.output.trials {
+            t.cycles = t.cycles * 5 / 2;
+        }
+    } else {
+        panic!("fixture is not a timing record");
+    }
+    record::write_json(&rec, &r).unwrap();
+    let c = report::compare(&a, &b).unwrap();
+    let significant: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| r.difference.as_ref().unwrap().significant)
+        .map(|r| format!("{} {}", r.instance, r.op))
+        .collect();
+    assert_eq!(significant, ["ML-KEM-512-clean dec"]);
+    assert!(report::compare_csv(&c)
+        .lines()
+        .any(|l| l.contains("ML-KEM-512-clean,dec") && l.ends_with(",true")));
 }

@@ -606,7 +606,7 @@ fn sizes(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
              size audit for disagreements.",
         );
     } else {
-        doc.p("The `sizes` step did not run: the figures below are the api.h sizes recorded by the build.");
+        doc.p("No `sizes` record: the figures below are the api.h sizes recorded by the build.");
     }
     let mut t = Table::new(&[
         "instance",
@@ -1028,8 +1028,65 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
            Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
     );
     doc.table(index_table(results, "md", ""));
+    if !view.other_systems.is_empty() {
+        let mut all: Vec<&Results> = view.other_systems.iter().collect();
+        all.push(results);
+        all.sort_by(|a, b| a.system.cmp(&b.system));
+        doc.h(2, "Across systems");
+        doc.p(
+            "Mean cycles per operation on every system whose outputs sit beside this one \
+             (read from their `reports/results.json`); cycles of different counters \
+             (`rdtsc`, `cntvct_el0`) are not comparable across architectures.",
+        );
+        doc.table(systems_table(&all));
+    }
     failures(&mut doc, view);
     doc
+}
+
+/// One row per submission, instance and operation; one column per system.
+pub fn systems_table(all: &[&Results]) -> Table {
+    let mut head = vec![
+        "submission".to_string(),
+        "instance".into(),
+        "operation".into(),
+    ];
+    head.extend(all.iter().map(|r| r.system.clone()));
+    let mut t = Table {
+        head,
+        rows: Vec::new(),
+    };
+    // keys in first-seen order over the systems, sorted systems first
+    let mut keys: Vec<(String, String, Op)> = Vec::new();
+    for r in all {
+        for sub in &r.submissions {
+            for inst in &sub.instances {
+                for o in &inst.ops {
+                    let k = (sub.id.clone(), inst.id.clone(), o.op);
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+            }
+        }
+    }
+    for (sub, inst, op) in keys {
+        let mut row = vec![sub.clone(), code(&inst), op.name().to_string()];
+        for r in all {
+            let cell = r
+                .submissions
+                .iter()
+                .find(|s| s.id == sub)
+                .and_then(|s| s.instances.iter().find(|i| i.id == inst))
+                .and_then(|i| i.op(op))
+                .and_then(|o| o.mean_cycles)
+                .map(fmt::cycles)
+                .unwrap_or_else(|| DASH.into());
+            row.push(cell);
+        }
+        t.row(row);
+    }
+    t
 }
 
 /// The failure list of the index: every failed or timed-out step with its reason.

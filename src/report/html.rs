@@ -185,7 +185,31 @@ impl Renderer for Html {
         let Some(sub) = view.submission(submission) else {
             return Vec::new();
         };
-        let doc = document::submission_doc(view, sub);
+        let mut doc = document::submission_doc(view, sub);
+        // the submission's own cycles chart, at the end of section 4
+        let results = Results::from_view(view);
+        let mine = Results {
+            submissions: results
+                .submissions
+                .into_iter()
+                .filter(|s| s.id == sub.id)
+                .collect(),
+            ..results
+        };
+        if let Some(svg) = svg::cycles_chart(&mine) {
+            let at = doc
+                .blocks
+                .iter()
+                .position(|b| matches!(b, Block::Heading(2, t) if t.starts_with("5.")))
+                .unwrap_or(doc.blocks.len());
+            doc.blocks.insert(
+                at,
+                Block::Chart {
+                    caption: format!("Mean cycles per operation of {}, log scale.", sub.id),
+                    svg,
+                },
+            );
+        }
         vec![(
             PathBuf::from("site").join(format!("{}.html", sub.id)),
             page(&doc.title, &body(&doc)).into_bytes(),
@@ -199,9 +223,9 @@ impl Renderer for Html {
         let mut rest = Doc::default();
         let mut in_head = true;
         for b in &index.blocks {
-            if matches!(b, Block::Table(_)) {
+            if in_head && matches!(b, Block::Table(_)) {
                 in_head = false;
-                continue; // replaced by the per-system sections
+                continue; // this system's table: replaced by the per-system sections
             }
             if in_head {
                 head.blocks.push(b.clone());

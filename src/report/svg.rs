@@ -104,13 +104,13 @@ pub fn cycles_chart(results: &Results) -> Option<String> {
     let min = all.iter().copied().fold(f64::INFINITY, f64::min);
     let max = all.iter().copied().fold(0.0, f64::max);
     let (d0, d1) = decades(min, max);
-    let (left, top, plot_h, bottom) = (60.0, 40.0, 240.0, 150.0);
-    let (bar_w, inst_gap, group_gap) = (9.0, 10.0, 26.0);
+    let (left, top, plot_h, bottom) = (60.0, 64.0, 240.0, 150.0);
+    let (bar_w, inst_gap, group_gap) = (12.0, 14.0, 30.0);
     let inst_w = 3.0 * bar_w + inst_gap;
     let n_inst: usize = groups.values().map(Vec::len).sum();
     let plot_w =
         n_inst as f64 * inst_w + (groups.len().saturating_sub(1)) as f64 * group_gap + 20.0;
-    let width = left + plot_w.max(260.0) + 20.0;
+    let width = left + plot_w.max(380.0) + 20.0;
     let height = top + plot_h + bottom;
     let y = |v: f64| top + plot_h * (1.0 - (v.log10() - d0 as f64) / (d1 - d0) as f64);
     let mut s = String::new();
@@ -120,7 +120,7 @@ pub fn cycles_chart(results: &Results) -> Option<String> {
     );
     let _ = write!(
         s,
-        r#"<text x="{left:.0}" y="16" class="ct">mean cycles per operation (log scale), grouped by security level</text>"#
+        r#"<text x="{left:.0}" y="16" class="ct">mean cycles per operation, log scale</text>"#
     );
     for k in d0..=d1 {
         let yy = y(10f64.powi(k));
@@ -135,10 +135,10 @@ pub fn cycles_chart(results: &Results) -> Option<String> {
     }
     // legend
     for (i, (op, colour)) in OP_COLOURS.iter().enumerate() {
-        let lx = width - 200.0 + i as f64 * 62.0;
+        let lx = left + i as f64 * 70.0;
         let _ = write!(
             s,
-            r#"<rect x="{lx:.1}" y="24" width="10" height="10" fill="{colour}"/><text x="{:.1}" y="33" class="tick">{}</text>"#,
+            r#"<rect x="{lx:.1}" y="26" width="10" height="10" fill="{colour}"/><text x="{:.1}" y="35" class="tick">{}</text>"#,
             lx + 14.0,
             op.name()
         );
@@ -179,7 +179,7 @@ pub fn cycles_chart(results: &Results) -> Option<String> {
             s,
             r#"<text x="{:.1}" y="{:.1}" class="grp" text-anchor="middle">{}</text><line x1="{gx0:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="gline"/>"#,
             (gx0 + x - inst_gap) / 2.0,
-            top - 4.0,
+            top - 8.0,
             esc(&name),
             top,
             x - inst_gap,

@@ -1212,3 +1212,50 @@ fn compare_marks_only_the_slowed_instance() {
         .lines()
         .any(|l| l.contains("ML-KEM-512-clean,dec") && l.ends_with(",true")));
 }
+
+/// Opens the fixture site in headless Chromium (Debian's `chromium`), takes a screenshot of
+/// the index and checks that the page logged nothing to the console. Blocks every host so
+/// any request leaving the page would fail and be logged. Run with
+/// `cargo test --test report -- --ignored chromium` (set `REPORT_SCREENSHOT=FILE.png` to
+/// keep the screenshot).
+#[test]
+#[ignore = "needs the `chromium` binary"]
+fn chromium_renders_the_site() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(Path::new(FIXTURES), tmp.path());
+    let out = tmp.path().join("x86_1");
+    report::write_all(&out, &report::render_all(&x86_view())).unwrap();
+    let shot = std::env::var_os("REPORT_SCREENSHOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("index.png"));
+    for page in ["index.html", "ml-kem.html", "qube.html"] {
+        let url = format!("file://{}", out.join("site").join(page).display());
+        let run = std::process::Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--host-resolver-rules=MAP * ~NOTFOUND",
+                "--window-size=1500,2200",
+            ])
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(&url)
+            .output()
+            .expect("run chromium");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "chromium failed on {page}: {stderr}");
+        assert!(
+            !stderr.contains("CONSOLE") && !stderr.contains("ERR_NAME_NOT_RESOLVED"),
+            "{page} logged console messages or requests: {stderr}"
+        );
+        if page == "index.html" {
+            let png = std::fs::metadata(&shot).unwrap().len();
+            assert!(
+                png > 50_000,
+                "index screenshot is suspiciously small ({png} bytes)"
+            );
+        }
+    }
+}

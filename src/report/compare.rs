@@ -160,7 +160,14 @@ pub fn compare_with(a: &Path, b: &Path, test: &NoiseTest) -> io::Result<Comparis
     let key_text = |k: &(String, String, Op)| format!("{}/{} {}", k.0, k.1, k.2);
     let mut rows = Vec::new();
     let mut only_a = Vec::new();
-    for (k, va) in &ta {
+    let mut keys: Vec<&(String, String, Op)> = ta.keys().collect();
+    keys.sort_by(|x, y| {
+        natural_cmp(&x.0, &y.0)
+            .then_with(|| natural_cmp(&x.1, &y.1))
+            .then(x.2.cmp(&y.2))
+    });
+    for k in keys {
+        let va = &ta[k];
         match tb.get(k) {
             Some(vb) => rows.push(CompareRow {
                 submission: k.0.clone(),
@@ -190,6 +197,36 @@ pub fn compare_with(a: &Path, b: &Path, test: &NoiseTest) -> io::Result<Comparis
         only_a,
         only_b,
     })
+}
+
+/// Compare strings with digit runs as numbers (`ML-KEM-512` before `ML-KEM-1024`).
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let b = s.as_bytes();
+        for i in 1..=b.len() {
+            if i == b.len() || b[i].is_ascii_digit() != b[i - 1].is_ascii_digit() {
+                out.push((b[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (ca, cb) = (chunks(a), chunks(b));
+    for (x, y) in ca.iter().zip(&cb) {
+        let ord = match (x, y) {
+            ((true, xs), (true, ys)) => {
+                let (xt, yt) = (xs.trim_start_matches('0'), ys.trim_start_matches('0'));
+                xt.len().cmp(&yt.len()).then_with(|| xt.cmp(yt))
+            }
+            ((_, xs), (_, ys)) => xs.cmp(ys),
+        };
+        if ord != std::cmp::Ordering::Equal {
+            return ord;
+        }
+    }
+    ca.len().cmp(&cb.len()).then_with(|| a.cmp(b))
 }
 
 fn verdict(d: &Difference) -> &'static str {
@@ -293,4 +330,19 @@ pub fn compare_csv(c: &Comparison) -> String {
         o.push('\n');
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::natural_cmp;
+    use std::cmp::Ordering::*;
+
+    #[test]
+    fn natural_order() {
+        assert_eq!(natural_cmp("ML-KEM-512", "ML-KEM-1024"), Less);
+        assert_eq!(natural_cmp("HQC-256", "HQC-128"), Greater);
+        assert_eq!(natural_cmp("a", "a"), Equal);
+        assert_eq!(natural_cmp("", "x"), Less);
+        assert_eq!(natural_cmp("x2", "x10"), Less);
+    }
 }

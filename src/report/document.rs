@@ -466,6 +466,7 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         "n (trials × iters)",
         "CV",
         "min / q1 / q3 / max cycles",
+        "single call median (q1–q3)",
         "flags",
     ]);
     let mut counters: Vec<String> = Vec::new();
@@ -509,6 +510,15 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                     fmt::cycles(s.q3_cycles),
                     fmt::cycles(s.max_cycles)
                 ),
+                match (s.sample_median, s.sample_q1, s.sample_q3) {
+                    (Some(m), Some(q1), Some(q3)) => format!(
+                        "{} ({}–{})",
+                        fmt::cycles(m),
+                        fmt::cycles(q1),
+                        fmt::cycles(q3)
+                    ),
+                    _ => DASH.to_string(),
+                },
                 if flags.is_empty() {
                     DASH.to_string()
                 } else {
@@ -523,7 +533,8 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         doc.table(t);
         doc.p(format!(
             "Cycles are {} ticks per operation; mean = total ticks / total iterations; \
-             CV and min/quartiles are over the per-operation cycles of the trials; \
+             CV and min/quartiles are over the per-operation cycles of the trials, \
+             the single-call column over calls timed one by one; \
              \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5.",
             counters
                 .iter()

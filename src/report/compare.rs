@@ -1,0 +1,348 @@
+//! `ngcc-pipe compare A B`: per instance and operation, the ratio B/A of the median per-op
+//! cycles of two system output folders, and whether it is beyond the noise of the two
+//! measurements ([`crate::measure::stats::compare_samples`]: Mann-Whitney U on the trials
+//! plus a dispersion-derived threshold; see that module's doc).
+//!
+//! Each folder is read from `reports/results.json` (which carries every trial's per-op
+//! cycles) or, when that file is absent, from the timing records under `records/`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::stats::{self, Difference, NoiseTest};
+use crate::model::{Op, StepKind};
+use crate::record::{self, StepData, StepRecord};
+
+use super::csv::field;
+use super::results::{Results, RESULTS_SCHEMA};
+
+/// Per-op trial cycles of one system: (submission, instance, op) -> values.
+type Trials = BTreeMap<(String, String, Op), Vec<f64>>;
+
+/// One compared instance and operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareRow {
+    pub submission: String,
+    pub instance: String,
+    pub op: Op,
+    pub trials_a: usize,
+    pub trials_b: usize,
+    /// `None` when a side has no usable trials.
+    pub difference: Option<Difference>,
+}
+
+/// The result of comparing two system folders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub system_a: String,
+    pub system_b: String,
+    pub dir_a: PathBuf,
+    pub dir_b: PathBuf,
+    pub alpha: f64,
+    pub spread_factor: f64,
+    pub min_effect: f64,
+    pub rows: Vec<CompareRow>,
+    /// `submission/instance op` measured only in A (or only in B).
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
+}
+
+fn system_name(dir: &Path) -> String {
+    if let Ok(Some(c)) = record::read_json::<record::CampaignRecord>(&dir.join("campaign.json")) {
+        return c.system;
+    }
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+fn from_results(r: &Results) -> Trials {
+    let mut t = Trials::new();
+    for sub in &r.submissions {
+        for inst in &sub.instances {
+            for o in &inst.ops {
+                if !o.trial_cycles.is_empty() {
+                    t.insert(
+                        (sub.id.clone(), inst.id.clone(), o.op),
+                        o.trial_cycles.clone(),
+                    );
+                }
+            }
+        }
+    }
+    t
+}
+
+fn from_records(dir: &Path) -> io::Result<Trials> {
+    let records = dir.join("records");
+    let mut t = Trials::new();
+    let subs = match std::fs::read_dir(&records) {
+        Ok(rd) => rd,
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "`{}` has neither reports/results.json nor a readable records/ folder: {e}",
+                    dir.display()
+                ),
+            ))
+        }
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    for sub in subs {
+        let sub = sub?.path();
+        if !sub.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&sub)? {
+            let f = f?.path();
+            if f.extension().is_some_and(|e| e == "json") {
+                files.push(f);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let rec: Option<StepRecord> = record::read_json(&f).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot read record `{}`: {e}", f.display()),
+            )
+        })?;
+        let Some(rec) = rec else { continue };
+        if rec.kind != StepKind::Time || rec.status != record::Status::Ok {
+            continue;
+        }
+        let (Some(inst), Some(op), Some(StepData::Time(td))) = (&rec.instance, rec.op, &rec.data)
+        else {
+            continue;
+        };
+        t.insert(
+            (rec.submission.clone(), inst.clone(), op),
+            stats::per_op_cycles(&td.output),
+        );
+    }
+    Ok(t)
+}
+
+fn load(dir: &Path) -> io::Result<(String, Trials)> {
+    let results_path = dir.join("reports").join("results.json");
+    match record::read_json::<Results>(&results_path) {
+        Ok(Some(r)) if r.schema == RESULTS_SCHEMA => Ok((r.system.clone(), from_results(&r))),
+        Ok(Some(r)) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "`{}` has schema `{}`, expected `{RESULTS_SCHEMA}`",
+                results_path.display(),
+                r.schema
+            ),
+        )),
+        Ok(None) => Ok((system_name(dir), from_records(dir)?)),
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("cannot read `{}`: {e}", results_path.display()),
+        )),
+    }
+}
+
+/// Compare two system output folders with the default [`NoiseTest`].
+pub fn compare(a: &Path, b: &Path) -> io::Result<Comparison> {
+    compare_with(a, b, &NoiseTest::default())
+}
+
+/// Compare two system output folders with explicit test parameters.
+pub fn compare_with(a: &Path, b: &Path, test: &NoiseTest) -> io::Result<Comparison> {
+    let (system_a, ta) = load(a)?;
+    let (system_b, tb) = load(b)?;
+    let key_text = |k: &(String, String, Op)| format!("{}/{} {}", k.0, k.1, k.2);
+    let mut rows = Vec::new();
+    let mut only_a = Vec::new();
+    let mut keys: Vec<&(String, String, Op)> = ta.keys().collect();
+    keys.sort_by(|x, y| {
+        natural_cmp(&x.0, &y.0)
+            .then_with(|| natural_cmp(&x.1, &y.1))
+            .then(x.2.cmp(&y.2))
+    });
+    for k in keys {
+        let va = &ta[k];
+        match tb.get(k) {
+            Some(vb) => rows.push(CompareRow {
+                submission: k.0.clone(),
+                instance: k.1.clone(),
+                op: k.2,
+                trials_a: va.len(),
+                trials_b: vb.len(),
+                difference: stats::compare_samples(va, vb, test),
+            }),
+            None => only_a.push(key_text(k)),
+        }
+    }
+    let only_b = tb
+        .keys()
+        .filter(|k| !ta.contains_key(*k))
+        .map(key_text)
+        .collect();
+    Ok(Comparison {
+        system_a,
+        system_b,
+        dir_a: a.to_path_buf(),
+        dir_b: b.to_path_buf(),
+        alpha: test.alpha,
+        spread_factor: test.spread_factor,
+        min_effect: test.min_effect,
+        rows,
+        only_a,
+        only_b,
+    })
+}
+
+/// Compare strings with digit runs as numbers (`ML-KEM-512` before `ML-KEM-1024`).
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let b = s.as_bytes();
+        for i in 1..=b.len() {
+            if i == b.len() || b[i].is_ascii_digit() != b[i - 1].is_ascii_digit() {
+                out.push((b[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (ca, cb) = (chunks(a), chunks(b));
+    for (x, y) in ca.iter().zip(&cb) {
+        let ord = match (x, y) {
+            ((true, xs), (true, ys)) => {
+                let (xt, yt) = (xs.trim_start_matches('0'), ys.trim_start_matches('0'));
+                xt.len().cmp(&yt.len()).then_with(|| xt.cmp(yt))
+            }
+            ((_, xs), (_, ys)) => xs.cmp(ys),
+        };
+        if ord != std::cmp::Ordering::Equal {
+            return ord;
+        }
+    }
+    ca.len().cmp(&cb.len()).then_with(|| a.cmp(b))
+}
+
+fn verdict(d: &Difference) -> &'static str {
+    match (d.significant, d.ratio > 1.0) {
+        (true, true) => "slower (significant)",
+        (true, false) => "faster (significant)",
+        (false, _) => "within noise",
+    }
+}
+
+/// The comparison as Markdown.
+pub fn compare_markdown(c: &Comparison) -> String {
+    use super::format;
+    let mut o = format!(
+        "# Comparison: {} (B) against {} (A)\n\n",
+        c.system_b, c.system_a
+    );
+    o.push_str(&format!(
+        "A: `{}`; B: `{}`. Ratio = median per-op cycles of B / A. A difference is significant \
+         when the trials are separated (two-sided Mann-Whitney U, alpha {}; disjoint min..max \
+         ranges when there are too few trials for the test) and |ratio − 1| exceeds the \
+         threshold: {} × the combined robust relative spread of both sides, at least {}.\n\n",
+        c.dir_a.display(),
+        c.dir_b.display(),
+        c.alpha,
+        c.spread_factor,
+        format::share(c.min_effect)
+    ));
+    let significant = c
+        .rows
+        .iter()
+        .filter(|r| r.difference.as_ref().is_some_and(|d| d.significant))
+        .count();
+    o.push_str(&format!(
+        "{} of {} compared operations differ beyond noise.\n\n",
+        significant,
+        c.rows.len()
+    ));
+    o.push_str(
+        "| submission | instance | op | median A | median B | B/A | p | threshold | verdict |\n",
+    );
+    o.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    for r in &c.rows {
+        let cells = match &r.difference {
+            Some(d) => format!(
+                "{} | {} | {:.3} | {} | ±{} | {}",
+                format::cycles(d.median_a),
+                format::cycles(d.median_b),
+                d.ratio,
+                d.p_value
+                    .map(|p| format!("{p:.3}"))
+                    .unwrap_or_else(|| d.method.name().to_string()),
+                format::share(d.threshold),
+                verdict(d)
+            ),
+            None => "– | – | – | – | – | no usable trials".to_string(),
+        };
+        o.push_str(&format!(
+            "| {} | `{}` | {} | {} |\n",
+            r.submission, r.instance, r.op, cells
+        ));
+    }
+    for (label, list) in [("A", &c.only_a), ("B", &c.only_b)] {
+        if !list.is_empty() {
+            o.push_str(&format!("\nMeasured only in {label}:\n\n"));
+            for k in list {
+                o.push_str(&format!("- `{k}`\n"));
+            }
+        }
+    }
+    o
+}
+
+/// The comparison as CSV.
+pub fn compare_csv(c: &Comparison) -> String {
+    let mut o = String::from(
+        "system_a,system_b,submission,instance,op,trials_a,trials_b,median_cycles_a,\
+         median_cycles_b,ratio,p_value,method,threshold,significant\n",
+    );
+    for r in &c.rows {
+        let d = r.difference.as_ref();
+        let cells = [
+            c.system_a.clone(),
+            c.system_b.clone(),
+            r.submission.clone(),
+            r.instance.clone(),
+            r.op.name().to_string(),
+            r.trials_a.to_string(),
+            r.trials_b.to_string(),
+            d.map(|d| format!("{:.1}", d.median_a)).unwrap_or_default(),
+            d.map(|d| format!("{:.1}", d.median_b)).unwrap_or_default(),
+            d.map(|d| format!("{:.6}", d.ratio)).unwrap_or_default(),
+            d.and_then(|d| d.p_value)
+                .map(|p| format!("{p:.6}"))
+                .unwrap_or_default(),
+            d.map(|d| d.method.name().to_string()).unwrap_or_default(),
+            d.map(|d| format!("{:.6}", d.threshold)).unwrap_or_default(),
+            d.map(|d| d.significant.to_string()).unwrap_or_default(),
+        ];
+        o.push_str(&cells.iter().map(|s| field(s)).collect::<Vec<_>>().join(","));
+        o.push('\n');
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::natural_cmp;
+    use std::cmp::Ordering::*;
+
+    #[test]
+    fn natural_order() {
+        assert_eq!(natural_cmp("ML-KEM-512", "ML-KEM-1024"), Less);
+        assert_eq!(natural_cmp("HQC-256", "HQC-128"), Greater);
+        assert_eq!(natural_cmp("a", "a"), Equal);
+        assert_eq!(natural_cmp("", "x"), Less);
+        assert_eq!(natural_cmp("x2", "x10"), Less);
+    }
+}

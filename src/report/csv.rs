@@ -1,0 +1,155 @@
+//! `reports/results.csv`: one row per instance and operation (RFC 4180 quoting).
+//!
+//! Columns, exactly: system, submission, instance, op, kat, mean_cycles, mean_ns,
+//! ops_per_s, median_trial_ns, trials, iters, cv, static_bytes, baseline_rss_kib,
+//! peak_rss_kib, stack_bytes, pk, sk, ct, ss, hash_share, drng_share. Unknown values are
+//! empty cells; an instance without timed or profiled operations gets one row with an empty
+//! `op`. Cycles and ns have one decimal, ops/s three, cv and shares six (fractions).
+
+use std::path::PathBuf;
+
+use super::results::Results;
+use super::view::CampaignView;
+use super::Renderer;
+
+/// Header line of `results.csv`.
+pub const COLUMNS: [&str; 22] = [
+    "system",
+    "submission",
+    "instance",
+    "op",
+    "kat",
+    "mean_cycles",
+    "mean_ns",
+    "ops_per_s",
+    "median_trial_ns",
+    "trials",
+    "iters",
+    "cv",
+    "static_bytes",
+    "baseline_rss_kib",
+    "peak_rss_kib",
+    "stack_bytes",
+    "pk",
+    "sk",
+    "ct",
+    "ss",
+    "hash_share",
+    "drng_share",
+];
+
+/// The CSV renderer.
+pub struct Csv;
+
+/// Quote a field when it holds a comma, quote or line break.
+pub fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn f(x: Option<f64>, decimals: usize) -> String {
+    x.filter(|v| v.is_finite())
+        .map(|v| format!("{v:.decimals$}"))
+        .unwrap_or_default()
+}
+
+fn i<T: ToString>(x: Option<T>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The whole CSV text of one system's results.
+pub fn to_csv(results: &Results) -> String {
+    let mut out = COLUMNS.join(",");
+    out.push('\n');
+    for sub in &results.submissions {
+        for inst in &sub.instances {
+            let common = |op: &str| {
+                vec![
+                    results.system.clone(),
+                    sub.id.clone(),
+                    inst.id.clone(),
+                    op.to_string(),
+                    inst.kat.clone().unwrap_or_default(),
+                ]
+            };
+            let sizes = [i(inst.pk), i(inst.sk), i(inst.ct), i(inst.ss)];
+            let mut rows: Vec<Vec<String>> = Vec::new();
+            for o in &inst.ops {
+                let mut r = common(o.op.name());
+                r.extend([
+                    f(o.mean_cycles, 1),
+                    f(o.mean_ns, 1),
+                    f(o.ops_per_s, 3),
+                    f(o.median_trial_ns, 1),
+                    i(o.trials),
+                    i(o.iters),
+                    f(o.cv, 6),
+                    i(inst.static_bytes),
+                    i(o.baseline_rss_kib),
+                    i(o.peak_rss_kib),
+                    i(o.stack_bytes),
+                ]);
+                r.extend(sizes.iter().cloned());
+                r.extend([f(o.hash_share, 6), f(o.drng_share, 6)]);
+                rows.push(r);
+            }
+            if rows.is_empty() {
+                let mut r = common("");
+                r.extend(std::iter::repeat_n(String::new(), 7));
+                r.push(i(inst.static_bytes));
+                r.extend(std::iter::repeat_n(String::new(), 3));
+                r.extend(sizes.iter().cloned());
+                r.extend([String::new(), String::new()]);
+                rows.push(r);
+            }
+            for r in rows {
+                out.push_str(&r.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+impl Renderer for Csv {
+    fn render_campaign(&self, _view: &CampaignView, results: &Results) -> Vec<(PathBuf, Vec<u8>)> {
+        vec![(
+            PathBuf::from("reports").join("results.csv"),
+            to_csv(results).into_bytes(),
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(field("a"), "a");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"x\""), "\"say \"\"x\"\"\"");
+    }
+
+    #[test]
+    fn header_is_exact() {
+        let r = Results {
+            schema: super::super::results::RESULTS_SCHEMA.into(),
+            system: "s".into(),
+            arch: "a".into(),
+            started: None,
+            finished: None,
+            environment: None,
+            submissions: vec![],
+        };
+        assert_eq!(
+            to_csv(&r),
+            "system,submission,instance,op,kat,mean_cycles,mean_ns,ops_per_s,median_trial_ns,\
+             trials,iters,cv,static_bytes,baseline_rss_kib,peak_rss_kib,stack_bytes,pk,sk,ct,ss,\
+             hash_share,drng_share\n"
+        );
+    }
+}

@@ -1,0 +1,286 @@
+//! HTML site: `site/index.html` and `site/<submission>.html`, self-contained.
+//!
+//! Inline CSS, inline SVG charts, no scripts and no external URL at all (a manifest's web
+//! links are shown as their label only; the Markdown report keeps the address). Links to
+//! other reports are rewritten from `.md` to `.html` (and `reports/` to `site/`); evidence
+//! links point at the records beside the site (`../records/...`). When the outputs root
+//! holds other systems with a `results.json`, the index shows every system side by side,
+//! each in its own `<section id="system-NAME">`, with a "system: a · b" switch on top.
+
+use std::path::PathBuf;
+
+use super::doc::{parse_inline, Block, Doc, Inline, Table};
+use super::document;
+use super::results::Results;
+use super::svg::{self, esc};
+use super::view::CampaignView;
+use super::Renderer;
+
+/// The HTML site renderer.
+pub struct Html;
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1500px;padding:1rem 2rem;color:#1d2430;line-height:1.45}\
+h1{font-size:1.5rem;margin:.6rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dae1;padding-bottom:.2rem}\
+table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}th,td{border:1px solid #d5dae1;padding:.25rem .5rem;text-align:left;vertical-align:top}\
+th{background:#eef1f5}tbody tr:nth-child(even){background:#f8f9fb}code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em;background:#f1f3f6;padding:0 .2em;border-radius:3px}\
+.crumb{color:#5b6575;font-size:.9rem}.systems{display:flex;gap:2rem;overflow-x:auto;align-items:flex-start}.systems>section{flex:1 1 0;min-width:640px}\
+figure{margin:1rem 0;overflow-x:auto}figcaption{font-size:.85rem;color:#5b6575}\
+svg.chart{font-family:inherit;background:#fff}svg .grid{stroke:#e3e7ec;stroke-width:1}svg .axis{stroke:#8a94a3}svg .gline{stroke:#8a94a3;stroke-width:2}\
+svg .tick{font-size:11px;fill:#4a5260}svg .lbl{font-size:10px;fill:#333}svg .grp{font-size:11px;font-weight:600;fill:#1d2430}svg .ct{font-size:13px;font-weight:600;fill:#1d2430}";
+
+fn is_external(href: &str) -> bool {
+    href.contains("://") || href.starts_with("//") || href.starts_with("mailto:")
+}
+
+/// Rewrite a report link for the site.
+fn site_href(href: &str) -> String {
+    match href.strip_suffix(".md") {
+        Some(stem) => format!("{}.html", stem.replace("/reports/", "/site/")),
+        None => href.to_string(),
+    }
+}
+
+fn inline(s: &str) -> String {
+    let mut o = String::new();
+    write_inline(&parse_inline(s), &mut o);
+    o
+}
+
+fn write_inline(parts: &[Inline], o: &mut String) {
+    for p in parts {
+        match p {
+            Inline::Text(t) => o.push_str(&esc(t)),
+            Inline::Code(c) => {
+                o.push_str("<code>");
+                o.push_str(&esc(c));
+                o.push_str("</code>");
+            }
+            Inline::Link { text, href } => {
+                if is_external(href) {
+                    write_inline(text, o);
+                } else {
+                    o.push_str(&format!("<a href=\"{}\">", esc(&site_href(href))));
+                    write_inline(text, o);
+                    o.push_str("</a>");
+                }
+            }
+        }
+    }
+}
+
+fn table(t: &Table, o: &mut String) {
+    o.push_str("<table><thead><tr>");
+    for h in &t.head {
+        o.push_str(&format!("<th>{}</th>", inline(h)));
+    }
+    o.push_str("</tr></thead><tbody>\n");
+    for r in &t.rows {
+        o.push_str("<tr>");
+        for c in r {
+            o.push_str(&format!("<td>{}</td>", inline(c)));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</tbody></table>\n");
+}
+
+/// The body of a document (no `<html>` wrapper).
+pub fn body(doc: &Doc) -> String {
+    let mut o = String::new();
+    for (i, b) in doc.blocks.iter().enumerate() {
+        match b {
+            Block::Heading(l, t) => {
+                let l = (*l).clamp(1, 6);
+                o.push_str(&format!("<h{l}>{}</h{l}>\n", inline(t)));
+            }
+            Block::Para(t) => {
+                // a paragraph opening a document is its breadcrumb
+                if i == 0 {
+                    o.push_str(&format!("<p class=\"crumb\">{}</p>\n", inline(t)));
+                } else {
+                    o.push_str(&format!("<p>{}</p>\n", inline(t)));
+                }
+            }
+            Block::List(items) => {
+                o.push_str("<ul>\n");
+                for i in items {
+                    o.push_str(&format!("<li>{}</li>\n", inline(i)));
+                }
+                o.push_str("</ul>\n");
+            }
+            Block::Table(t) => table(t, &mut o),
+            Block::Chart { caption, svg } => {
+                o.push_str(&format!(
+                    "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+                    inline(caption)
+                ));
+            }
+            Block::SectionStart(id) => o.push_str(&format!("<section id=\"{}\">\n", esc(id))),
+            Block::SectionEnd => o.push_str("</section>\n"),
+        }
+    }
+    o
+}
+
+/// A complete page.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
+        esc(title)
+    )
+}
+
+fn charts(results: &Results, doc: &mut Doc) {
+    match svg::cycles_chart(results) {
+        Some(svg) => doc.blocks.push(Block::Chart {
+            caption: format!(
+                "Mean cycles per operation, {}; hover a bar for its value.",
+                results.system
+            ),
+            svg,
+        }),
+        None => doc.p("No operation was timed: no cycles chart."),
+    }
+    match svg::size_scatter(results) {
+        Some(svg) => doc.blocks.push(Block::Chart {
+            caption: format!(
+                "Public key + ciphertext bytes against decapsulation cycles, {}.",
+                results.system
+            ),
+            svg,
+        }),
+        None => doc.p("No instance has both sizes and decapsulation timing: no scatter chart."),
+    }
+}
+
+/// One system's column of the index.
+fn system_section(results: &Results, this: bool) -> Doc {
+    let mut d = Doc::default();
+    d.blocks
+        .push(Block::SectionStart(format!("system-{}", results.system)));
+    d.h(2, format!("system {} ({})", results.system, results.arch));
+    if let (Some(s), f) = (&results.started, &results.finished) {
+        d.p(format!(
+            "Campaign start / end (UTC): {} / {}.",
+            super::format::utc(s),
+            f.as_deref()
+                .map(super::format::utc)
+                .unwrap_or_else(|| "unknown".into())
+        ));
+    }
+    d.table(if this {
+        document::this_system_table(results)
+    } else {
+        document::other_system_table(results)
+    });
+    charts(results, &mut d);
+    d.blocks.push(Block::SectionEnd);
+    d
+}
+
+impl Renderer for Html {
+    fn render_submission(&self, view: &CampaignView, submission: &str) -> Vec<(PathBuf, Vec<u8>)> {
+        let Some(sub) = view.submission(submission) else {
+            return Vec::new();
+        };
+        let mut doc = document::submission_doc(view, sub);
+        // the submission's own cycles chart, at the end of section 4
+        let results = Results::from_view(view);
+        let mine = Results {
+            submissions: results
+                .submissions
+                .into_iter()
+                .filter(|s| s.id == sub.id)
+                .collect(),
+            ..results
+        };
+        if let Some(svg) = svg::cycles_chart(&mine) {
+            let at = doc
+                .blocks
+                .iter()
+                .position(|b| matches!(b, Block::Heading(2, t) if t.starts_with("5.")))
+                .unwrap_or(doc.blocks.len());
+            doc.blocks.insert(
+                at,
+                Block::Chart {
+                    caption: format!("Mean cycles per operation of {}, log scale.", sub.id),
+                    svg,
+                },
+            );
+        }
+        vec![(
+            PathBuf::from("site").join(format!("{}.html", sub.id)),
+            page(&doc.title, &body(&doc)).into_bytes(),
+        )]
+    }
+
+    fn render_campaign(&self, view: &CampaignView, results: &Results) -> Vec<(PathBuf, Vec<u8>)> {
+        let index = document::index_doc(view, results);
+        // header: breadcrumb + title + intro paragraphs of the Markdown index
+        let mut head = Doc::default();
+        let mut rest = Doc::default();
+        let mut in_head = true;
+        for b in &index.blocks {
+            if in_head && matches!(b, Block::Table(_)) {
+                in_head = false;
+                continue; // this system's table: replaced by the per-system sections
+            }
+            if in_head {
+                head.blocks.push(b.clone());
+            } else {
+                rest.blocks.push(b.clone());
+            }
+        }
+        let mut all: Vec<(&Results, bool)> =
+            view.other_systems.iter().map(|r| (r, false)).collect();
+        all.push((results, true));
+        all.sort_by(|a, b| a.0.system.cmp(&b.0.system));
+        let mut html = body(&head);
+        if all.len() > 1 {
+            let links: Vec<String> = all
+                .iter()
+                .map(|(r, _)| {
+                    format!(
+                        "<a href=\"#system-{}\">{}</a>",
+                        esc(&r.system),
+                        esc(&r.system)
+                    )
+                })
+                .collect();
+            html.push_str(&format!(
+                "<nav class=\"switch\">system: {}</nav>\n",
+                links.join(" · ")
+            ));
+        }
+        html.push_str("<div class=\"systems\">\n");
+        for (r, this) in &all {
+            html.push_str(&body(&system_section(r, *this)));
+        }
+        html.push_str("</div>\n");
+        html.push_str(&body(&rest));
+        vec![(
+            PathBuf::from("site").join("index.html"),
+            page(&index.title, &html).into_bytes(),
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_rewritten_and_external_dropped() {
+        assert_eq!(
+            inline("[a](ml-kem.md) [`r`](../records/x.json) [w](https://example.org)"),
+            "<a href=\"ml-kem.html\">a</a> <a href=\"../records/x.json\"><code>r</code></a> w"
+        );
+        assert_eq!(
+            site_href("../../arm_1/reports/x.md"),
+            "../../arm_1/site/x.html"
+        );
+        assert_eq!(inline("<b>"), "&lt;b&gt;");
+    }
+}

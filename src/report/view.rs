@@ -1,0 +1,373 @@
+//! [`CampaignView`]: everything a renderer may know, loaded from records alone.
+//!
+//! The campaign model contributes metadata only (algorithm, notes, flag profile names,
+//! instance matrix variables, which steps the pipeline declares); every figure comes from
+//! `campaign.json` and the step records under the system's output folder. A record that is
+//! missing means "that step did not run"; a record that cannot be parsed is an error naming
+//! its path.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::model::{Campaign, Op, ReportMeta, StepKind};
+use crate::record::{
+    self, BuildData, CampaignRecord, Environment, KatData, ProfileData, SizesData, SourceData,
+    StepData, StepRecord, SurveyData, TimeData,
+};
+
+use super::results::Results;
+
+/// A whole system's records, ready to render.
+#[derive(Debug, Clone)]
+pub struct CampaignView {
+    pub system: String,
+    pub arch: String,
+    /// The system's output folder (records are relative to it).
+    pub out_dir: PathBuf,
+    /// `campaign.json`, when present.
+    pub campaign: Option<CampaignRecord>,
+    /// Step kinds the pipeline declares.
+    pub declared: BTreeSet<StepKind>,
+    /// Flag profile of the `build` step, when declared.
+    pub build_flags: Option<String>,
+    pub submissions: Vec<SubmissionView>,
+    /// Other systems beside this one (`<outputs root>/<other>/reports/results.json`), by name.
+    pub other_systems: Vec<Results>,
+}
+
+/// One submission's metadata and records.
+#[derive(Debug, Clone)]
+pub struct SubmissionView {
+    pub id: String,
+    pub meta: ReportMeta,
+    /// KAT manifest as shown in section 3: `<id>/<file name>`.
+    pub kat_manifest: String,
+    /// Families of the profiled primitive functions, sorted, deduplicated.
+    pub primitive_families: Vec<String>,
+    /// The DRNG symbol, if declared.
+    pub drng_symbol: Option<String>,
+    /// Values of the `impl` matrix variable, in first-seen order (fallback for versions).
+    pub impls: Vec<String>,
+    pub source: Option<StepRecord>,
+    pub instances: Vec<InstanceView>,
+}
+
+/// One instance's records.
+#[derive(Debug, Clone)]
+pub struct InstanceView {
+    pub id: String,
+    pub vars: BTreeMap<String, String>,
+    /// Security level for grouping (see [`level_of`]).
+    pub level: Option<u64>,
+    pub build: Option<StepRecord>,
+    pub kat: Option<StepRecord>,
+    pub sizes: Option<StepRecord>,
+    pub survey: Option<StepRecord>,
+    /// One entry per operation of the `time` step, in the step's order.
+    pub time: Vec<(Op, Option<StepRecord>)>,
+    /// One entry per operation of the `profile` step, in the step's order.
+    pub profile: Vec<(Op, Option<StepRecord>)>,
+}
+
+/// Security level of an instance for chart grouping: the matrix variable `level` when it
+/// parses as a number, else the first run of digits in the instance id (`HQC-128` -> 128,
+/// `BW_KEM_C256` -> 256); `None` when neither exists.
+pub fn level_of(id: &str, vars: &BTreeMap<String, String>) -> Option<u64> {
+    if let Some(l) = vars.get("level").and_then(|v| first_number(v)) {
+        return Some(l);
+    }
+    first_number(id)
+}
+
+fn first_number(s: &str) -> Option<u64> {
+    let digits: String = s
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+fn read_record(out_dir: &Path, rel: &Path) -> io::Result<Option<StepRecord>> {
+    record::read_json::<StepRecord>(&out_dir.join(rel)).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot read record `{}`: {e}", out_dir.join(rel).display()),
+        )
+    })
+}
+
+impl CampaignView {
+    /// Load every record of `campaign` from `out_dir` (see the module doc).
+    pub fn load(campaign: &Campaign, out_dir: &Path) -> io::Result<CampaignView> {
+        let campaign_record: Option<CampaignRecord> =
+            record::read_json(&out_dir.join("campaign.json")).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot read `{}`: {e}",
+                        out_dir.join("campaign.json").display()
+                    ),
+                )
+            })?;
+        let declared: BTreeSet<StepKind> = campaign.steps.iter().map(|s| s.kind).collect();
+        let ops_of = |kind: StepKind| -> Vec<Op> {
+            campaign
+                .steps
+                .iter()
+                .find(|s| s.kind == kind)
+                .map(|s| s.params.ops.clone())
+                .unwrap_or_default()
+        };
+        let time_ops = ops_of(StepKind::Time);
+        let profile_ops = ops_of(StepKind::Profile);
+        let build_flags = campaign
+            .steps
+            .iter()
+            .find(|s| s.kind == StepKind::Build)
+            .and_then(|s| s.params.flags.clone());
+
+        let mut submissions = Vec::new();
+        for sub in &campaign.submissions {
+            let mut instances = Vec::new();
+            for inst in &sub.instances {
+                let one = |kind: StepKind| {
+                    read_record(
+                        out_dir,
+                        &record::record_path(kind, &sub.id, Some(&inst.id), None),
+                    )
+                };
+                let per_op = |kind: StepKind, ops: &[Op]| -> io::Result<Vec<_>> {
+                    ops.iter()
+                        .map(|&op| {
+                            read_record(
+                                out_dir,
+                                &record::record_path(kind, &sub.id, Some(&inst.id), Some(op)),
+                            )
+                            .map(|r| (op, r))
+                        })
+                        .collect()
+                };
+                instances.push(InstanceView {
+                    id: inst.id.clone(),
+                    vars: inst.vars.clone(),
+                    level: level_of(&inst.id, &inst.vars),
+                    build: one(StepKind::Build)?,
+                    kat: one(StepKind::Kat)?,
+                    sizes: one(StepKind::Sizes)?,
+                    survey: one(StepKind::Survey)?,
+                    time: per_op(StepKind::Time, &time_ops)?,
+                    profile: per_op(StepKind::Profile, &profile_ops)?,
+                });
+            }
+            let source = read_record(
+                out_dir,
+                &record::record_path(StepKind::Source, &sub.id, None, None),
+            )?;
+            let families: BTreeSet<String> = sub
+                .primitives
+                .functions
+                .iter()
+                .map(|f| f.family.clone())
+                .collect();
+            let mut impls: Vec<String> = Vec::new();
+            for inst in &sub.instances {
+                if let Some(v) = inst.vars.get("impl") {
+                    if !impls.contains(v) {
+                        impls.push(v.clone());
+                    }
+                }
+            }
+            let manifest_name = sub
+                .kat
+                .manifest
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "kat.sha256".to_string());
+            submissions.push(SubmissionView {
+                id: sub.id.clone(),
+                meta: sub.meta.clone(),
+                kat_manifest: format!("{}/{}", sub.id, manifest_name),
+                primitive_families: families.into_iter().collect(),
+                drng_symbol: sub.primitives.drng.clone(),
+                impls,
+                source,
+                instances,
+            });
+        }
+        let other_systems = load_other_systems(out_dir, &campaign.system.name);
+        Ok(CampaignView {
+            system: campaign_record
+                .as_ref()
+                .map(|c| c.system.clone())
+                .unwrap_or_else(|| campaign.system.name.clone()),
+            arch: campaign_record
+                .as_ref()
+                .map(|c| c.arch.clone())
+                .unwrap_or_else(|| campaign.system.arch.clone()),
+            out_dir: out_dir.to_path_buf(),
+            campaign: campaign_record,
+            declared,
+            build_flags,
+            submissions,
+            other_systems,
+        })
+    }
+
+    /// The submission with this id.
+    pub fn submission(&self, id: &str) -> Option<&SubmissionView> {
+        self.submissions.iter().find(|s| s.id == id)
+    }
+
+    /// Environment of campaign start, else of the first timing record; `None` when neither.
+    pub fn environment(&self) -> Option<&Environment> {
+        if let Some(c) = &self.campaign {
+            return Some(&c.environment);
+        }
+        self.submissions
+            .iter()
+            .flat_map(|s| s.instances.iter())
+            .flat_map(|i| i.time.iter())
+            .find_map(|(_, r)| r.as_ref().and_then(time_data).map(|t| &t.environment))
+    }
+
+    /// Names of every system shown in the switch, this one included, sorted.
+    pub fn system_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .other_systems
+            .iter()
+            .map(|r| r.system.clone())
+            .collect();
+        names.push(self.system.clone());
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// Read `results.json` of every sibling system folder, sorted by folder name. Folders
+/// without one, or with one that does not parse as this schema, are left out.
+fn load_other_systems(out_dir: &Path, this: &str) -> Vec<Results> {
+    let Some(root) = out_dir.parent() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    let this_dir = out_dir.canonicalize().ok();
+    dirs.into_iter()
+        .filter(|d| d.canonicalize().ok() != this_dir)
+        .filter_map(|d| {
+            record::read_json::<Results>(&d.join("reports").join("results.json"))
+                .ok()
+                .flatten()
+        })
+        .filter(|r| r.schema == super::results::RESULTS_SCHEMA && r.system != this)
+        .collect()
+}
+
+/// The data of a record when it has the expected kind.
+pub fn build_data(r: &StepRecord) -> Option<&BuildData> {
+    match &r.data {
+        Some(StepData::Build(d)) => Some(d),
+        _ => None,
+    }
+}
+
+pub fn kat_data(r: &StepRecord) -> Option<&KatData> {
+    match &r.data {
+        Some(StepData::Kat(d)) => Some(d),
+        _ => None,
+    }
+}
+
+pub fn sizes_data(r: &StepRecord) -> Option<&SizesData> {
+    match &r.data {
+        Some(StepData::Sizes(d)) => Some(d),
+        _ => None,
+    }
+}
+
+pub fn time_data(r: &StepRecord) -> Option<&TimeData> {
+    match &r.data {
+        Some(StepData::Time(d)) => Some(d),
+        _ => None,
+    }
+}
+
+pub fn profile_data(r: &StepRecord) -> Option<&ProfileData> {
+    match &r.data {
+        Some(StepData::Profile(d)) => Some(d),
+        _ => None,
+    }
+}
+
+pub fn survey_data(r: &StepRecord) -> Option<&SurveyData> {
+    match &r.data {
+        Some(StepData::Survey(d)) => Some(d),
+        _ => None,
+    }
+}
+
+pub fn source_data(r: &StepRecord) -> Option<&SourceData> {
+    match &r.data {
+        Some(StepData::Source(d)) => Some(d),
+        _ => None,
+    }
+}
+
+impl InstanceView {
+    /// Timing data of an operation whose record succeeded.
+    pub fn time_ok(&self, op: Op) -> Option<&TimeData> {
+        self.time
+            .iter()
+            .find(|(o, _)| *o == op)
+            .and_then(|(_, r)| r.as_ref())
+            .filter(|r| r.status == record::Status::Ok)
+            .and_then(time_data)
+    }
+
+    /// Profile data of an operation whose record succeeded.
+    pub fn profile_ok(&self, op: Op) -> Option<&ProfileData> {
+        self.profile
+            .iter()
+            .find(|(o, _)| *o == op)
+            .and_then(|(_, r)| r.as_ref())
+            .filter(|r| r.status == record::Status::Ok)
+            .and_then(profile_data)
+    }
+
+    /// Every record of this instance that exists.
+    pub fn records(&self) -> Vec<&StepRecord> {
+        let mut v: Vec<&StepRecord> = [&self.build, &self.kat, &self.sizes, &self.survey]
+            .into_iter()
+            .flatten()
+            .collect();
+        v.extend(self.time.iter().filter_map(|(_, r)| r.as_ref()));
+        v.extend(self.profile.iter().filter_map(|(_, r)| r.as_ref()));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_from_var_or_id() {
+        let mut vars = BTreeMap::new();
+        assert_eq!(level_of("HQC-128", &vars), Some(128));
+        assert_eq!(level_of("BW_KEM_C256", &vars), Some(256));
+        assert_eq!(level_of("frodo", &vars), None);
+        vars.insert("level".to_string(), "768".to_string());
+        assert_eq!(level_of("ML-KEM-x", &vars), Some(768));
+        vars.insert("level".to_string(), "L3".to_string());
+        assert_eq!(level_of("ML-KEM-x", &vars), Some(3));
+    }
+}

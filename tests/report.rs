@@ -1,0 +1,1269 @@
+//! Report rendering from a fixed set of hand-made records (`tests/fixtures/records/`).
+//!
+//! The fixture records are built here from the record types, so they always deserialize;
+//! `fixtures_are_current` fails when the committed files differ from what this code builds
+//! (regenerate with `UPDATE_FIXTURES=1 cargo test --test report`). Snapshot tests pin the
+//! Markdown, CSV, JSON and HTML rendered from them (update with `INSTA_UPDATE=always`).
+//!
+//! Two systems: `x86_1` (submissions `ml-kem` and `qube`, covering PASS, MISMATCH with a
+//! reference diff, NOKAT, FAIL with skipped timing and profile, an unstable measurement with
+//! an outlier trial, and a survey `bypass`) and `arm_1` (`ml-kem` only) whose
+//! `reports/results.json` makes the site show both systems side by side.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ngcc_pipe::measure::stats;
+use ngcc_pipe::model::{
+    Campaign, CatalogSizes, FlagProfile, Instance, KatMode, KatRng, KatSettings, Op, PrimitiveFn,
+    Primitives, ReportMeta, Source, StepKind, StepParams, StepSpec, Submission, System,
+};
+use ngcc_pipe::record::{
+    self, ApiSizes, BuildData, CampaignRecord, CampaignStep, EnvWarning, Environment, KatData,
+    KatModeResult, KatStatus, OwnSymbol, ProfileData, ProfileKatCheck, ProfileOutput, RspDiff,
+    SizesData, SourceData, SourceHit, Status, StepData, StepRecord, SurveyData, SymbolProfile,
+    TimeData, Verdict,
+};
+use ngcc_pipe::report::{self, CampaignView};
+
+use kem_native::output::{Calibration, CoreCycles, Memory, Overhead, TimeOutput, Trial};
+
+const FIXTURES: &str = "tests/fixtures/records";
+
+// ---------------------------------------------------------------- campaign model
+
+fn steps() -> Vec<StepSpec> {
+    let spec = |kind: StepKind, needs: &[StepKind], params: StepParams| StepSpec {
+        kind,
+        needs: needs.to_vec(),
+        exclusive: matches!(kind, StepKind::Time | StepKind::Profile),
+        timeout: Duration::from_secs(1800),
+        params,
+    };
+    let build = StepParams {
+        flags: Some("guide".into()),
+        ..StepParams::default()
+    };
+    vec![
+        spec(StepKind::Source, &[], StepParams::default()),
+        spec(StepKind::Build, &[StepKind::Source], build),
+        spec(StepKind::Kat, &[StepKind::Build], StepParams::default()),
+        spec(StepKind::Sizes, &[StepKind::Kat], StepParams::default()),
+        spec(StepKind::Survey, &[StepKind::Build], StepParams::default()),
+        spec(StepKind::Time, &[StepKind::Kat], StepParams::default()),
+        spec(StepKind::Profile, &[StepKind::Kat], StepParams::default()),
+        spec(
+            StepKind::Report,
+            &[StepKind::Kat, StepKind::Time, StepKind::Sizes],
+            StepParams::default(),
+        ),
+    ]
+}
+
+fn instance(id: &str, level: &str, imp: Option<&str>) -> Instance {
+    let mut vars = BTreeMap::new();
+    vars.insert("level".to_string(), level.to_string());
+    if let Some(i) = imp {
+        vars.insert("impl".to_string(), i.to_string());
+    }
+    Instance {
+        id: id.into(),
+        dir: format!("crypto_kem/{id}"),
+        namespace: format!("NS_{}_", id.replace('-', "")),
+        cflags: vec![],
+        extra_sources: vec![],
+        requires_cpu: vec![],
+        exclude: vec![],
+        vars,
+    }
+}
+
+fn submission(id: &str, algorithm: &str, instances: Vec<Instance>) -> Submission {
+    let dir = PathBuf::from("/fixture/submissions").join(id);
+    let qube = id == "qube";
+    Submission {
+        id: id.into(),
+        manifest_path: dir.join("manifest.kdl"),
+        dir: dir.clone(),
+        meta: ReportMeta {
+            algorithm: algorithm.into(),
+            category: Some("public-key algorithm".into()),
+            function: Some("key encapsulation".into()),
+            versions: if qube {
+                vec!["reference".into()]
+            } else {
+                vec![]
+            },
+            notes: if qube {
+                vec![
+                    "The top-level Test_Vectors carry the optimized implementation's sizes; \
+                      no qube-192 vector was submitted"
+                        .into(),
+                ]
+            } else {
+                vec![]
+            },
+            links: vec![("Submission".into(), format!("https://example.org/{id}"))],
+        },
+        source: if qube {
+            Source::Path {
+                path: dir.join("src"),
+            }
+        } else {
+            Source::Crate {
+                name: "pqcrypto-mlkem".into(),
+                version: "0.1.1".into(),
+                root: "pqclean".into(),
+            }
+        },
+        primitives: Primitives {
+            sources: vec!["common/fips202.c".into()],
+            includes: vec!["common".into()],
+            headers: vec!["common/fips202.h".into()],
+            functions: vec![
+                PrimitiveFn {
+                    symbol: "shake256".into(),
+                    family: "keccak".into(),
+                },
+                PrimitiveFn {
+                    symbol: "sha3_256".into(),
+                    family: "keccak".into(),
+                },
+            ],
+            drng: Some("PQCLEAN_randombytes".into()),
+        },
+        kat: KatSettings {
+            rng: KatRng::Nist,
+            manifest: dir.join("kat.sha256"),
+            all_count: 100,
+            reference_dir: None,
+        },
+        sizes: BTreeMap::new(),
+        instances,
+    }
+}
+
+fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campaign {
+    let mut flags = BTreeMap::new();
+    flags.insert(
+        "guide".to_string(),
+        FlagProfile {
+            name: "guide".into(),
+            flags: vec!["-O3".into(), "-march=native".into()],
+        },
+    );
+    Campaign {
+        pipeline_path: PathBuf::from(format!("/fixture/pipelines/{system}.kdl")),
+        system: System {
+            name: system.into(),
+            arch: arch.into(),
+            bench_cpu: 2,
+            cc: "gcc".into(),
+        },
+        flags,
+        outputs: PathBuf::from(format!("/fixture/outputs/{system}")),
+        steps: steps(),
+        submissions: subs,
+    }
+}
+
+fn x86_campaign() -> Campaign {
+    campaign(
+        "x86_1",
+        "x86-64",
+        vec![
+            submission(
+                "ml-kem",
+                "ML-KEM",
+                vec![
+                    instance("ML-KEM-512-clean", "512", Some("clean")),
+                    instance("ML-KEM-768-clean", "768", Some("clean")),
+                    instance("ML-KEM-1024-clean", "1024", Some("clean")),
+                ],
+            ),
+            submission(
+                "qube",
+                "QUBE",
+                vec![
+                    instance("qube-128", "128", None),
+                    instance("qube-192", "192", None),
+                    instance("qube-256", "256", None),
+                ],
+            ),
+        ],
+    )
+}
+
+fn arm_campaign() -> Campaign {
+    campaign(
+        "arm_1",
+        "aarch64",
+        vec![submission(
+            "ml-kem",
+            "ML-KEM",
+            vec![
+                instance("ML-KEM-512-clean", "512", Some("clean")),
+                instance("ML-KEM-768-clean", "768", Some("clean")),
+                instance("ML-KEM-1024-clean", "1024", Some("clean")),
+            ],
+        )],
+    )
+}
+
+// ---------------------------------------------------------------- records
+
+fn environment(arm: bool) -> Environment {
+    if arm {
+        return Environment {
+            cpu_model: None,
+            bench_cpu: 2,
+            logical_cpus: Some(4),
+            max_mhz: None,
+            governor: None,
+            turbo: None,
+            smt: Some("notsupported".into()),
+            isolated_cpus: None,
+            mem_total_mib: Some(7820),
+            os: Some("Debian GNU/Linux 13 (trixie)".into()),
+            kernel: Some("6.12.48+deb13-arm64".into()),
+            cc_version: Some("gcc (Debian 14.2.0-19) 14.2.0".into()),
+            build_tool: None,
+            loadavg: Some(0.12),
+            warnings: vec![],
+        };
+    }
+    Environment {
+        cpu_model: Some("12th Gen Intel(R) Core(TM) i7-12700".into()),
+        bench_cpu: 2,
+        logical_cpus: Some(20),
+        max_mhz: Some(2100.0),
+        governor: Some("powersave".into()),
+        turbo: Some("on".into()),
+        smt: Some("off".into()),
+        isolated_cpus: Some(String::new()),
+        mem_total_mib: Some(31788),
+        os: Some("Debian GNU/Linux 13 (trixie)".into()),
+        kernel: Some("6.12.107+deb13-amd64".into()),
+        cc_version: Some("gcc (Debian 14.2.0-19) 14.2.0".into()),
+        build_tool: None,
+        loadavg: Some(0.41),
+        warnings: vec![
+            EnvWarning {
+                what: "governor is `powersave`, not `performance`".into(),
+                fix: "`cpupower frequency-set -g performance`".into(),
+            },
+            EnvWarning {
+                what: "turbo boost is on".into(),
+                fix: "`echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo`".into(),
+            },
+            EnvWarning {
+                what: "bench core 2 is not isolated".into(),
+                fix: "boot with `isolcpus=2 nohz_full=2`".into(),
+            },
+        ],
+    }
+}
+
+struct Ctx {
+    system: &'static str,
+    arm: bool,
+    out: Vec<(PathBuf, StepRecord)>,
+}
+
+#[allow(clippy::too_many_arguments)] // a record is many fields; the test reads best with them inline
+fn base_record(
+    arm: bool,
+    kind: StepKind,
+    sub: &str,
+    inst: Option<&str>,
+    op: Option<Op>,
+    status: Status,
+    reason: Option<&str>,
+    data: Option<StepData>,
+) -> StepRecord {
+    let id = match (inst, op) {
+        (Some(i), Some(op)) => format!("{sub}/{i}/{kind}:{op}"),
+        (Some(i), None) => format!("{sub}/{i}/{kind}"),
+        (None, _) => format!("{sub}/{kind}"),
+    };
+    let mut inputs = BTreeMap::new();
+    inputs.insert("step".to_string(), id.clone());
+    let key = format!("{:064x}", id.len() * 7919 + kind as usize);
+    StepRecord {
+        schema: record::RECORD_SCHEMA,
+        id,
+        kind,
+        submission: sub.into(),
+        instance: inst.map(str::to_string),
+        op,
+        status,
+        reason: reason.map(str::to_string),
+        cache_key: key,
+        inputs,
+        commands: vec![vec![
+            "kem-runner".into(),
+            kind.name().into(),
+            inst.unwrap_or("-").into(),
+        ]],
+        started: "2026-09-25T10:05:00Z".into(),
+        finished: "2026-09-25T10:05:07Z".into(),
+        duration_s: 7.0,
+        env_fingerprint: if arm { "arm-env" } else { "x86-env" }.into(),
+        logs: vec![],
+        artefacts: vec![],
+        data,
+    }
+}
+
+fn push(ctx: &mut Ctx, r: StepRecord) {
+    let path = record::record_path(r.kind, &r.submission, r.instance.as_deref(), r.op);
+    ctx.out.push((path, r));
+}
+
+/// Deterministic per-op cycles of one trial around `base`.
+fn time_output(
+    op: Op,
+    api: &ApiSizes,
+    base: f64,
+    jitter: &[f64],
+    ghz: f64,
+    arm: bool,
+) -> TimeOutput {
+    let per_op_ns = base / ghz;
+    let iters = ((1e9 / per_op_ns).ceil() as u64).max(20);
+    let trials = jitter
+        .iter()
+        .map(|j| {
+            let c = base * (1.0 + j);
+            Trial {
+                iters,
+                cycles: (c * iters as f64).round() as u64,
+                ns: (c / ghz * iters as f64).round() as u64,
+                core_cycles: None,
+            }
+        })
+        .collect();
+    let samples = (0..11u64)
+        .map(|k| {
+            (base * (1.0 + 0.004 * (k as f64 - 5.0).abs())) as u64
+                + if k == 7 { base as u64 } else { 0 }
+        })
+        .collect();
+    TimeOutput {
+        op: op.name().into(),
+        sizes: api.clone(),
+        pinned_cpu: Some(2),
+        pin_error: None,
+        counter: if arm { "cntvct_el0" } else { "rdtsc" }.into(),
+        core_cycles: CoreCycles::Unavailable {
+            reason: "perf_event_open: EACCES (perf_event_paranoid=3)".into(),
+        },
+        calibration: Calibration {
+            target_trial_ns: 1_000_000_000,
+            batch_iters: (iters / 10).max(1),
+            batch_ns: 100_000_000,
+            iters,
+            min_iters: 20,
+        },
+        warmup_iters: iters / 10,
+        trials,
+        samples,
+        overhead: Overhead {
+            cycles_per_call: 21.0,
+            ns_per_call: 10.0,
+        },
+        memory: Memory {
+            baseline_rss_kib: Some(1700 + (api.pk + api.sk) / 1024 * 4),
+            peak_rss_kib: Some(1800 + (api.pk + api.sk + api.ct) / 1024 * 8 + op as u64 * 4),
+            stack_bytes: Some(4000 + api.sk * 3 + op as u64 * 512),
+            stack_painted_bytes: 8 << 20,
+        },
+    }
+}
+
+struct Inst<'a> {
+    sub: &'a str,
+    id: &'a str,
+    api: ApiSizes,
+    catalog: CatalogSizes,
+    kat: KatStatus,
+    kat_reason: Option<&'a str>,
+    base: [f64; 3],
+    unstable_op: Option<Op>,
+    outlier_op: Option<Op>,
+    hash: [f64; 3],
+    verdict: Verdict,
+    static_bytes: u64,
+}
+
+fn hexish(seed: &str) -> String {
+    // a fixed, readable 64-hex-digit stand-in for a digest
+    let mut h: u64 = 1469598103934665603;
+    let mut out = String::new();
+    for round in 0..4u64 {
+        for b in seed.bytes() {
+            h ^= b as u64 + round;
+            h = h.wrapping_mul(1099511628211);
+        }
+        out.push_str(&format!("{h:016x}"));
+    }
+    out
+}
+
+fn add_instance(ctx: &mut Ctx, i: &Inst) {
+    let (sub, id) = (i.sub, i.id);
+    // build
+    let build = BuildData {
+        object: PathBuf::from(format!("build/{sub}/{id}.so")),
+        object_sha256: hexish(&format!("{id}.so")),
+        profile_object: Some(PathBuf::from(format!("build/{sub}/{id}.profile.so"))),
+        cc: "gcc".into(),
+        cc_version: "gcc (Debian 14.2.0-19) 14.2.0".into(),
+        flags_profile: "guide".into(),
+        flags: vec!["-O3".into(), "-march=native".into()],
+        static_bytes: Some(i.static_bytes),
+        api: i.api.clone(),
+        api_h: PathBuf::from(format!("/fixture/src/{id}/api.h")),
+        namespace: format!("NS_{id}_"),
+    };
+    let mut r = base_record(
+        ctx.arm,
+        StepKind::Build,
+        sub,
+        Some(id),
+        None,
+        Status::Ok,
+        None,
+        Some(StepData::Build(build)),
+    );
+    r.logs = vec![PathBuf::from(format!("build/{sub}/{id}.log"))];
+    push(ctx, r);
+    // kat
+    let log = PathBuf::from(format!("kat/{sub}/{id}.log"));
+    let rsp = PathBuf::from(format!("kat/{sub}/{id}.rsp"));
+    let actual = hexish(&format!("{id}.rsp"));
+    let mode = KatModeResult {
+        mode: KatMode::Single,
+        status: i.kat,
+        counts: 1,
+        expected_sha256: match i.kat {
+            KatStatus::Nokat => None,
+            KatStatus::Pass => Some(actual.clone()),
+            _ => Some(hexish(&format!("{id}.expected"))),
+        },
+        actual_sha256: if i.kat == KatStatus::Fail {
+            None
+        } else {
+            Some(actual)
+        },
+        rsp: if i.kat == KatStatus::Fail {
+            None
+        } else {
+            Some(rsp)
+        },
+        reason: i.kat_reason.map(str::to_string),
+        diff: if i.kat == KatStatus::Mismatch {
+            Some(RspDiff {
+                count: 0,
+                field: "pk".into(),
+                offset: 3287,
+            })
+        } else {
+            None
+        },
+    };
+    let kat_ok = i.kat != KatStatus::Fail;
+    let kat = KatData {
+        modes: vec![mode],
+        log_sha256: hexish(&format!("{id}.log")),
+        profile_object_kat: Some(ProfileKatCheck {
+            sha256: hexish(&format!("{id}.profile")),
+            equal: true,
+        }),
+    };
+    let (kst, kreason) = match i.kat {
+        KatStatus::Pass | KatStatus::Nokat => (Status::Ok, None),
+        KatStatus::Mismatch => (Status::Failed, Some("KAT MISMATCH against kat.sha256")),
+        KatStatus::Fail => (Status::Failed, i.kat_reason),
+    };
+    let mut r = base_record(
+        ctx.arm,
+        StepKind::Kat,
+        sub,
+        Some(id),
+        None,
+        kst,
+        kreason,
+        Some(StepData::Kat(kat)),
+    );
+    r.logs = vec![log];
+    push(ctx, r);
+    // sizes
+    let mut audit = Vec::new();
+    if i.catalog.pk != Some(i.api.pk) {
+        audit.push(format!(
+            "pk: catalog {} bytes, api.h {} bytes",
+            i.catalog.pk.unwrap_or(0),
+            i.api.pk
+        ));
+    }
+    let sizes = SizesData {
+        api: i.api.clone(),
+        catalog: i.catalog,
+        kat: Some(CatalogSizes {
+            pk: Some(i.api.pk),
+            sk: Some(i.api.sk),
+            ct: Some(i.api.ct),
+            ss: Some(i.api.ss),
+        }),
+        shown: CatalogSizes {
+            pk: i.catalog.pk.or(Some(i.api.pk)),
+            sk: Some(i.api.sk),
+            ct: i.catalog.ct.or(Some(i.api.ct)),
+            ss: Some(i.api.ss),
+        },
+        audit,
+    };
+    push(
+        ctx,
+        base_record(
+            ctx.arm,
+            StepKind::Sizes,
+            sub,
+            Some(id),
+            None,
+            Status::Ok,
+            None,
+            Some(StepData::Sizes(sizes)),
+        ),
+    );
+    // survey
+    let survey = match i.verdict {
+        Verdict::Bypass => SurveyData {
+            verdict: Verdict::Bypass,
+            summary:
+                "own inline Keccak (KeccakF1600_StatePermute) reachable; provided SHAKE unused"
+                    .into(),
+            source_hits: vec![
+                SourceHit {
+                    file: format!("{id}/keccak.c"),
+                    line: 41,
+                    family: "keccak".into(),
+                    text: "static void KeccakF1600_StatePermute(uint64_t *state)".into(),
+                    reachable: true,
+                    note: None,
+                },
+                SourceHit {
+                    file: format!("{id}/aes_unused.c"),
+                    line: 12,
+                    family: "aes".into(),
+                    text: "void aes_ctr(const uint8_t *k)".into(),
+                    reachable: false,
+                    note: Some("file not compiled".into()),
+                },
+            ],
+            own_symbols: vec![OwnSymbol {
+                name: "KeccakF1600_StatePermute".into(),
+                family: "keccak".into(),
+                referenced: true,
+            }],
+            provided_used: vec![],
+        },
+        v => SurveyData {
+            verdict: v,
+            summary: "only the provided Keccak is reachable".into(),
+            source_hits: vec![],
+            own_symbols: vec![],
+            provided_used: vec!["sha3_256".into(), "shake256".into()],
+        },
+    };
+    push(
+        ctx,
+        base_record(
+            ctx.arm,
+            StepKind::Survey,
+            sub,
+            Some(id),
+            None,
+            Status::Ok,
+            None,
+            Some(StepData::Survey(survey)),
+        ),
+    );
+    // time + profile
+    let env = environment(ctx.arm);
+    let ghz = if ctx.arm { 1.0 } else { 2.1 };
+    for (k, op) in Op::ALL.into_iter().enumerate() {
+        if !kat_ok {
+            let why = format!("dependency `{sub}/{id}/kat` failed");
+            push(
+                ctx,
+                base_record(
+                    ctx.arm,
+                    StepKind::Time,
+                    sub,
+                    Some(id),
+                    Some(op),
+                    Status::Skipped,
+                    Some(&why),
+                    None,
+                ),
+            );
+            push(
+                ctx,
+                base_record(
+                    ctx.arm,
+                    StepKind::Profile,
+                    sub,
+                    Some(id),
+                    Some(op),
+                    Status::Skipped,
+                    Some(&why),
+                    None,
+                ),
+            );
+            continue;
+        }
+        let jitter: &[f64] = if i.unstable_op == Some(op) {
+            &[0.0, 0.05, -0.03, 0.02, 0.09]
+        } else if i.outlier_op == Some(op) {
+            &[0.0, 0.0012, -0.0008, 0.0004, 0.012]
+        } else {
+            &[0.0, 0.0012, -0.0008, 0.0004, -0.0011]
+        };
+        let out = time_output(op, &i.api, i.base[k], jitter, ghz, ctx.arm);
+        let summary = stats::summarize(&out);
+        let td = TimeData {
+            output: out,
+            summary,
+            static_bytes: Some(i.static_bytes),
+            object_cache_key: hexish(&format!("{id}.build")),
+            object_sha256: hexish(&format!("{id}.so")),
+            environment: env.clone(),
+        };
+        let mut r = base_record(
+            ctx.arm,
+            StepKind::Time,
+            sub,
+            Some(id),
+            Some(op),
+            Status::Ok,
+            None,
+            Some(StepData::Time(Box::new(td))),
+        );
+        r.logs = vec![PathBuf::from(format!("records/{sub}/{id}__{op}.log"))];
+        push(ctx, r);
+        // profile: hash share and calls
+        let iters = 20u64;
+        let total = (i.base[k] * iters as f64) as u64;
+        let drng_share = if op == Op::Dec {
+            0.0
+        } else {
+            0.015 / (k as f64 + 1.0)
+        };
+        let mut symbols = Vec::new();
+        if i.hash[k] > 0.0 {
+            symbols.push(SymbolProfile {
+                symbol: "shake256".into(),
+                family: "keccak".into(),
+                calls: iters * (7 + k as u64) + if k == 0 { 1 } else { 0 },
+                cycles: total as f64 * i.hash[k] * 0.8,
+            });
+            symbols.push(SymbolProfile {
+                symbol: "sha3_256".into(),
+                family: "keccak".into(),
+                calls: iters * if op == Op::Enc { 2 } else { 1 },
+                cycles: total as f64 * i.hash[k] * 0.2,
+            });
+        }
+        if op != Op::Dec {
+            symbols.push(SymbolProfile {
+                symbol: "PQCLEAN_randombytes".into(),
+                family: "drng".into(),
+                calls: iters * 2,
+                cycles: total as f64 * drng_share,
+            });
+        }
+        let calls_per_op: Vec<(String, f64)> = symbols
+            .iter()
+            .filter(|s| s.calls > 0)
+            .map(|s| (s.symbol.clone(), s.calls as f64 / iters as f64))
+            .collect();
+        let pd = ProfileData {
+            output: ProfileOutput {
+                op: op.name().into(),
+                iters,
+                total_cycles: total,
+                wrapper_overhead_cycles: 18.5,
+                symbols,
+            },
+            hash_share: i.hash[k],
+            drng_share,
+            calls_per_op,
+            environment: env.clone(),
+        };
+        push(
+            ctx,
+            base_record(
+                ctx.arm,
+                StepKind::Profile,
+                sub,
+                Some(id),
+                Some(op),
+                Status::Ok,
+                None,
+                Some(StepData::Profile(pd)),
+            ),
+        );
+    }
+}
+
+fn api(pk: u64, sk: u64, ct: u64, ss: u64) -> ApiSizes {
+    ApiSizes {
+        algname: None,
+        pk,
+        sk,
+        ct,
+        ss,
+    }
+}
+
+fn cat(pk: u64, ct: u64) -> CatalogSizes {
+    CatalogSizes {
+        pk: Some(pk),
+        sk: None,
+        ct: Some(ct),
+        ss: None,
+    }
+}
+
+fn mlkem(ctx: &mut Ctx, scale: f64, unstable: Option<Op>) {
+    let sets = [
+        (
+            "ML-KEM-512-clean",
+            api(800, 1632, 768, 32),
+            [46_120.0, 61_870.0, 77_410.0],
+            15_744,
+        ),
+        (
+            "ML-KEM-768-clean",
+            api(1184, 2400, 1088, 32),
+            [78_650.0, 96_200.0, 117_930.0],
+            17_312,
+        ),
+        (
+            "ML-KEM-1024-clean",
+            api(1568, 3168, 1568, 32),
+            [121_400.0, 142_700.0, 169_800.0],
+            19_040,
+        ),
+    ];
+    for (n, (id, a, base, st)) in sets.into_iter().enumerate() {
+        let catalog = cat(a.pk, a.ct);
+        add_instance(
+            ctx,
+            &Inst {
+                sub: "ml-kem",
+                id,
+                api: a,
+                catalog,
+                kat: KatStatus::Pass,
+                kat_reason: None,
+                base: base.map(|b| b * scale),
+                unstable_op: if n == 1 { unstable } else { None },
+                outlier_op: if n == 2 && unstable.is_some() {
+                    Some(Op::Dec)
+                } else {
+                    None
+                },
+                hash: [0.55, 0.62, 0.49],
+                verdict: Verdict::ProvidedOnly,
+                static_bytes: st,
+            },
+        );
+    }
+}
+
+fn x86_records() -> Ctx {
+    let mut ctx = Ctx {
+        system: "x86_1",
+        arm: false,
+        out: Vec::new(),
+    };
+    for sub in ["ml-kem", "qube"] {
+        let data = SourceData {
+            root: PathBuf::from(format!("/fixture/src/{sub}")),
+            origin: if sub == "ml-kem" {
+                "crate pqcrypto-mlkem 0.1.1 (checksum verified by cargo)".into()
+            } else {
+                "path submissions/qube/src".into()
+            },
+            checksum: None,
+        };
+        let r = base_record(
+            false,
+            StepKind::Source,
+            sub,
+            None,
+            None,
+            Status::Ok,
+            None,
+            Some(StepData::Source(data)),
+        );
+        push(&mut ctx, r);
+    }
+    mlkem(&mut ctx, 1.0, Some(Op::Enc));
+    let qube = [
+        (
+            "qube-128",
+            api(3294, 3326, 3287, 16),
+            cat(3294, 3287),
+            KatStatus::Mismatch,
+            Some("sha256 of the generated .rsp differs from kat.sha256"),
+            [616_900.0, 657_800.0, 1_181_000.0],
+            0,
+        ),
+        (
+            "qube-192",
+            api(6364, 6412, 6362, 24),
+            cat(6360, 6362),
+            KatStatus::Nokat,
+            None,
+            [1_410_000.0, 1_480_000.0, 2_830_000.0],
+            1,
+        ),
+        (
+            "qube-256",
+            api(10446, 10510, 10423, 32),
+            cat(10446, 10423),
+            KatStatus::Fail,
+            Some("shared secrets differ in count 0"),
+            [0.0; 3],
+            2,
+        ),
+    ];
+    for (id, a, c, kat, reason, base, n) in qube {
+        add_instance(
+            &mut ctx,
+            &Inst {
+                sub: "qube",
+                id,
+                api: a,
+                catalog: c,
+                kat,
+                kat_reason: reason,
+                base,
+                unstable_op: None,
+                outlier_op: None,
+                hash: [0.0, 0.0, 0.0],
+                verdict: Verdict::Bypass,
+                static_bytes: 42_913 + n * 392,
+            },
+        );
+    }
+    ctx
+}
+
+fn arm_records() -> Ctx {
+    let mut ctx = Ctx {
+        system: "arm_1",
+        arm: true,
+        out: Vec::new(),
+    };
+    mlkem(&mut ctx, 1.9, None);
+    ctx
+}
+
+fn campaign_record(ctx: &Ctx, arch: &str) -> CampaignRecord {
+    let mut steps: Vec<CampaignStep> = ctx
+        .out
+        .iter()
+        .map(|(p, r)| CampaignStep {
+            id: r.id.clone(),
+            status: r.status,
+            reason: r.reason.clone(),
+            record: p.clone(),
+            ran: true,
+        })
+        .collect();
+    steps.sort_by(|a, b| a.id.cmp(&b.id));
+    CampaignRecord {
+        schema: record::RECORD_SCHEMA,
+        system: ctx.system.into(),
+        arch: arch.into(),
+        pipeline: PathBuf::from(format!("pipelines/{}.kdl", ctx.system)),
+        command: vec![
+            "ngcc-pipe".into(),
+            "run".into(),
+            format!("pipelines/{}.kdl", ctx.system),
+        ],
+        started: "2026-09-25T10:02:21Z".into(),
+        finished: Some("2026-09-25T11:51:21Z".into()),
+        environment: environment(ctx.arm),
+        env_fingerprint: if ctx.arm { "arm-env" } else { "x86-env" }.into(),
+        steps,
+    }
+}
+
+fn json(v: &impl serde::Serialize) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).unwrap();
+    b.push(b'\n');
+    b
+}
+
+/// Every fixture file (relative to FIXTURES) and its bytes.
+fn fixture_files() -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for (ctx, arch) in [(x86_records(), "x86-64"), (arm_records(), "aarch64")] {
+        let root = PathBuf::from(ctx.system);
+        files.push((
+            root.join("campaign.json"),
+            json(&campaign_record(&ctx, arch)),
+        ));
+        for (p, r) in &ctx.out {
+            files.push((root.join(p), json(r)));
+        }
+    }
+    files
+}
+
+fn write_fixtures_to(dir: &Path) {
+    for (p, b) in fixture_files() {
+        record::write_atomic(&dir.join(p), &b).unwrap();
+    }
+    // arm_1's results.json, rendered from its records, makes x86_1's site show both systems
+    let arm = CampaignView::load(&arm_campaign(), &dir.join("arm_1")).unwrap();
+    let files: Vec<_> = report::render_campaign(&arm)
+        .into_iter()
+        .filter(|(p, _)| p.ends_with("results.json"))
+        .collect();
+    report::write_all(&dir.join("arm_1"), &files).unwrap();
+}
+
+// ---------------------------------------------------------------- tests
+
+#[test]
+fn fixtures_are_current() {
+    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+        let _ = std::fs::remove_dir_all(FIXTURES);
+        write_fixtures_to(Path::new(FIXTURES));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    write_fixtures_to(tmp.path());
+    let mut expected: Vec<PathBuf> = Vec::new();
+    for entry in walk(tmp.path()) {
+        let rel = entry.strip_prefix(tmp.path()).unwrap().to_path_buf();
+        let want = std::fs::read(&entry).unwrap();
+        let have = std::fs::read(Path::new(FIXTURES).join(&rel)).unwrap_or_default();
+        assert!(
+            want == have,
+            "fixture `{}` is stale: run `UPDATE_FIXTURES=1 cargo test --test report`",
+            rel.display()
+        );
+        expected.push(rel);
+    }
+    let committed: Vec<PathBuf> = walk(Path::new(FIXTURES))
+        .into_iter()
+        .map(|p| p.strip_prefix(FIXTURES).unwrap().to_path_buf())
+        .collect();
+    expected.sort();
+    assert_eq!(committed, expected, "extra or missing fixture files");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn x86_view() -> CampaignView {
+    CampaignView::load(&x86_campaign(), &Path::new(FIXTURES).join("x86_1")).unwrap()
+}
+
+fn file<'a>(files: &'a [(PathBuf, Vec<u8>)], name: &str) -> &'a str {
+    let (_, b) = files
+        .iter()
+        .find(|(p, _)| p == Path::new(name))
+        .unwrap_or_else(|| panic!("no file {name}"));
+    std::str::from_utf8(b).unwrap()
+}
+
+#[test]
+fn submission_markdown_mlkem() {
+    let view = x86_view();
+    let files = report::render_submission(&view, "ml-kem");
+    let md = file(&files, "reports/ml-kem.md");
+    for section in [
+        "# ml-kem ML-KEM — performance on x86-64 (system x86_1)",
+        "## 1. Basic information",
+        "## 2. Assessment environment",
+        "## 3. Functional testing (KAT)",
+        "## 4. Performance",
+        "## 5. Resource consumption",
+        "## 6. Transmission and storage overhead",
+        "## Symmetric primitives",
+        "## 7. Raw evidence index",
+    ] {
+        assert!(md.contains(section), "missing `{section}`");
+    }
+    assert!(md.contains("| unstable |"));
+    assert!(md.contains("outlier trial 5"));
+    insta::assert_snapshot!("ml_kem_md", md);
+}
+
+#[test]
+fn submission_markdown_qube_failures() {
+    let view = x86_view();
+    let files = report::render_submission(&view, "qube");
+    let md = file(&files, "reports/qube.md");
+    assert!(md.contains("MISMATCH [1]"));
+    assert!(md.contains("NOKAT [2]"));
+    assert!(md.contains("FAIL [3]"));
+    assert!(md.contains("Survey verdict: bypass"));
+    assert!(md.contains("skipped: dependency `qube/qube-256/kat` failed"));
+    insta::assert_snapshot!("qube_md", md);
+}
+
+#[test]
+fn campaign_index_csv_json() {
+    let view = x86_view();
+    let files = report::render_campaign(&view);
+    insta::assert_snapshot!("index_md", file(&files, "reports/index.md"));
+    let csv = file(&files, "reports/results.csv");
+    // 6 instances x 3 ops + header
+    assert_eq!(csv.lines().count(), 19);
+    insta::assert_snapshot!("results_csv", csv);
+    let js = file(&files, "reports/results.json");
+    let parsed: report::Results = serde_json::from_str(js).unwrap();
+    assert_eq!(parsed.schema, report::RESULTS_SCHEMA);
+    assert_eq!(parsed.system, "x86_1");
+    let n: usize = parsed.submissions.iter().map(|s| s.instances.len()).sum();
+    assert_eq!(n, 6);
+    insta::assert_snapshot!("results_json", js);
+}
+
+#[test]
+fn html_site_is_self_contained() {
+    let view = x86_view();
+    let mut files = report::render_campaign(&view);
+    files.extend(report::render_submission(&view, "qube"));
+    let index = file(&files, "site/index.html");
+    let page = file(&files, "site/qube.html");
+    for html in [index, page] {
+        assert!(!html.contains("http://") && !html.contains("https://"));
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("<link"));
+    }
+    // both systems side by side, with the switch
+    assert!(index.contains(
+        "system: <a href=\"#system-arm_1\">arm_1</a> · <a href=\"#system-x86_1\">x86_1</a>"
+    ));
+    assert!(index.contains("<section id=\"system-arm_1\">"));
+    assert_eq!(index.matches("<svg").count(), 4);
+    assert!(index.contains("level 512") && index.contains("level 128"));
+    insta::assert_snapshot!("site_index_html", index);
+    insta::assert_snapshot!("site_qube_html", page);
+}
+
+#[test]
+fn rendering_is_deterministic_and_written_atomically() {
+    let a = report::render_all(&x86_view());
+    let b = report::render_all(&x86_view());
+    assert_eq!(a.len(), b.len());
+    for ((pa, ba), (pb, bb)) in a.iter().zip(&b) {
+        assert_eq!(pa, pb);
+        assert!(
+            ba == bb,
+            "`{}` differs between two renderings",
+            pa.display()
+        );
+    }
+    let names: Vec<_> = a.iter().map(|(p, _)| p.display().to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "reports/ml-kem.md",
+            "site/ml-kem.html",
+            "reports/qube.md",
+            "site/qube.html",
+            "reports/index.md",
+            "reports/results.csv",
+            "reports/results.json",
+            "site/index.html",
+        ]
+    );
+    // REPORT_RENDER_TO=DIR keeps a rendered copy to look at (e.g. in a browser)
+    if let Some(dir) = std::env::var_os("REPORT_RENDER_TO") {
+        copy_tree(Path::new(FIXTURES), Path::new(&dir));
+        report::write_all(&Path::new(&dir).join("x86_1"), &a).unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    report::write_all(tmp.path(), &a).unwrap();
+    assert_eq!(
+        std::fs::read(tmp.path().join("reports/qube.md")).unwrap(),
+        a[2].1
+    );
+    let bad = vec![(PathBuf::from("../escape.md"), vec![])];
+    assert!(report::write_all(tmp.path(), &bad).is_err());
+}
+
+#[test]
+fn missing_records_say_did_not_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let view = CampaignView::load(&x86_campaign(), tmp.path()).unwrap();
+    let files = report::render_submission(&view, "ml-kem");
+    let md = file(&files, "reports/ml-kem.md");
+    assert!(md.contains("The `kat` step did not run for this submission: no records"));
+    assert!(md.contains("The `time` step did not run for this submission: no records"));
+    assert!(md.contains("No records were found for this submission."));
+    insta::assert_snapshot!("empty_md", md);
+}
+
+#[test]
+fn corrupt_record_is_an_error_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("records/ml-kem/ML-KEM-512-clean__kat.json");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, b"{ not json").unwrap();
+    let err = CampaignView::load(&x86_campaign(), tmp.path()).unwrap_err();
+    assert!(
+        err.to_string().contains("ML-KEM-512-clean__kat.json"),
+        "{err}"
+    );
+}
+
+#[test]
+fn compare_same_system_is_all_noise() {
+    let dir = Path::new(FIXTURES).join("x86_1");
+    let c = report::compare(&dir, &dir).unwrap();
+    // ml-kem: 3 instances x 3 ops; qube: 2 timed instances x 3 ops (qube-256 was skipped)
+    assert_eq!(c.rows.len(), 15);
+    assert!(c.rows.iter().all(|r| {
+        let d = r.difference.as_ref().unwrap();
+        (d.ratio - 1.0).abs() < 1e-12 && !d.significant
+    }));
+}
+
+#[test]
+fn compare_two_systems() {
+    // records-only (x86_1) against results.json (arm_1): arm is 1.9x the cycles
+    let a = Path::new(FIXTURES).join("x86_1");
+    let b = Path::new(FIXTURES).join("arm_1");
+    let c = report::compare(&a, &b).unwrap();
+    assert_eq!(c.system_a, "x86_1");
+    assert_eq!(c.system_b, "arm_1");
+    assert_eq!(c.rows.len(), 9);
+    assert!(c.rows.iter().all(|r| {
+        let d = r.difference.as_ref().unwrap();
+        (d.ratio - 1.9).abs() < 0.05
+    }));
+    insta::assert_snapshot!("compare_md", report::compare_markdown(&c));
+    insta::assert_snapshot!("compare_csv", report::compare_csv(&c));
+    assert_eq!(c.only_a.len(), 6);
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for f in walk(from) {
+        let rel = f.strip_prefix(from).unwrap();
+        std::fs::create_dir_all(to.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(&f, to.join(rel)).unwrap();
+    }
+}
+
+#[test]
+fn compare_marks_only_the_slowed_instance() {
+    // B is A with ML-KEM-512-clean dec 2.5x slower (as if built at -O0): only that row is
+    // beyond noise; the unstable ML-KEM-768 enc and every other row are not.
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    copy_tree(&Path::new(FIXTURES).join("x86_1"), &a);
+    copy_tree(&Path::new(FIXTURES).join("x86_1"), &b);
+    let rec = b.join("records/ml-kem/ML-KEM-512-clean__dec.json");
+    let mut r: StepRecord = record::read_json(&rec).unwrap().unwrap();
+    if let Some(StepData::Time(td)) = r.data.as_mut() {
+        for t in &mut td.output.trials {
+            t.cycles = t.cycles * 5 / 2;
+        }
+    } else {
+        panic!("fixture is not a timing record");
+    }
+    record::write_json(&rec, &r).unwrap();
+    let c = report::compare(&a, &b).unwrap();
+    let significant: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| r.difference.as_ref().unwrap().significant)
+        .map(|r| format!("{} {}", r.instance, r.op))
+        .collect();
+    assert_eq!(significant, ["ML-KEM-512-clean dec"]);
+    assert!(report::compare_csv(&c)
+        .lines()
+        .any(|l| l.contains("ML-KEM-512-clean,dec") && l.ends_with(",true")));
+}
+
+/// Opens the fixture site in headless Chromium (Debian's `chromium`), takes a screenshot of
+/// the index and checks that the page logged nothing to the console. Blocks every host so
+/// any request leaving the page would fail and be logged. Run with
+/// `cargo test --test report -- --ignored chromium` (set `REPORT_SCREENSHOT=FILE.png` to
+/// keep the screenshot).
+#[test]
+#[ignore = "needs the `chromium` binary"]
+fn chromium_renders_the_site() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(Path::new(FIXTURES), tmp.path());
+    let out = tmp.path().join("x86_1");
+    report::write_all(&out, &report::render_all(&x86_view())).unwrap();
+    let shot = std::env::var_os("REPORT_SCREENSHOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("index.png"));
+    for page in ["index.html", "ml-kem.html", "qube.html"] {
+        let url = format!("file://{}", out.join("site").join(page).display());
+        let run = std::process::Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--host-resolver-rules=MAP * ~NOTFOUND",
+                "--window-size=1500,2200",
+            ])
+            .arg(format!(
+                "--screenshot={}",
+                if page == "index.html" {
+                    shot.clone()
+                } else {
+                    tmp.path().join(page.replace(".html", ".png"))
+                }
+                .display()
+            ))
+            .arg(&url)
+            .output()
+            .expect("run chromium");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "chromium failed on {page}: {stderr}");
+        assert!(
+            !stderr.contains("CONSOLE") && !stderr.contains("ERR_NAME_NOT_RESOLVED"),
+            "{page} logged console messages or requests: {stderr}"
+        );
+        if page == "index.html" {
+            let png = std::fs::metadata(&shot).unwrap().len();
+            assert!(
+                png > 50_000,
+                "index screenshot is suspiciously small ({png} bytes)"
+            );
+        }
+    }
+}

@@ -1,7 +1,20 @@
-//! `report`: render the submission's report from records.
+//! `report`: render the submission's Markdown report and site page from its records.
+//! The campaign index is rendered by the run itself once every step has finished.
 
 use super::{Done, Step};
+use crate::record::{ReportData, StepData};
 
-pub fn run(_step: &mut Step) -> Done {
-    Done::failed("report: waiting for the report merge")
+pub fn run(step: &mut Step) -> Done {
+    let ctx = step.ctx;
+    let view = match crate::report::CampaignView::load(&ctx.campaign, &ctx.out) {
+        Ok(v) => v,
+        Err(e) => return Done::failed(format!("cannot read the records: {e}")),
+    };
+    let files = crate::report::render_submission(&view, &step.submission().id);
+    if let Err(e) = crate::report::write_all(&ctx.out, &files) {
+        return Done::failed(format!("cannot write the report: {e}"));
+    }
+    let files: Vec<_> = files.into_iter().map(|(p, _)| p).collect();
+    step.artefacts.extend(files.iter().cloned());
+    Done::ok(StepData::Report(ReportData { files }))
 }

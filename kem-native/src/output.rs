@@ -58,6 +58,11 @@ pub struct TimeOutput {
     /// Loop overhead: an empty call through the same function-pointer path.
     pub overhead: Overhead,
     pub memory: Memory,
+    /// `None` when every call returned 0 and no guard byte changed; otherwise why the
+    /// measurement stopped ("crypto_kem_enc returned nonzero during trial 2 ...").
+    /// Trials and samples up to that point are kept.
+    #[serde(default)]
+    pub failure: Option<String>,
 }
 
 /// Whether perf_event_open core cycles were recorded.
@@ -126,6 +131,9 @@ pub struct ProfileOutput {
     pub wrapper_overhead_cycles: f64,
     /// One entry per wrapped symbol, in the object's table order.
     pub symbols: Vec<SymbolProfile>,
+    /// `None` when every call returned 0 and no guard byte changed; otherwise why not.
+    #[serde(default)]
+    pub failure: Option<String>,
 }
 
 /// Counts of one wrapped symbol over all `iters` calls.

@@ -141,7 +141,9 @@ impl OsRng {
                 use std::io::Read;
                 return std::fs::File::open("/dev/urandom")
                     .and_then(|mut f| f.read_exact(rest))
-                    .map_err(|e| format!("getrandom failed ({err}) and /dev/urandom failed ({e})"));
+                    .map_err(|e| {
+                        format!("getrandom failed ({err}) and /dev/urandom failed ({e})")
+                    });
             }
             done += r as usize;
         }

@@ -31,7 +31,9 @@ impl KatMode {
         match s {
             "single" => Ok(KatMode::Single),
             "all" => Ok(KatMode::All),
-            other => Err(format!("unknown KAT mode `{other}` (expected `single` or `all`)")),
+            other => Err(format!(
+                "unknown KAT mode `{other}` (expected `single` or `all`)"
+            )),
         }
     }
 
@@ -202,7 +204,10 @@ mod tests {
         w.flush().unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(text, "count = 0\nss = 00\nct = AB01\n");
-        assert_eq!(hex::encode(w.hash.finalize()), hex::encode(Sha256::digest(text.as_bytes())));
+        assert_eq!(
+            hex::encode(w.hash.finalize()),
+            hex::encode(Sha256::digest(text.as_bytes()))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

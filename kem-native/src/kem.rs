@@ -113,7 +113,11 @@ impl Library {
         // which is what loading a KEM means.
         let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
-            return Err(format!("cannot load `{}`: {}", path.display(), dlerror_text()));
+            return Err(format!(
+                "cannot load `{}`: {}",
+                path.display(),
+                dlerror_text()
+            ));
         }
         Ok(Library {
             handle,
@@ -123,7 +127,8 @@ impl Library {
 
     /// Address of `name`, or an error naming the missing symbol and the object.
     pub fn symbol(&self, name: &str) -> Result<*mut c_void, String> {
-        let c = CString::new(name).map_err(|_| format!("symbol name `{name}` contains a NUL byte"))?;
+        let c =
+            CString::new(name).map_err(|_| format!("symbol name `{name}` contains a NUL byte"))?;
         // SAFETY: clearing the error state then looking up a symbol in a live handle.
         let ptr = unsafe {
             libc::dlerror();
@@ -358,9 +363,18 @@ impl Buffers {
     /// Buffers of the declared sizes.
     pub fn new(sizes: &ApiSizes) -> Result<Buffers, String> {
         Ok(Buffers {
-            pk: GuardedBuf::new(usize_of(sizes.pk, "CRYPTO_PUBLICKEYBYTES")?, BufKind::PublicKey),
-            sk: GuardedBuf::new(usize_of(sizes.sk, "CRYPTO_SECRETKEYBYTES")?, BufKind::SecretKey),
-            ct: GuardedBuf::new(usize_of(sizes.ct, "CRYPTO_CIPHERTEXTBYTES")?, BufKind::Ciphertext),
+            pk: GuardedBuf::new(
+                usize_of(sizes.pk, "CRYPTO_PUBLICKEYBYTES")?,
+                BufKind::PublicKey,
+            ),
+            sk: GuardedBuf::new(
+                usize_of(sizes.sk, "CRYPTO_SECRETKEYBYTES")?,
+                BufKind::SecretKey,
+            ),
+            ct: GuardedBuf::new(
+                usize_of(sizes.ct, "CRYPTO_CIPHERTEXTBYTES")?,
+                BufKind::Ciphertext,
+            ),
             ss_enc: GuardedBuf::new(usize_of(sizes.ss, "CRYPTO_BYTES")?, BufKind::SharedSecret),
             ss_dec: GuardedBuf::new(usize_of(sizes.ss, "CRYPTO_BYTES")?, BufKind::SharedSecret),
         })
@@ -387,7 +401,13 @@ impl Buffers {
     /// `crypto_kem_enc(ct, ss_enc, pk)`, checking the return code and guards.
     pub fn enc(&mut self, kem: &Kem) -> Result<(), String> {
         // SAFETY: ct, ss_enc and pk hold the declared sizes; overruns land in the guards.
-        let rc = unsafe { (kem.enc)(self.ct.as_mut_ptr(), self.ss_enc.as_mut_ptr(), self.pk.as_ptr()) };
+        let rc = unsafe {
+            (kem.enc)(
+                self.ct.as_mut_ptr(),
+                self.ss_enc.as_mut_ptr(),
+                self.pk.as_ptr(),
+            )
+        };
         self.ct.check("crypto_kem_enc")?;
         self.ss_enc.check("crypto_kem_enc")?;
         self.pk.check("crypto_kem_enc")?;
@@ -416,7 +436,12 @@ where
         .name("kem-op".into())
         .stack_size(BIG_STACK_BYTES)
         .spawn(f)
-        .map_err(|e| format!("cannot start a thread with a {} MiB stack: {e}", BIG_STACK_BYTES >> 20))?;
+        .map_err(|e| {
+            format!(
+                "cannot start a thread with a {} MiB stack: {e}",
+                BIG_STACK_BYTES >> 20
+            )
+        })?;
     handle.join().map_err(|p| {
         let msg = p
             .downcast_ref::<String>()
@@ -436,7 +461,10 @@ mod tests {
         let mut b = GuardedBuf::new(32, BufKind::Ciphertext);
         assert!(b.check("crypto_kem_enc").is_ok());
         b.data_mut().fill(0xff);
-        assert!(b.check("crypto_kem_enc").is_ok(), "writing the data must not trip the guard");
+        assert!(
+            b.check("crypto_kem_enc").is_ok(),
+            "writing the data must not trip the guard"
+        );
         // SAFETY: 16 bytes past the data are inside the back guard.
         unsafe { std::ptr::write_bytes(b.as_mut_ptr().add(32), 0, 16) };
         let e = b.check("crypto_kem_enc").unwrap_err();
@@ -454,7 +482,10 @@ mod tests {
         // SAFETY: 2 bytes before the data are inside the front guard.
         unsafe { *b.as_mut_ptr().sub(2) ^= 1 };
         let e = b.check("crypto_kem_dec").unwrap_err();
-        assert!(e.contains("before the start of the shared secret buffer (CRYPTO_BYTES = 8): 2 bytes"), "{e}");
+        assert!(
+            e.contains("before the start of the shared secret buffer (CRYPTO_BYTES = 8): 2 bytes"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -467,7 +498,10 @@ mod tests {
     #[test]
     fn missing_object_is_a_clear_error() {
         let e = Library::open(Path::new("/nonexistent/x.so")).unwrap_err();
-        assert!(e.contains("/nonexistent/x.so") && e.contains("does not exist"), "{e}");
+        assert!(
+            e.contains("/nonexistent/x.so") && e.contains("does not exist"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -87,7 +87,10 @@ extern "C" fn painted_thread(arg: *mut c_void) -> *mut c_void {
 
 /// Run `f` once on a fresh thread with a painted `stack_bytes` stack and report how deep
 /// it went. A stack overflow hits the guard page (SIGSEGV), which the parent observes.
-pub fn stack_high_water(stack_bytes: usize, f: &mut (dyn FnMut() + Send)) -> Result<StackUse, String> {
+pub fn stack_high_water(
+    stack_bytes: usize,
+    f: &mut (dyn FnMut() + Send),
+) -> Result<StackUse, String> {
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     let size = stack_bytes.div_ceil(page) * page;
@@ -104,12 +107,18 @@ pub fn stack_high_water(stack_bytes: usize, f: &mut (dyn FnMut() + Send)) -> Res
         )
     };
     if base == libc::MAP_FAILED {
-        return Err(format!("mmap of a {stack_bytes}-byte stack: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "mmap of a {stack_bytes}-byte stack: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     let result = (|| {
         // SAFETY: the lowest page of our own mapping becomes the guard.
         if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-            return Err(format!("mprotect guard page: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "mprotect guard page: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         let stack = base as usize + page;
         let mut job = Job {
@@ -144,7 +153,8 @@ pub fn stack_high_water(stack_bytes: usize, f: &mut (dyn FnMut() + Send)) -> Res
         if job.panicked {
             return Err("the measured call panicked on the painted stack".into());
         }
-        job.result.ok_or_else(|| "the painted-stack thread reported nothing".to_string())
+        job.result
+            .ok_or_else(|| "the painted-stack thread reported nothing".to_string())
     })();
     // SAFETY: unmapping the region mapped above; the thread using it has been joined.
     unsafe { libc::munmap(base, total) };
@@ -182,7 +192,11 @@ mod tests {
         let u = stack_high_water(1 << 20, &mut f).unwrap();
         assert!(u.used >= 60 * 1024, "used {}", u.used);
         assert!(u.used < 80 * 1024, "used {}", u.used);
-        assert!(u.painted > 900 * 1024 && u.painted <= 1 << 20, "painted {}", u.painted);
+        assert!(
+            u.painted > 900 * 1024 && u.painted <= 1 << 20,
+            "painted {}",
+            u.painted
+        );
     }
 
     #[test]

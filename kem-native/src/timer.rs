@@ -101,7 +101,10 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), String> {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if rc != 0 {
-        return Err(format!("sched_setaffinity(cpu {cpu}): {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "sched_setaffinity(cpu {cpu}): {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -172,7 +175,9 @@ impl PerfCycles {
             let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|_| "unknown".into());
-            return Err(format!("perf_event_open: {err} (perf_event_paranoid={paranoid})"));
+            return Err(format!(
+                "perf_event_open: {err} (perf_event_paranoid={paranoid})"
+            ));
         }
         let mut p = PerfCycles { fd: fd as c_int };
         // A counter that opens but never counts (some VMs) is as good as none.
@@ -183,7 +188,10 @@ impl PerfCycles {
         }
         match p.disable_read() {
             Some(c) if c > 0 => Ok(p),
-            _ => Err("perf_event_open: the cycle counter opened but counted nothing (virtualized PMU?)".into()),
+            _ => Err(
+                "perf_event_open: the cycle counter opened but counted nothing (virtualized PMU?)"
+                    .into(),
+            ),
         }
     }
 
@@ -229,7 +237,11 @@ mod tests {
         let b = stop();
         let n1 = now_ns();
         assert!(b > a, "counter did not advance: {a} -> {b}");
-        assert!(n1 - n0 >= 2_000_000, "monotonic clock advanced only {} ns", n1 - n0);
+        assert!(
+            n1 - n0 >= 2_000_000,
+            "monotonic clock advanced only {} ns",
+            n1 - n0
+        );
     }
 
     #[test]

@@ -36,7 +36,9 @@ impl Op {
             "keygen" => Ok(Op::Keygen),
             "enc" => Ok(Op::Enc),
             "dec" => Ok(Op::Dec),
-            other => Err(format!("unknown op `{other}` (expected keygen, enc or dec)")),
+            other => Err(format!(
+                "unknown op `{other}` (expected keygen, enc or dec)"
+            )),
         }
     }
 
@@ -63,10 +65,14 @@ impl Op {
 pub fn prepare(op: Op, kem: &Kem, bufs: &mut Buffers) -> Result<(), String> {
     match op {
         Op::Keygen => Ok(()),
-        Op::Enc => bufs.keypair(kem).map_err(|e| format!("{e} while preparing enc inputs")),
+        Op::Enc => bufs
+            .keypair(kem)
+            .map_err(|e| format!("{e} while preparing enc inputs")),
         Op::Dec => {
-            bufs.keypair(kem).map_err(|e| format!("{e} while preparing dec inputs"))?;
-            bufs.enc(kem).map_err(|e| format!("{e} while preparing dec inputs"))
+            bufs.keypair(kem)
+                .map_err(|e| format!("{e} while preparing dec inputs"))?;
+            bufs.enc(kem)
+                .map_err(|e| format!("{e} while preparing dec inputs"))
         }
     }
 }
@@ -179,17 +185,40 @@ impl OpCall {
         match op {
             Op::Keygen => {
                 let (a, b) = (bufs.pk.as_mut_ptr(), bufs.sk.as_mut_ptr());
-                OpCall::Two(Call2 { f: kem.keypair, a, b }, Call2 { f: empty2, a, b })
+                OpCall::Two(
+                    Call2 {
+                        f: kem.keypair,
+                        a,
+                        b,
+                    },
+                    Call2 { f: empty2, a, b },
+                )
             }
             Op::Enc => {
-                let (a, b, c) = (bufs.ct.as_mut_ptr(), bufs.ss_enc.as_mut_ptr(), bufs.pk.as_ptr());
-                OpCall::Three(Call3 { f: kem.enc, a, b, c }, Call3 { f: empty3, a, b, c })
+                let (a, b, c) = (
+                    bufs.ct.as_mut_ptr(),
+                    bufs.ss_enc.as_mut_ptr(),
+                    bufs.pk.as_ptr(),
+                );
+                OpCall::Three(
+                    Call3 {
+                        f: kem.enc,
+                        a,
+                        b,
+                        c,
+                    },
+                    Call3 { f: empty3, a, b, c },
+                )
             }
             Op::Dec => {
                 // SAFETY: `dec(uint8_t *ss, const uint8_t *ct, const uint8_t *sk)` and the
                 // EncFn shape differ only in the constness of a pointer: same C ABI.
                 let f = unsafe { std::mem::transmute::<DecFn, EncFn>(kem.dec) };
-                let (a, b, c) = (bufs.ss_dec.as_mut_ptr(), bufs.ct.as_ptr() as *mut u8, bufs.sk.as_ptr());
+                let (a, b, c) = (
+                    bufs.ss_dec.as_mut_ptr(),
+                    bufs.ct.as_ptr() as *mut u8,
+                    bufs.sk.as_ptr(),
+                );
                 OpCall::Three(Call3 { f, a, b, c }, Call3 { f: empty3, a, b, c })
             }
         }
@@ -267,7 +296,10 @@ fn check_rc(op: Op, rc_or: c_int, phase: &str) -> Result<(), String> {
     if rc_or == 0 {
         Ok(())
     } else {
-        Err(format!("{} returned nonzero during {phase} (OR of return codes = {rc_or})", op.c_name()))
+        Err(format!(
+            "{} returned nonzero during {phase} (OR of return codes = {rc_or})",
+            op.c_name()
+        ))
     }
 }
 
@@ -312,7 +344,8 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
         failure: None,
     };
     let guard_check = |phase: &str| -> Result<(), String> {
-        bufs.check_all(op.c_name()).map_err(|e| format!("{e} (during {phase})"))
+        bufs.check_all(op.c_name())
+            .map_err(|e| format!("{e} (during {phase})"))
     };
 
     // Warm-up: at least 2 calls and a twentieth of a trial (caches, branch predictors,
@@ -345,7 +378,9 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
         batch *= 2;
     };
     let per_op_ns = (cal.ns as f64 / batch as f64).max(1e-3);
-    let iters = ((cfg.trial_ns as f64 / per_op_ns).ceil() as u64).max(cfg.min_iters).max(1);
+    let iters = ((cfg.trial_ns as f64 / per_op_ns).ceil() as u64)
+        .max(cfg.min_iters)
+        .max(1);
     out.calibration.batch_iters = batch;
     out.calibration.batch_ns = cal.ns;
     out.calibration.iters = iters;
@@ -366,7 +401,9 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
             ns: b.ns,
             core_cycles: cc,
         });
-        if let Err(e) = check_rc(op, b.rc_or, &format!("trial {t}")).and_then(|_| guard_check("the trials")) {
+        if let Err(e) =
+            check_rc(op, b.rc_or, &format!("trial {t}")).and_then(|_| guard_check("the trials"))
+        {
             out.failure = Some(e);
             return out;
         }
@@ -376,7 +413,9 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
     let mut samples = vec![0u64; cfg.samples as usize];
     let rc = call.samples(&mut samples);
     out.samples = samples;
-    if let Err(e) = check_rc(op, rc, "the single-call samples").and_then(|_| guard_check("the samples")) {
+    if let Err(e) =
+        check_rc(op, rc, "the single-call samples").and_then(|_| guard_check("the samples"))
+    {
         out.failure = Some(e);
         return out;
     }
@@ -403,11 +442,19 @@ mod tests {
     fn batch_ors_return_codes_and_counts_time() {
         let mut x = [0u8; 4];
         let p = x.as_mut_ptr();
-        let ok = Call2 { f: empty2, a: p, b: p };
+        let ok = Call2 {
+            f: empty2,
+            a: p,
+            b: p,
+        };
         let b = run_batch(&ok, 1000);
         assert_eq!(b.rc_or, 0);
         assert!(b.ticks > 0);
-        let bad = Call2 { f: fails, a: p, b: p };
+        let bad = Call2 {
+            f: fails,
+            a: p,
+            b: p,
+        };
         assert_eq!(run_batch(&bad, 3).rc_or, -1);
         let mut s = [0u64; 11];
         assert_eq!(run_samples(&ok, &mut s), 0);

@@ -26,7 +26,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: kem-runner kat|time|profile --lib X.so --api api.h --ns PREFIX [options] \
+const USAGE: &str =
+    "usage: kem-runner kat|time|profile --lib X.so --api api.h --ns PREFIX [options] \
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N])";
@@ -38,11 +39,19 @@ struct Args {
 }
 
 impl Args {
-    fn parse(argv: &[String], allowed: impl Fn(&str) -> &'static [&'static str]) -> Result<Args, String> {
-        let job = argv.first().ok_or("missing job (kat, time or profile)")?.clone();
+    fn parse(
+        argv: &[String],
+        allowed: impl Fn(&str) -> &'static [&'static str],
+    ) -> Result<Args, String> {
+        let job = argv
+            .first()
+            .ok_or("missing job (kat, time or profile)")?
+            .clone();
         let known = allowed(&job);
         if known.is_empty() {
-            return Err(format!("unknown job `{job}` (expected kat, time or profile)"));
+            return Err(format!(
+                "unknown job `{job}` (expected kat, time or profile)"
+            ));
         }
         let mut values = HashMap::new();
         let mut it = argv[1..].iter();
@@ -53,7 +62,9 @@ impl Args {
             if !known.contains(&key) {
                 return Err(format!("unknown option `--{key}` for `{job}`"));
             }
-            let value = it.next().ok_or_else(|| format!("option `--{key}` needs a value"))?;
+            let value = it
+                .next()
+                .ok_or_else(|| format!("option `--{key}` needs a value"))?;
             if values.insert(key.to_string(), value.clone()).is_some() {
                 return Err(format!("option `--{key}` given twice"));
             }
@@ -92,7 +103,15 @@ fn allowed(job: &str) -> &'static [&'static str] {
     match job {
         "kat" => &["lib", "api", "ns", "rng", "mode", "counts", "out"],
         "time" => &[
-            "lib", "api", "ns", "op", "cpu", "trials", "trial-ns", "min-iters", "samples",
+            "lib",
+            "api",
+            "ns",
+            "op",
+            "cpu",
+            "trials",
+            "trial-ns",
+            "min-iters",
+            "samples",
         ],
         "profile" => &["lib", "api", "ns", "op", "cpu", "iters"],
         _ => &[],
@@ -111,7 +130,8 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
 
 fn load(args: &Args) -> Result<Kem, String> {
     let api_path = args.get("api")?;
-    let text = std::fs::read_to_string(api_path).map_err(|e| format!("cannot read `{api_path}`: {e}"))?;
+    let text =
+        std::fs::read_to_string(api_path).map_err(|e| format!("cannot read `{api_path}`: {e}"))?;
     let ns = args.get("ns")?;
     let sizes = parse_api_h(&text, ns).map_err(|e| format!("{api_path}: {e}"))?;
     Kem::load(Path::new(args.get("lib")?), ns, sizes)
@@ -121,7 +141,12 @@ fn load(args: &Args) -> Result<Kem, String> {
 fn pin(cpu: Option<usize>) -> (Option<usize>, Option<String>) {
     let target = match cpu.or_else(timer::current_cpu) {
         Some(c) => c,
-        None => return (None, Some("sched_getcpu failed and no --cpu was given".into())),
+        None => {
+            return (
+                None,
+                Some("sched_getcpu failed and no --cpu was given".into()),
+            )
+        }
     };
     match timer::pin_to_cpu(target) {
         Ok(()) => (Some(target), None),
@@ -229,7 +254,10 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
                 Err(e) => record.failure = Some(format!("stack measurement: {e}")),
             }
             if rc != 0 {
-                record.failure = Some(format!("{} returned {rc} on the painted stack", op.c_name()));
+                record.failure = Some(format!(
+                    "{} returned {rc} on the painted stack",
+                    op.c_name()
+                ));
             } else if let Err(e) = bufs.check_all(op.c_name()) {
                 record.failure = Some(format!("{e} (on the painted stack)"));
             }
@@ -266,7 +294,10 @@ fn job_profile(args: &Args) -> Result<Outcome, String> {
         };
         if out.failure.is_none() {
             if rc != 0 {
-                out.failure = Some(format!("{} returned nonzero (OR of return codes = {rc})", op.c_name()));
+                out.failure = Some(format!(
+                    "{} returned nonzero (OR of return codes = {rc})",
+                    op.c_name()
+                ));
             } else if let Err(e) = bufs.check_all(op.c_name()) {
                 out.failure = Some(e);
             }

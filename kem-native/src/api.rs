@@ -256,7 +256,15 @@ int PQ_crypto_kem_keypair(uint8_t *pk, uint8_t *sk);
 
     #[test]
     fn real_api_h_files() {
-        let cases: &[(&str, &str, &str, (u64, u64, u64, u64), &str)] = &[
+        /// crate, instance dir, namespace, (pk, sk, ct, ss), algname
+        type Case = (
+            &'static str,
+            &'static str,
+            &'static str,
+            (u64, u64, u64, u64),
+            &'static str,
+        );
+        let cases: &[Case] = &[
             (
                 "pqcrypto-mlkem-0.1.1",
                 "ml-kem-768/clean",

@@ -75,7 +75,7 @@ extern "C" fn painted_thread(arg: *mut c_void) -> *mut c_void {
     let bottom = job.bottom;
     let top = paint_below_me(bottom);
     let f = &mut *job.f;
-    let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (f)())).is_ok();
+    let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok();
     let low = lowest_touched(bottom, top);
     job.result = Some(StackUse {
         used: (top - low) as u64,

@@ -234,11 +234,13 @@ impl OpCall {
         }
     }
 
-    /// Single-call samples of the real operation.
-    pub fn samples(&self, out: &mut [u64]) -> c_int {
-        match self {
-            OpCall::Two(op, _) => run_samples(op, out),
-            OpCall::Three(op, _) => run_samples(op, out),
+    /// Single-call samples of the real operation (`empty == false`) or of its empty twin.
+    pub fn samples(&self, empty: bool, out: &mut [u64]) -> c_int {
+        match (self, empty) {
+            (OpCall::Two(op, _), false) => run_samples(op, out),
+            (OpCall::Two(_, e), true) => run_samples(e, out),
+            (OpCall::Three(op, _), false) => run_samples(op, out),
+            (OpCall::Three(_, e), true) => run_samples(e, out),
         }
     }
 
@@ -303,15 +305,20 @@ fn check_rc(op: Op, rc_or: c_int, phase: &str) -> Result<(), String> {
     }
 }
 
-/// Overhead of the loop per call: median of 5 batches of the empty twin.
+/// Overhead of the loop per call (median of 5 batches of the empty twin) and of one
+/// singly-timed empty call (median of 1001).
 pub fn measure_overhead(call: &OpCall) -> Overhead {
     const N: u64 = 1 << 20;
     let mut runs: Vec<Batch> = (0..5).map(|_| call.batch(true, N)).collect();
     runs.sort_by_key(|b| b.ticks);
     let mid = runs[runs.len() / 2];
+    let mut singles = vec![0u64; 1001];
+    call.samples(true, &mut singles);
+    singles.sort_unstable();
     Overhead {
         cycles_per_call: mid.ticks as f64 / N as f64,
         ns_per_call: mid.ns as f64 / N as f64,
+        single_call_cycles: singles[singles.len() / 2] as f64,
     }
 }
 
@@ -339,6 +346,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
         overhead: Overhead {
             cycles_per_call: 0.0,
             ns_per_call: 0.0,
+            single_call_cycles: 0.0,
         },
         core_cycles,
         failure: None,
@@ -411,7 +419,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
 
     // Single-call samples.
     let mut samples = vec![0u64; cfg.samples as usize];
-    let rc = call.samples(&mut samples);
+    let rc = call.samples(false, &mut samples);
     out.samples = samples;
     if let Err(e) =
         check_rc(op, rc, "the single-call samples").and_then(|_| guard_check("the samples"))

@@ -325,6 +325,14 @@ fn mlkem512_all_kat_matches_liboqs() {
     );
 }
 
+/// An upper bound for overhead figures: the slowest trial's ticks per op.
+fn mean_guard(rec: &TimeOutput) -> f64 {
+    rec.trials
+        .iter()
+        .map(|t| t.cycles as f64 / t.iters as f64)
+        .fold(0.0, f64::max)
+}
+
 fn time(so: &Path, api: &Path, ns: &str, op: &str, extra: &[&str]) -> (Output, TimeOutput) {
     let mut args = vec![
         "time",
@@ -373,7 +381,12 @@ fn mlkem768_time_records_are_sane() {
         );
         assert!(o.status.success(), "{rec:?}");
         assert_eq!(rec.failure, None);
+        assert_eq!(rec.rng, "ctr-drbg");
         assert_eq!(rec.pinned_cpu, Some(0), "{:?}", rec.pin_error);
+        assert!(
+            rec.overhead.single_call_cycles > 0.0
+                && rec.overhead.single_call_cycles < mean_guard(&rec)
+        );
         assert_eq!(rec.trials.len(), 4);
         assert_eq!(rec.samples.len(), 31);
         let c = &rec.calibration;
@@ -418,6 +431,39 @@ fn mlkem768_time_records_are_sane() {
             rec.overhead.cycles_per_call, rec.core_cycles
         );
     }
+}
+
+#[test]
+fn os_random_source_can_be_chosen_for_timing() {
+    let Some((so, api)) = mlkem768() else { return };
+    let quick = [
+        "--trials",
+        "2",
+        "--trial-ns",
+        "5000000",
+        "--samples",
+        "5",
+        "--rng",
+        "os",
+    ];
+    let (o, rec) = time(&so, &api, "PQCLEAN_MLKEM768_CLEAN_", "keygen", &quick);
+    assert!(o.status.success(), "{rec:?}");
+    assert_eq!((rec.rng.as_str(), rec.trials.len()), ("os", 2));
+    let o = runner(&[
+        "time",
+        "--lib",
+        s(&so),
+        "--api",
+        s(&api),
+        "--ns",
+        "PQCLEAN_MLKEM768_CLEAN_",
+        "--op",
+        "enc",
+        "--rng",
+        "aes",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown rng `aes`"));
 }
 
 #[test]

@@ -5,8 +5,9 @@
 //!                    [--counts N] --out file.rsp
 //! kem-runner time    --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
 //!                    [--trials 5] [--trial-ns 1000000000] [--min-iters 20] [--samples 101]
+//!                    [--rng ctr-drbg|os]
 //! kem-runner profile --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
-//!                    [--iters 20]
+//!                    [--iters 20] [--rng ctr-drbg|os]
 //! ```
 //!
 //! Exit 0: success. Exit 1: the KEM misbehaved (the record's `failure` says how; the JSON
@@ -29,8 +30,8 @@ use std::process::ExitCode;
 const USAGE: &str =
     "usage: kem-runner kat|time|profile --lib X.so --api api.h --ns PREFIX [options] \
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
-time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N]; \
-profile: --op keygen|enc|dec [--cpu N] [--iters N])";
+time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
+profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os])";
 
 /// Parsed `--key value` pairs of one subcommand.
 struct Args {
@@ -112,8 +113,9 @@ fn allowed(job: &str) -> &'static [&'static str] {
             "trial-ns",
             "min-iters",
             "samples",
+            "rng",
         ],
-        "profile" => &["lib", "api", "ns", "op", "cpu", "iters"],
+        "profile" => &["lib", "api", "ns", "op", "cpu", "iters", "rng"],
         _ => &[],
     }
 }
@@ -154,12 +156,21 @@ fn pin(cpu: Option<usize>) -> (Option<usize>, Option<String>) {
     }
 }
 
-/// The random source for timing and profiling: the NIST CTR_DRBG seeded from the OS, so
-/// no system call happens inside a timed region.
-fn timing_rng() -> Result<Rng, String> {
-    let mut seed = [0u8; 48];
-    OsRng.try_fill(&mut seed)?;
-    Ok(Rng::Nist(Box::new(CtrDrbg::new(&seed, None))))
+/// The random source for timing and profiling (`--rng`): by default the NIST CTR_DRBG
+/// seeded from the OS, so no system call happens inside a timed region; `os` calls
+/// getrandom on every `randombytes`.
+fn timing_rng(args: &Args) -> Result<(Rng, &'static str), String> {
+    match args.values.get("rng").map(String::as_str) {
+        None | Some("ctr-drbg") => {
+            let mut seed = [0u8; 48];
+            OsRng.try_fill(&mut seed)?;
+            Ok((Rng::Nist(Box::new(CtrDrbg::new(&seed, None))), "ctr-drbg"))
+        }
+        Some("os") => Ok((Rng::Os(OsRng), "os")),
+        Some(other) => Err(format!(
+            "unknown rng `{other}` for timing (expected ctr-drbg or os)"
+        )),
+    }
 }
 
 fn job_kat(args: &Args) -> Result<Outcome, String> {
@@ -190,8 +201,8 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
     if cfg.trials == 0 {
         return Err("`--trials` must be at least 1".into());
     }
+    let (rng, rng_name) = timing_rng(args)?;
     let kem = load(args)?;
-    let rng = timing_rng()?;
     let out = run_on_big_stack(move || -> Result<TimeOutput, String> {
         let (pinned_cpu, pin_error) = pin(cpu);
         kem::set_rng(rng);
@@ -209,6 +220,7 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
             pinned_cpu,
             pin_error,
             counter: timer::counter_name().into(),
+            rng: rng_name.into(),
             core_cycles: kem_native::output::CoreCycles::Unavailable {
                 reason: "not measured".into(),
             },
@@ -225,6 +237,7 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
             overhead: kem_native::output::Overhead {
                 cycles_per_call: 0.0,
                 ns_per_call: 0.0,
+                single_call_cycles: 0.0,
             },
             memory: memory.clone(),
             failure: None,
@@ -277,7 +290,7 @@ fn job_profile(args: &Args) -> Result<Outcome, String> {
     let iters: u64 = args.num("iters", Some(20))?;
     let kem = load(args)?;
     let api = ProfileApi::resolve(&kem)?;
-    let rng = timing_rng()?;
+    let (rng, _) = timing_rng(args)?;
     let out = run_on_big_stack(move || -> Result<_, String> {
         let _ = pin(cpu);
         kem::set_rng(rng);

@@ -5,9 +5,9 @@
 //!   microcontrollers: a thread is started on a stack we `mmap` (with a `PROT_NONE` guard
 //!   page below it); on that thread everything below the current stack pointer (minus a
 //!   small margin for the painter's own frame) is painted with a pattern, the call runs, and
-//!   the lowest byte that no longer holds the pattern gives the depth reached. The figure
-//!   is measured from the painted top, so it includes the small frame of the closure that
-//!   makes the call (tens of bytes) and is accurate to the margin.
+//!   the lowest byte that no longer holds the pattern gives the depth reached, measured
+//!   from the painted top. That includes the frames of the code making the call; the
+//!   runner subtracts the depth an empty function reaches through the same path.
 
 use std::ffi::c_void;
 

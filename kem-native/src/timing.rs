@@ -245,12 +245,25 @@ impl OpCall {
     }
 
     /// One unmeasured call of the real operation (for stack painting, profiling).
+    #[inline(never)]
     pub fn once(&self) -> c_int {
         // SAFETY: as in `run_batch`.
         unsafe {
             match self {
                 OpCall::Two(op, _) => op.call(),
                 OpCall::Three(op, _) => op.call(),
+            }
+        }
+    }
+
+    /// One call of the empty twin through the same path as [`once`](Self::once).
+    #[inline(never)]
+    pub fn once_empty(&self) -> c_int {
+        // SAFETY: the empty functions ignore their arguments.
+        unsafe {
+            match self {
+                OpCall::Two(_, e) => e.call(),
+                OpCall::Three(_, e) => e.call(),
             }
         }
     }

@@ -173,6 +173,25 @@ fn timing_rng(args: &Args) -> Result<(Rng, &'static str), String> {
     }
 }
 
+/// Stack bytes of one call of the operation: the depth reached by the real call minus the
+/// depth reached by the empty twin through the same path (the runner's own frames).
+fn measure_stack(op: Op, call: &OpCall) -> Result<(u64, u64), String> {
+    let mut rc = 0;
+    let mut empty = || rc = call.once_empty();
+    let base = stack_high_water(BIG_STACK_BYTES, &mut empty)
+        .map_err(|e| format!("stack measurement: {e}"))?;
+    let mut one = || rc = call.once();
+    let used = stack_high_water(BIG_STACK_BYTES, &mut one)
+        .map_err(|e| format!("stack measurement: {e}"))?;
+    if rc != 0 {
+        return Err(format!(
+            "{} returned {rc} on the painted stack",
+            op.c_name()
+        ));
+    }
+    Ok((used.used.saturating_sub(base.used), used.painted))
+}
+
 fn job_kat(args: &Args) -> Result<Outcome, String> {
     let rng = KatRngKind::parse(args.get("rng")?)?;
     let mode = KatMode::parse(args.get("mode")?)?;
@@ -257,22 +276,17 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
         record.overhead = timed.overhead;
         record.failure = timed.failure;
         if record.failure.is_none() {
-            let mut rc = 0;
-            let mut one = || rc = call.once();
-            match stack_high_water(BIG_STACK_BYTES, &mut one) {
-                Ok(u) => {
-                    memory.stack_bytes = Some(u.used);
-                    memory.stack_painted_bytes = u.painted;
+            match measure_stack(op, &call) {
+                Ok((used, painted)) => {
+                    memory.stack_bytes = Some(used);
+                    memory.stack_painted_bytes = painted;
                 }
-                Err(e) => record.failure = Some(format!("stack measurement: {e}")),
+                Err(e) => record.failure = Some(e),
             }
-            if rc != 0 {
-                record.failure = Some(format!(
-                    "{} returned {rc} on the painted stack",
-                    op.c_name()
-                ));
-            } else if let Err(e) = bufs.check_all(op.c_name()) {
-                record.failure = Some(format!("{e} (on the painted stack)"));
+            if record.failure.is_none() {
+                if let Err(e) = bufs.check_all(op.c_name()) {
+                    record.failure = Some(format!("{e} (on the painted stack)"));
+                }
             }
         }
         record.memory = memory;

@@ -225,9 +225,15 @@ impl BufKind {
     }
 }
 
-/// A buffer of the declared size with patterned guard bytes on both sides.
+/// One 64-byte, 64-aligned line of buffer storage.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// A buffer of the declared size with patterned guard bytes on both sides. The data
+/// starts on a 64-byte boundary (cache line; enough for any SIMD load).
 pub struct GuardedBuf {
-    storage: Vec<u64>,
+    storage: Vec<Line>,
     len: usize,
     kind: BufKind,
 }
@@ -237,7 +243,7 @@ impl GuardedBuf {
     pub fn new(len: usize, kind: BufKind) -> GuardedBuf {
         let total = FRONT_GUARD + len + BACK_GUARD;
         let mut b = GuardedBuf {
-            storage: vec![0u64; total.div_ceil(8)],
+            storage: vec![Line([0u8; 64]); total.div_ceil(64)],
             len,
             kind,
         };
@@ -247,8 +253,8 @@ impl GuardedBuf {
 
     fn bytes_mut(&mut self) -> &mut [u8] {
         let total = FRONT_GUARD + self.len + BACK_GUARD;
-        // SAFETY: `storage` holds at least `total` initialized bytes; u8 has no alignment
-        // or validity requirements.
+        // SAFETY: `storage` holds at least `total` initialized bytes (Line is plain bytes);
+        // u8 has no alignment or validity requirements.
         unsafe { std::slice::from_raw_parts_mut(self.storage.as_mut_ptr().cast::<u8>(), total) }
     }
 
@@ -491,7 +497,7 @@ mod tests {
     #[test]
     fn data_is_64_byte_aligned() {
         let mut b = GuardedBuf::new(5, BufKind::PublicKey);
-        assert_eq!(b.as_mut_ptr() as usize % 8, 0);
+        assert_eq!(b.as_mut_ptr() as usize % 64, 0);
         assert_eq!(b.len(), 5);
     }
 

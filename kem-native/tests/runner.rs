@@ -718,6 +718,39 @@ fn ciphertext_overflow_is_caught_by_the_guard() {
 }
 
 #[test]
+fn failing_input_preparation_is_reported_without_calling_the_op() {
+    let Some((so, api)) = faulty("ENC_RC") else {
+        return;
+    };
+    let (o, rec) = time(
+        &so,
+        &api,
+        "FAULTY_",
+        "dec",
+        &["--trials", "1", "--trial-ns", "1000000"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        rec.failure.as_deref(),
+        Some("crypto_kem_enc returned -1 while preparing dec inputs")
+    );
+    assert!(rec.trials.is_empty() && rec.memory.baseline_rss_kib.is_some());
+    // The time job of enc itself: the first warm-up batch already fails.
+    let (o, rec) = time(
+        &so,
+        &api,
+        "FAULTY_",
+        "enc",
+        &["--trials", "1", "--trial-ns", "1000000"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        rec.failure.as_deref(),
+        Some("crypto_kem_enc returned nonzero during warm-up (OR of return codes = -1)")
+    );
+}
+
+#[test]
 fn load_and_usage_errors_exit_2_with_one_line() {
     let Some((so, api)) = faulty("NONE") else {
         return;

@@ -19,7 +19,7 @@ use kem_native::drbg::{CtrDrbg, KatRngKind, OsRng, Rng};
 use kem_native::kat::{run_kat, KatMode};
 use kem_native::kem::{self, run_on_big_stack, Buffers, Kem, BIG_STACK_BYTES};
 use kem_native::memory::{stack_high_water, status_kib};
-use kem_native::output::{Memory, TimeOutput};
+use kem_native::output::{Memory, ProfileOutput, TimeOutput};
 use kem_native::profile::{profile_op, ProfileApi};
 use kem_native::timer;
 use kem_native::timing::{prepare, time_op, Op, OpCall, TimeConfig};
@@ -313,11 +313,18 @@ fn job_profile(args: &Args) -> Result<Outcome, String> {
         let call = OpCall::new(op, &kem, &mut bufs);
         let (mut out, rc) = match prepared {
             Ok(()) => profile_op(&api, op, &call, iters),
-            Err(e) => {
-                let (mut o, _) = profile_op(&api, op, &call, 0);
-                o.failure = Some(e);
-                (o, 0)
-            }
+            // Inputs are missing: do not call the operation at all.
+            Err(e) => (
+                ProfileOutput {
+                    op: op.name().into(),
+                    iters: 0,
+                    total_cycles: 0,
+                    wrapper_overhead_cycles: 0.0,
+                    symbols: Vec::new(),
+                    failure: Some(e),
+                },
+                0,
+            ),
         };
         if out.failure.is_none() {
             if rc != 0 {

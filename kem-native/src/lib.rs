@@ -6,7 +6,7 @@
 //! [`api`] (sizes from api.h), [`drbg`] (KAT random sources), [`kem`] (loading, guarded
 //! buffers, the random-byte hook, big-stack threads), [`kat`] (NIST `.rsp` generation),
 //! [`timer`] (cycle counters, perf), [`timing`] (the hot loop), [`memory`] (RSS, stack
-//! painting), [`profile`] (wrapped-symbol tables).
+//! painting), [`profile`] (wrapped-symbol tables), [`rsp`] (reading `.rsp` files, first difference).
 
 pub mod api;
 pub mod drbg;
@@ -15,5 +15,6 @@ pub mod kem;
 pub mod memory;
 pub mod output;
 pub mod profile;
+pub mod rsp;
 pub mod timer;
 pub mod timing;

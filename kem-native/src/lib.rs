@@ -1,7 +1,25 @@
-//! kem-native: everything that touches a built KEM object (in progress).
+//! kem-native: everything that touches a built KEM object.
+//!
+//! The engine never links KEM code into itself; it runs the `kem-runner` binary of this
+//! crate, which `dlopen`s one built instance and runs one job (`kat`, `time`, `profile`),
+//! printing one JSON record ([`output`]). Modules:
+//! [`api`] (sizes from api.h), [`drbg`] (KAT random sources), [`kem`] (loading, guarded
+//! buffers, the random-byte hook, big-stack threads), [`kat`] (NIST `.rsp` generation),
+//! [`timer`] (cycle counters, perf), [`timing`] (the hot loop), [`memory`] (RSS, stack
+//! painting), [`profile`] (wrapped-symbol tables), [`rsp`] (reading `.rsp` files, first difference),
+//! [`sys`] (safe wrappers over the OS calls the engine needs).
 
+pub mod api;
+pub mod drbg;
+pub mod kat;
+pub mod kem;
+pub mod memory;
 pub mod output;
+pub mod profile;
+pub mod rsp;
 pub mod sys;
+pub mod timer;
+pub mod timing;
 
 /// Version of this crate; part of every cache key whose record the runner produced.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

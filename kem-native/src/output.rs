@@ -47,6 +47,11 @@ pub struct TimeOutput {
     pub pin_error: Option<String>,
     /// `rdtsc` (x86-64, lfence/rdtscp fenced), `cntvct_el0` (aarch64) or `monotonic`.
     pub counter: String,
+    /// Random source behind the KEM's `randombytes` during the job: `ctr-drbg`
+    /// (NIST AES-256 CTR_DRBG seeded from getrandom: no system call while timed) or `os`
+    /// (getrandom on every call).
+    #[serde(default)]
+    pub rng: String,
     /// Core cycles from perf_event_open: `Some` per trial when available.
     pub core_cycles: CoreCycles,
     pub calibration: Calibration,
@@ -58,6 +63,11 @@ pub struct TimeOutput {
     /// Loop overhead: an empty call through the same function-pointer path.
     pub overhead: Overhead,
     pub memory: Memory,
+    /// `None` when every call returned 0 and no guard byte changed; otherwise why the
+    /// measurement stopped ("crypto_kem_enc returned nonzero during trial 2 ...").
+    /// Trials and samples up to that point are kept.
+    #[serde(default)]
+    pub failure: Option<String>,
 }
 
 /// Whether perf_event_open core cycles were recorded.
@@ -100,6 +110,11 @@ pub struct Trial {
 pub struct Overhead {
     pub cycles_per_call: f64,
     pub ns_per_call: f64,
+    /// Median counter ticks of one empty call timed on its own, the way `samples` are
+    /// timed (the cost of the fenced counter reads plus the call): subtract it from
+    /// `samples` for the operation alone.
+    #[serde(default)]
+    pub single_call_cycles: f64,
 }
 
 /// Memory figures of the operation's own process.
@@ -126,6 +141,9 @@ pub struct ProfileOutput {
     pub wrapper_overhead_cycles: f64,
     /// One entry per wrapped symbol, in the object's table order.
     pub symbols: Vec<SymbolProfile>,
+    /// `None` when every call returned 0 and no guard byte changed; otherwise why not.
+    #[serde(default)]
+    pub failure: Option<String>,
 }
 
 /// Counts of one wrapped symbol over all `iters` calls.

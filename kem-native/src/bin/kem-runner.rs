@@ -1,1 +1,372 @@
-fn main() {}
+//! `kem-runner`: load one built KEM object and run one job, printing one JSON record.
+//!
+//! ```text
+//! kem-runner kat     --lib X.so --api api.h --ns PREFIX --rng nist|hqc --mode single|all
+//!                    [--counts N] --out file.rsp
+//! kem-runner time    --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
+//!                    [--trials 5] [--trial-ns 1000000000] [--min-iters 20] [--samples 101]
+//!                    [--rng ctr-drbg|os]
+//! kem-runner profile --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
+//!                    [--iters 20] [--rng ctr-drbg|os]
+//! ```
+//!
+//! Exit 0: success. Exit 1: the KEM misbehaved (the record's `failure` says how; the JSON
+//! is still printed). Exit 2: usage or load error (one line on stderr, no JSON). A crash
+//! of the KEM kills the process; the parent sees the signal.
+
+use kem_native::api::parse_api_h;
+use kem_native::drbg::{CtrDrbg, KatRngKind, OsRng, Rng};
+use kem_native::kat::{run_kat, KatMode};
+use kem_native::kem::{self, run_on_big_stack, Buffers, Kem, BIG_STACK_BYTES};
+use kem_native::memory::{stack_high_water, status_kib};
+use kem_native::output::{Memory, ProfileOutput, TimeOutput};
+use kem_native::profile::{profile_op, ProfileApi};
+use kem_native::timer;
+use kem_native::timing::{prepare, time_op, Op, OpCall, TimeConfig};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str =
+    "usage: kem-runner kat|time|profile --lib X.so --api api.h --ns PREFIX [options] \
+(kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
+time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
+profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os])";
+
+/// Parsed `--key value` pairs of one subcommand.
+struct Args {
+    job: String,
+    values: HashMap<String, String>,
+}
+
+impl Args {
+    fn parse(
+        argv: &[String],
+        allowed: impl Fn(&str) -> &'static [&'static str],
+    ) -> Result<Args, String> {
+        let job = argv
+            .first()
+            .ok_or("missing job (kat, time or profile)")?
+            .clone();
+        let known = allowed(&job);
+        if known.is_empty() {
+            return Err(format!(
+                "unknown job `{job}` (expected kat, time or profile)"
+            ));
+        }
+        let mut values = HashMap::new();
+        let mut it = argv[1..].iter();
+        while let Some(flag) = it.next() {
+            let key = flag
+                .strip_prefix("--")
+                .ok_or_else(|| format!("unexpected argument `{flag}`"))?;
+            if !known.contains(&key) {
+                return Err(format!("unknown option `--{key}` for `{job}`"));
+            }
+            let value = it
+                .next()
+                .ok_or_else(|| format!("option `--{key}` needs a value"))?;
+            if values.insert(key.to_string(), value.clone()).is_some() {
+                return Err(format!("option `--{key}` given twice"));
+            }
+        }
+        Ok(Args { job, values })
+    }
+
+    fn get(&self, key: &str) -> Result<&str, String> {
+        self.values
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| format!("`{}` needs `--{key}`", self.job))
+    }
+
+    fn num<T: std::str::FromStr>(&self, key: &str, default: Option<T>) -> Result<T, String> {
+        match self.values.get(key) {
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("`--{key} {v}` is not a valid non-negative integer")),
+            None => default.ok_or_else(|| format!("`{}` needs `--{key}`", self.job)),
+        }
+    }
+
+    fn opt_num<T: std::str::FromStr>(&self, key: &str) -> Result<Option<T>, String> {
+        self.values
+            .get(key)
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| format!("`--{key} {v}` is not a valid non-negative integer"))
+            })
+            .transpose()
+    }
+}
+
+fn allowed(job: &str) -> &'static [&'static str] {
+    match job {
+        "kat" => &["lib", "api", "ns", "rng", "mode", "counts", "out"],
+        "time" => &[
+            "lib",
+            "api",
+            "ns",
+            "op",
+            "cpu",
+            "trials",
+            "trial-ns",
+            "min-iters",
+            "samples",
+            "rng",
+        ],
+        "profile" => &["lib", "api", "ns", "op", "cpu", "iters", "rng"],
+        _ => &[],
+    }
+}
+
+/// Outcome of a job: the JSON text and whether the KEM behaved.
+struct Outcome {
+    json: String,
+    ok: bool,
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| format!("cannot serialize the record: {e}"))
+}
+
+fn load(args: &Args) -> Result<Kem, String> {
+    let api_path = args.get("api")?;
+    let text =
+        std::fs::read_to_string(api_path).map_err(|e| format!("cannot read `{api_path}`: {e}"))?;
+    let ns = args.get("ns")?;
+    let sizes = parse_api_h(&text, ns).map_err(|e| format!("{api_path}: {e}"))?;
+    Kem::load(Path::new(args.get("lib")?), ns, sizes)
+}
+
+/// Pin the calling thread to `cpu`, or to the CPU it is on when none is given.
+fn pin(cpu: Option<usize>) -> (Option<usize>, Option<String>) {
+    let target = match cpu.or_else(timer::current_cpu) {
+        Some(c) => c,
+        None => {
+            return (
+                None,
+                Some("sched_getcpu failed and no --cpu was given".into()),
+            )
+        }
+    };
+    match timer::pin_to_cpu(target) {
+        Ok(()) => (Some(target), None),
+        Err(e) => (None, Some(e)),
+    }
+}
+
+/// The random source for timing and profiling (`--rng`): by default the NIST CTR_DRBG
+/// seeded from the OS, so no system call happens inside a timed region; `os` calls
+/// getrandom on every `randombytes`.
+fn timing_rng(args: &Args) -> Result<(Rng, &'static str), String> {
+    match args.values.get("rng").map(String::as_str) {
+        None | Some("ctr-drbg") => {
+            let mut seed = [0u8; 48];
+            OsRng.try_fill(&mut seed)?;
+            Ok((Rng::Nist(Box::new(CtrDrbg::new(&seed, None))), "ctr-drbg"))
+        }
+        Some("os") => Ok((Rng::Os(OsRng), "os")),
+        Some(other) => Err(format!(
+            "unknown rng `{other}` for timing (expected ctr-drbg or os)"
+        )),
+    }
+}
+
+/// Stack bytes of one call of the operation: the depth reached by the real call minus the
+/// depth reached by the empty twin through the same path (the runner's own frames).
+fn measure_stack(op: Op, call: &OpCall) -> Result<(u64, u64), String> {
+    let mut rc = 0;
+    let mut empty = || rc = call.once_empty();
+    let base = stack_high_water(BIG_STACK_BYTES, &mut empty)
+        .map_err(|e| format!("stack measurement: {e}"))?;
+    let mut one = || rc = call.once();
+    let used = stack_high_water(BIG_STACK_BYTES, &mut one)
+        .map_err(|e| format!("stack measurement: {e}"))?;
+    if rc != 0 {
+        return Err(format!(
+            "{} returned {rc} on the painted stack",
+            op.c_name()
+        ));
+    }
+    Ok((used.used.saturating_sub(base.used), used.painted))
+}
+
+fn job_kat(args: &Args) -> Result<Outcome, String> {
+    let rng = KatRngKind::parse(args.get("rng")?)?;
+    let mode = KatMode::parse(args.get("mode")?)?;
+    let counts: u32 = args.num("counts", Some(mode.default_counts()))?;
+    if counts == 0 {
+        return Err("`--counts` must be at least 1".into());
+    }
+    let out = PathBuf::from(args.get("out")?);
+    let kem = load(args)?;
+    let result = run_on_big_stack(move || run_kat(&kem, rng, mode, counts, &out))??;
+    Ok(Outcome {
+        ok: result.failure.is_none(),
+        json: to_json(&result)?,
+    })
+}
+
+fn job_time(args: &Args) -> Result<Outcome, String> {
+    let op = Op::parse(args.get("op")?)?;
+    let cpu: Option<usize> = args.opt_num("cpu")?;
+    let cfg = TimeConfig {
+        trials: args.num("trials", Some(5))?,
+        trial_ns: args.num("trial-ns", Some(1_000_000_000))?,
+        min_iters: args.num("min-iters", Some(20))?,
+        samples: args.num("samples", Some(101))?,
+    };
+    if cfg.trials == 0 {
+        return Err("`--trials` must be at least 1".into());
+    }
+    let (rng, rng_name) = timing_rng(args)?;
+    let kem = load(args)?;
+    let out = run_on_big_stack(move || -> Result<TimeOutput, String> {
+        let (pinned_cpu, pin_error) = pin(cpu);
+        kem::set_rng(rng);
+        let mut bufs = Buffers::new(&kem.sizes)?;
+        let baseline_rss_kib = status_kib("VmRSS");
+        let mut memory = Memory {
+            baseline_rss_kib,
+            peak_rss_kib: None,
+            stack_bytes: None,
+            stack_painted_bytes: 0,
+        };
+        let mut record = TimeOutput {
+            op: op.name().into(),
+            sizes: kem.sizes.clone(),
+            pinned_cpu,
+            pin_error,
+            counter: timer::counter_name().into(),
+            rng: rng_name.into(),
+            core_cycles: kem_native::output::CoreCycles::Unavailable {
+                reason: "not measured".into(),
+            },
+            calibration: kem_native::output::Calibration {
+                target_trial_ns: cfg.trial_ns,
+                batch_iters: 0,
+                batch_ns: 0,
+                iters: 0,
+                min_iters: cfg.min_iters,
+            },
+            warmup_iters: 0,
+            trials: Vec::new(),
+            samples: Vec::new(),
+            overhead: kem_native::output::Overhead {
+                cycles_per_call: 0.0,
+                ns_per_call: 0.0,
+                single_call_cycles: 0.0,
+            },
+            memory: memory.clone(),
+            failure: None,
+        };
+        if let Err(e) = prepare(op, &kem, &mut bufs) {
+            record.failure = Some(e);
+            return Ok(record);
+        }
+        let call = OpCall::new(op, &kem, &mut bufs);
+        let timed = time_op(op, &call, &bufs, &cfg);
+        memory.peak_rss_kib = status_kib("VmHWM");
+        record.core_cycles = timed.core_cycles;
+        record.calibration = timed.calibration;
+        record.warmup_iters = timed.warmup_iters;
+        record.trials = timed.trials;
+        record.samples = timed.samples;
+        record.overhead = timed.overhead;
+        record.failure = timed.failure;
+        if record.failure.is_none() {
+            match measure_stack(op, &call) {
+                Ok((used, painted)) => {
+                    memory.stack_bytes = Some(used);
+                    memory.stack_painted_bytes = painted;
+                }
+                Err(e) => record.failure = Some(e),
+            }
+            if record.failure.is_none() {
+                if let Err(e) = bufs.check_all(op.c_name()) {
+                    record.failure = Some(format!("{e} (on the painted stack)"));
+                }
+            }
+        }
+        record.memory = memory;
+        Ok(record)
+    })??;
+    Ok(Outcome {
+        ok: out.failure.is_none(),
+        json: to_json(&out)?,
+    })
+}
+
+fn job_profile(args: &Args) -> Result<Outcome, String> {
+    let op = Op::parse(args.get("op")?)?;
+    let cpu: Option<usize> = args.opt_num("cpu")?;
+    let iters: u64 = args.num("iters", Some(20))?;
+    let kem = load(args)?;
+    let api = ProfileApi::resolve(&kem)?;
+    let (rng, _) = timing_rng(args)?;
+    let out = run_on_big_stack(move || -> Result<_, String> {
+        let _ = pin(cpu);
+        kem::set_rng(rng);
+        let mut bufs = Buffers::new(&kem.sizes)?;
+        let prepared = prepare(op, &kem, &mut bufs);
+        let call = OpCall::new(op, &kem, &mut bufs);
+        let (mut out, rc) = match prepared {
+            Ok(()) => profile_op(&api, op, &call, iters),
+            // Inputs are missing: do not call the operation at all.
+            Err(e) => (
+                ProfileOutput {
+                    op: op.name().into(),
+                    iters: 0,
+                    total_cycles: 0,
+                    wrapper_overhead_cycles: 0.0,
+                    symbols: Vec::new(),
+                    failure: Some(e),
+                },
+                0,
+            ),
+        };
+        if out.failure.is_none() {
+            if rc != 0 {
+                out.failure = Some(format!(
+                    "{} returned nonzero (OR of return codes = {rc})",
+                    op.c_name()
+                ));
+            } else if let Err(e) = bufs.check_all(op.c_name()) {
+                out.failure = Some(e);
+            }
+        }
+        Ok(out)
+    })??;
+    Ok(Outcome {
+        ok: out.failure.is_none(),
+        json: to_json(&out)?,
+    })
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().is_some_and(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let result = Args::parse(&argv, allowed).and_then(|args| match args.job.as_str() {
+        "kat" => job_kat(&args),
+        "time" => job_time(&args),
+        _ => job_profile(&args),
+    });
+    match result {
+        Ok(o) => {
+            println!("{}", o.json);
+            if o.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("kem-runner: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

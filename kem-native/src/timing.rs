@@ -1,0 +1,484 @@
+//! The hot loop: time one KEM operation in this process.
+//!
+//! Inputs are prepared outside the timed region ([`prepare`]: enc needs a public key, dec a
+//! secret key and a ciphertext). The loop ([`run_batch`]) calls the operation through a
+//! function pointer laundered by `black_box`, with its arguments also through `black_box`,
+//! OR-ing the return codes (no branch on them); nothing is allocated and nothing is
+//! written but the counters. The same monomorphized loop calling an empty `extern "C"`
+//! function of the same signature gives the loop's own overhead per call.
+//!
+//! Sequence of [`time_op`]: warm-up, calibration (double a batch until it lasts at least a
+//! tenth of a trial, then choose iterations so one trial lasts the target, never fewer than
+//! `min_iters`), `trials` trials (counter ticks, monotonic ns, perf core cycles when
+//! available), then `samples` single calls timed one by one, then the overhead.
+
+use crate::kem::{Buffers, DecFn, EncFn, Kem, KeypairFn};
+use crate::output::{Calibration, CoreCycles, Overhead, Trial};
+use crate::timer::{self, PerfCycles};
+use std::ffi::c_int;
+use std::hint::black_box;
+
+/// The operation being measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `crypto_kem_keypair`.
+    Keygen,
+    /// `crypto_kem_enc`.
+    Enc,
+    /// `crypto_kem_dec`.
+    Dec,
+}
+
+impl Op {
+    /// Parse `keygen`, `enc` or `dec`.
+    pub fn parse(s: &str) -> Result<Op, String> {
+        match s {
+            "keygen" => Ok(Op::Keygen),
+            "enc" => Ok(Op::Enc),
+            "dec" => Ok(Op::Dec),
+            other => Err(format!(
+                "unknown op `{other}` (expected keygen, enc or dec)"
+            )),
+        }
+    }
+
+    /// Name on the command line and in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Keygen => "keygen",
+            Op::Enc => "enc",
+            Op::Dec => "dec",
+        }
+    }
+
+    /// Name of the C function, for messages.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Op::Keygen => "crypto_kem_keypair",
+            Op::Enc => "crypto_kem_enc",
+            Op::Dec => "crypto_kem_dec",
+        }
+    }
+}
+
+/// Run the calls the operation's inputs need (none for keygen).
+pub fn prepare(op: Op, kem: &Kem, bufs: &mut Buffers) -> Result<(), String> {
+    match op {
+        Op::Keygen => Ok(()),
+        Op::Enc => bufs
+            .keypair(kem)
+            .map_err(|e| format!("{e} while preparing enc inputs")),
+        Op::Dec => {
+            bufs.keypair(kem)
+                .map_err(|e| format!("{e} while preparing dec inputs"))?;
+            bufs.enc(kem)
+                .map_err(|e| format!("{e} while preparing dec inputs"))
+        }
+    }
+}
+
+/// One call with fixed arguments, made through a function pointer.
+pub trait Call {
+    /// Make the call.
+    ///
+    /// # Safety
+    /// The pointers must be valid for the function being called.
+    unsafe fn call(&self) -> c_int;
+}
+
+/// A two-pointer call (`keypair(pk, sk)`).
+pub struct Call2 {
+    f: KeypairFn,
+    a: *mut u8,
+    b: *mut u8,
+}
+
+/// A three-pointer call (`enc(ct, ss, pk)`, `dec(ss, ct, sk)`).
+pub struct Call3 {
+    f: EncFn,
+    a: *mut u8,
+    b: *mut u8,
+    c: *const u8,
+}
+
+impl Call for Call2 {
+    #[inline(always)]
+    unsafe fn call(&self) -> c_int {
+        let f = black_box(self.f);
+        // SAFETY: forwarded to the caller of `call`.
+        unsafe { f(black_box(self.a), black_box(self.b)) }
+    }
+}
+
+impl Call for Call3 {
+    #[inline(always)]
+    unsafe fn call(&self) -> c_int {
+        let f = black_box(self.f);
+        // SAFETY: forwarded to the caller of `call`.
+        unsafe { f(black_box(self.a), black_box(self.b), black_box(self.c)) }
+    }
+}
+
+extern "C" fn empty2(_: *mut u8, _: *mut u8) -> c_int {
+    0
+}
+
+extern "C" fn empty3(_: *mut u8, _: *mut u8, _: *const u8) -> c_int {
+    0
+}
+
+/// Ticks, ns and OR of return codes of one batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Batch {
+    /// Counter ticks.
+    pub ticks: u64,
+    /// Monotonic ns.
+    pub ns: u64,
+    /// OR of every return code (0 when all calls succeeded).
+    pub rc_or: c_int,
+}
+
+/// `iters` back-to-back calls between two counter reads.
+#[inline(never)]
+pub fn run_batch<C: Call>(c: &C, iters: u64) -> Batch {
+    let mut rc_or: c_int = 0;
+    let n0 = timer::now_ns();
+    let t0 = timer::start();
+    for _ in 0..iters {
+        // SAFETY: the Call was built from buffers of the declared sizes (see `OpCall`).
+        rc_or |= unsafe { black_box(c).call() };
+    }
+    let t1 = timer::stop();
+    let n1 = timer::now_ns();
+    Batch {
+        ticks: t1.wrapping_sub(t0),
+        ns: n1.saturating_sub(n0),
+        rc_or,
+    }
+}
+
+/// Time `out.len()` single calls one by one into `out` (preallocated); OR of return codes.
+#[inline(never)]
+pub fn run_samples<C: Call>(c: &C, out: &mut [u64]) -> c_int {
+    let mut rc_or: c_int = 0;
+    for slot in out.iter_mut() {
+        let t0 = timer::start();
+        // SAFETY: as in `run_batch`.
+        rc_or |= unsafe { black_box(c).call() };
+        let t1 = timer::stop();
+        *slot = t1.wrapping_sub(t0);
+    }
+    rc_or
+}
+
+/// The operation and its empty twin, bound to the buffers.
+pub enum OpCall {
+    /// keygen and an empty 2-argument function.
+    Two(Call2, Call2),
+    /// enc/dec and an empty 3-argument function.
+    Three(Call3, Call3),
+}
+
+impl OpCall {
+    /// Bind `op` to `bufs`. The buffers must outlive every use of the result.
+    pub fn new(op: Op, kem: &Kem, bufs: &mut Buffers) -> OpCall {
+        match op {
+            Op::Keygen => {
+                let (a, b) = (bufs.pk.as_mut_ptr(), bufs.sk.as_mut_ptr());
+                OpCall::Two(
+                    Call2 {
+                        f: kem.keypair,
+                        a,
+                        b,
+                    },
+                    Call2 { f: empty2, a, b },
+                )
+            }
+            Op::Enc => {
+                let (a, b, c) = (
+                    bufs.ct.as_mut_ptr(),
+                    bufs.ss_enc.as_mut_ptr(),
+                    bufs.pk.as_ptr(),
+                );
+                OpCall::Three(
+                    Call3 {
+                        f: kem.enc,
+                        a,
+                        b,
+                        c,
+                    },
+                    Call3 { f: empty3, a, b, c },
+                )
+            }
+            Op::Dec => {
+                // SAFETY: `dec(uint8_t *ss, const uint8_t *ct, const uint8_t *sk)` and the
+                // EncFn shape differ only in the constness of a pointer: same C ABI.
+                let f = unsafe { std::mem::transmute::<DecFn, EncFn>(kem.dec) };
+                let (a, b, c) = (
+                    bufs.ss_dec.as_mut_ptr(),
+                    bufs.ct.as_ptr() as *mut u8,
+                    bufs.sk.as_ptr(),
+                );
+                OpCall::Three(Call3 { f, a, b, c }, Call3 { f: empty3, a, b, c })
+            }
+        }
+    }
+
+    /// One batch of the real operation (`empty == false`) or of its empty twin.
+    pub fn batch(&self, empty: bool, iters: u64) -> Batch {
+        match (self, empty) {
+            (OpCall::Two(op, _), false) => run_batch(op, iters),
+            (OpCall::Two(_, e), true) => run_batch(e, iters),
+            (OpCall::Three(op, _), false) => run_batch(op, iters),
+            (OpCall::Three(_, e), true) => run_batch(e, iters),
+        }
+    }
+
+    /// Single-call samples of the real operation (`empty == false`) or of its empty twin.
+    pub fn samples(&self, empty: bool, out: &mut [u64]) -> c_int {
+        match (self, empty) {
+            (OpCall::Two(op, _), false) => run_samples(op, out),
+            (OpCall::Two(_, e), true) => run_samples(e, out),
+            (OpCall::Three(op, _), false) => run_samples(op, out),
+            (OpCall::Three(_, e), true) => run_samples(e, out),
+        }
+    }
+
+    /// One unmeasured call of the real operation (for stack painting, profiling).
+    #[inline(never)]
+    pub fn once(&self) -> c_int {
+        // SAFETY: as in `run_batch`.
+        unsafe {
+            match self {
+                OpCall::Two(op, _) => op.call(),
+                OpCall::Three(op, _) => op.call(),
+            }
+        }
+    }
+
+    /// One call of the empty twin through the same path as [`once`](Self::once).
+    #[inline(never)]
+    pub fn once_empty(&self) -> c_int {
+        // SAFETY: the empty functions ignore their arguments.
+        unsafe {
+            match self {
+                OpCall::Two(_, e) => e.call(),
+                OpCall::Three(_, e) => e.call(),
+            }
+        }
+    }
+}
+
+// SAFETY: OpCall only holds function pointers and pointers into buffers that the caller
+// keeps alive and does not touch while another thread makes the call (it waits for it).
+unsafe impl Send for OpCall {}
+// SAFETY: as above; `once` is only called from one thread at a time.
+unsafe impl Sync for OpCall {}
+
+/// Settings of one timing job.
+#[derive(Debug, Clone)]
+pub struct TimeConfig {
+    /// Number of trials.
+    pub trials: u32,
+    /// Target length of one trial, ns.
+    pub trial_ns: u64,
+    /// Lower bound on iterations per trial.
+    pub min_iters: u64,
+    /// Single-call samples.
+    pub samples: u32,
+}
+
+/// Everything [`time_op`] measured.
+#[derive(Debug, Clone)]
+pub struct Timed {
+    /// Calls made during warm-up.
+    pub warmup_iters: u64,
+    /// How iterations per trial were chosen.
+    pub calibration: Calibration,
+    /// Every trial.
+    pub trials: Vec<Trial>,
+    /// Single-call ticks.
+    pub samples: Vec<u64>,
+    /// Loop overhead per call.
+    pub overhead: Overhead,
+    /// Whether perf cycles were recorded.
+    pub core_cycles: CoreCycles,
+    /// First misbehaviour (nonzero return, guard overwritten), if any.
+    pub failure: Option<String>,
+}
+
+fn check_rc(op: Op, rc_or: c_int, phase: &str) -> Result<(), String> {
+    if rc_or == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} returned nonzero during {phase} (OR of return codes = {rc_or})",
+            op.c_name()
+        ))
+    }
+}
+
+/// Overhead of the loop per call (median of 5 batches of the empty twin) and of one
+/// singly-timed empty call (median of 1001).
+pub fn measure_overhead(call: &OpCall) -> Overhead {
+    const N: u64 = 1 << 20;
+    let mut runs: Vec<Batch> = (0..5).map(|_| call.batch(true, N)).collect();
+    runs.sort_by_key(|b| b.ticks);
+    let mid = runs[runs.len() / 2];
+    let mut singles = vec![0u64; 1001];
+    call.samples(true, &mut singles);
+    singles.sort_unstable();
+    Overhead {
+        cycles_per_call: mid.ticks as f64 / N as f64,
+        ns_per_call: mid.ns as f64 / N as f64,
+        single_call_cycles: singles[singles.len() / 2] as f64,
+    }
+}
+
+/// Warm up, calibrate, run the trials and samples. The caller has pinned the thread and
+/// prepared the inputs; `bufs` are checked for guard damage after every phase.
+pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed {
+    let mut perf = PerfCycles::open();
+    let core_cycles = match &perf {
+        Ok(_) => CoreCycles::Available,
+        Err(reason) => CoreCycles::Unavailable {
+            reason: reason.clone(),
+        },
+    };
+    let mut out = Timed {
+        warmup_iters: 0,
+        calibration: Calibration {
+            target_trial_ns: cfg.trial_ns,
+            batch_iters: 0,
+            batch_ns: 0,
+            iters: 0,
+            min_iters: cfg.min_iters,
+        },
+        trials: Vec::with_capacity(cfg.trials as usize),
+        samples: Vec::new(),
+        overhead: Overhead {
+            cycles_per_call: 0.0,
+            ns_per_call: 0.0,
+            single_call_cycles: 0.0,
+        },
+        core_cycles,
+        failure: None,
+    };
+    let guard_check = |phase: &str| -> Result<(), String> {
+        bufs.check_all(op.c_name())
+            .map_err(|e| format!("{e} (during {phase})"))
+    };
+
+    // Warm-up: at least 2 calls and a twentieth of a trial (caches, branch predictors,
+    // frequency ramp-up).
+    let warm_target = cfg.trial_ns / 20;
+    let (mut warm_ns, mut batch) = (0u64, 1u64);
+    while out.warmup_iters < 2 || warm_ns < warm_target {
+        let b = call.batch(false, batch);
+        out.warmup_iters += batch;
+        warm_ns += b.ns;
+        if let Err(e) = check_rc(op, b.rc_or, "warm-up").and_then(|_| guard_check("warm-up")) {
+            out.failure = Some(e);
+            return out;
+        }
+        batch = (batch * 2).min(1 << 20);
+    }
+
+    // Calibration.
+    let tenth = (cfg.trial_ns / 10).max(1);
+    let mut batch = 1u64;
+    let cal = loop {
+        let b = call.batch(false, batch);
+        if let Err(e) = check_rc(op, b.rc_or, "calibration") {
+            out.failure = Some(e);
+            return out;
+        }
+        if b.ns >= tenth || batch >= 1 << 40 {
+            break b;
+        }
+        batch *= 2;
+    };
+    let per_op_ns = (cal.ns as f64 / batch as f64).max(1e-3);
+    let iters = ((cfg.trial_ns as f64 / per_op_ns).ceil() as u64)
+        .max(cfg.min_iters)
+        .max(1);
+    out.calibration.batch_iters = batch;
+    out.calibration.batch_ns = cal.ns;
+    out.calibration.iters = iters;
+
+    // Trials.
+    for t in 0..cfg.trials {
+        let (b, cc) = match perf.as_mut() {
+            Ok(p) => {
+                p.reset_enable();
+                let b = call.batch(false, iters);
+                (b, p.disable_read())
+            }
+            Err(_) => (call.batch(false, iters), None),
+        };
+        out.trials.push(Trial {
+            iters,
+            cycles: b.ticks,
+            ns: b.ns,
+            core_cycles: cc,
+        });
+        if let Err(e) =
+            check_rc(op, b.rc_or, &format!("trial {t}")).and_then(|_| guard_check("the trials"))
+        {
+            out.failure = Some(e);
+            return out;
+        }
+    }
+
+    // Single-call samples.
+    let mut samples = vec![0u64; cfg.samples as usize];
+    let rc = call.samples(false, &mut samples);
+    out.samples = samples;
+    if let Err(e) =
+        check_rc(op, rc, "the single-call samples").and_then(|_| guard_check("the samples"))
+    {
+        out.failure = Some(e);
+        return out;
+    }
+
+    out.overhead = measure_overhead(call);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_parse() {
+        assert_eq!(Op::parse("dec").unwrap().c_name(), "crypto_kem_dec");
+        assert!(Op::parse("sign").unwrap_err().contains("`sign`"));
+    }
+
+    extern "C" fn fails(_: *mut u8, _: *mut u8) -> c_int {
+        -1
+    }
+
+    #[test]
+    fn batch_ors_return_codes_and_counts_time() {
+        let mut x = [0u8; 4];
+        let p = x.as_mut_ptr();
+        let ok = Call2 {
+            f: empty2,
+            a: p,
+            b: p,
+        };
+        let b = run_batch(&ok, 1000);
+        assert_eq!(b.rc_or, 0);
+        assert!(b.ticks > 0);
+        let bad = Call2 {
+            f: fails,
+            a: p,
+            b: p,
+        };
+        assert_eq!(run_batch(&bad, 3).rc_or, -1);
+        let mut s = [0u64; 11];
+        assert_eq!(run_samples(&ok, &mut s), 0);
+        assert!(s.iter().all(|&t| t > 0));
+    }
+}

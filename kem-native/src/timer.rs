@@ -89,24 +89,8 @@ pub fn now_ns() -> u64 {
 
 /// Pin the calling thread to `cpu` (`sched_setaffinity`).
 pub fn pin_to_cpu(cpu: usize) -> Result<(), String> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(format!("cpu {cpu} is beyond CPU_SETSIZE"));
-    }
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it (cpu checked above);
-    // sched_setaffinity(0, ..) applies to the calling thread.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 {
-        return Err(format!(
-            "sched_setaffinity(cpu {cpu}): {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
+    crate::sys::set_thread_affinity(&[cpu])
+        .map_err(|e| format!("sched_setaffinity(cpu {cpu}): {e}"))
 }
 
 /// The CPU the calling thread is running on right now.

@@ -63,7 +63,9 @@ fn is_name_char(c: char) -> bool {
 
 fn line_kind(input: &str) -> IResult<&str, Line<'_>> {
     let blank = map(all_consuming(space0), |_| Line::Blank);
-    let comment = map(preceded(tuple((space0, char('#'))), rest), |_| Line::Comment);
+    let comment = map(preceded(tuple((space0, char('#'))), rest), |_| {
+        Line::Comment
+    });
     let count = map(
         all_consuming(tuple((
             space0,
@@ -91,7 +93,7 @@ fn line_kind(input: &str) -> IResult<&str, Line<'_>> {
 }
 
 fn decode_hex(value: &str, line: usize, name: &str) -> Result<Vec<u8>, String> {
-    if value.len() % 2 != 0 {
+    if !value.len().is_multiple_of(2) {
         return Err(format!(
             "line {line}: `{name}` has an odd number of hex digits ({})",
             value.len()
@@ -442,7 +444,9 @@ mod tests {
         let d = compare(&generated, &reference).unwrap().unwrap();
         assert_eq!(d.diff.field, "pk");
         assert_eq!(d.diff.offset, 2);
-        assert!(d.message.contains("lengths 2 (generated) and 3 (reference)"));
+        assert!(d
+            .message
+            .contains("lengths 2 (generated) and 3 (reference)"));
     }
 
     #[test]
@@ -483,9 +487,15 @@ mod tests {
         let err = parse_rsp("count = 0\npk = 0A0\n").unwrap_err();
         assert!(err.starts_with("line 2:") && err.contains("odd"), "{err}");
         let err = parse_rsp("pk = 00\n").unwrap_err();
-        assert!(err.contains("line 1") && err.contains("before the first"), "{err}");
+        assert!(
+            err.contains("line 1") && err.contains("before the first"),
+            "{err}"
+        );
         let err = parse_rsp("count = 0\npk = 0G\n").unwrap_err();
-        assert!(err.starts_with("line 2:") && err.contains("not hex"), "{err}");
+        assert!(
+            err.starts_with("line 2:") && err.contains("not hex"),
+            "{err}"
+        );
         let err = parse_rsp("count = 0\nthis is not rsp\n").unwrap_err();
         assert!(err.starts_with("line 2:"), "{err}");
         let err = parse_rsp("count = x1\n").unwrap_err();
@@ -496,7 +506,14 @@ mod tests {
 
     #[test]
     fn never_panics_on_arbitrary_text() {
-        for text in ["", "=", "count =", "count = 99999999999", "\u{feff}count = 0", "a=b=c"] {
+        for text in [
+            "",
+            "=",
+            "count =",
+            "count = 99999999999",
+            "\u{feff}count = 0",
+            "a=b=c",
+        ] {
             let _ = parse_rsp(text);
         }
     }

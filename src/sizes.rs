@@ -97,7 +97,11 @@ mod tests {
 
     #[test]
     fn agreement_gives_an_empty_audit() {
-        let d = audit(&api(), &all(800, 1632, 768, 32), Some(&all(800, 1632, 768, 32)));
+        let d = audit(
+            &api(),
+            &all(800, 1632, 768, 32),
+            Some(&all(800, 1632, 768, 32)),
+        );
         assert!(d.audit.is_empty(), "{:?}", d.audit);
         assert_eq!(d.shown, all(800, 1632, 768, 32));
     }
@@ -122,7 +126,11 @@ mod tests {
 
     #[test]
     fn kat_disagreement_names_all_three_sources() {
-        let d = audit(&api(), &all(800, 1632, 768, 32), Some(&all(800, 1632, 784, 32)));
+        let d = audit(
+            &api(),
+            &all(800, 1632, 768, 32),
+            Some(&all(800, 1632, 784, 32)),
+        );
         assert_eq!(d.audit, ["ct: catalog 768, api.h 768, KAT 784"]);
     }
 
@@ -131,7 +139,11 @@ mod tests {
         let d = audit(&api(), &CatalogSizes::default(), None);
         assert!(d.audit.is_empty());
         assert_eq!(d.shown, all(800, 1632, 768, 32));
-        let d = audit(&api(), &CatalogSizes::default(), Some(&all(800, 1632, 768, 24)));
+        let d = audit(
+            &api(),
+            &CatalogSizes::default(),
+            Some(&all(800, 1632, 768, 24)),
+        );
         assert_eq!(d.audit, ["ss: api.h 32, KAT 24"]);
     }
 
@@ -142,7 +154,11 @@ mod tests {
         let partial = kat_sizes("count = 0\npk = 0102\n").unwrap();
         assert_eq!(partial.pk, Some(2));
         assert_eq!(partial.ct, None);
-        assert!(kat_sizes("count = 1\npk = 00\n").unwrap_err().contains("count = 0"));
-        assert!(kat_sizes("count = 0\npk = 0\n").unwrap_err().contains("line 2"));
+        assert!(kat_sizes("count = 1\npk = 00\n")
+            .unwrap_err()
+            .contains("count = 0"));
+        assert!(kat_sizes("count = 0\npk = 0\n")
+            .unwrap_err()
+            .contains("line 2"));
     }
 }

@@ -39,7 +39,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationTarget, SymbolKind};
+use object::{
+    Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationTarget, SymbolKind,
+};
 
 use crate::model::PrimitiveFn;
 use crate::profile::prototype::strip_comments;
@@ -155,7 +157,11 @@ fn abs(root: &Path, file: &Path) -> PathBuf {
 /// compiled file); [`survey`] refines it with the object files. Unreadable files give a
 /// hit-less result for that file and a note on a `family = "unreadable"` pseudo-hit is not
 /// produced: they are simply skipped (the survey reports missing objects separately).
-pub fn scan_sources(root: &Path, files: &[PathBuf], compiled: &BTreeSet<PathBuf>) -> Vec<SourceHit> {
+pub fn scan_sources(
+    root: &Path,
+    files: &[PathBuf],
+    compiled: &BTreeSet<PathBuf>,
+) -> Vec<SourceHit> {
     let compiled_abs: BTreeSet<PathBuf> = compiled.iter().map(|c| abs(root, c)).collect();
     let mut hits = Vec::new();
     for file in files {
@@ -273,7 +279,8 @@ pub struct ObjSymbols {
 
 /// Read the symbol table and relocations of an object file.
 pub fn read_object_symbols(object: &Path) -> Result<ObjSymbols, String> {
-    let data = std::fs::read(object).map_err(|e| format!("cannot read {}: {e}", object.display()))?;
+    let data =
+        std::fs::read(object).map_err(|e| format!("cannot read {}: {e}", object.display()))?;
     let file = object::File::parse(&*data)
         .map_err(|e| format!("{} is not an object file: {e}", object.display()))?;
     let mut out = ObjSymbols::default();
@@ -338,7 +345,9 @@ pub fn read_object_symbols(object: &Path) -> Result<ObjSymbols, String> {
     };
     for section in file.sections() {
         let name = section.name().unwrap_or("");
-        if name.starts_with(".debug") || name.starts_with(".eh_frame") || name.starts_with(".note")
+        if name.starts_with(".debug")
+            || name.starts_with(".eh_frame")
+            || name.starts_with(".note")
             || name == ".comment"
         {
             continue;
@@ -520,7 +529,12 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
     // or declared primitives when no primitive objects are given.
     let primitive_defs: BTreeSet<&str> = graph.objects[n_inst..]
         .iter()
-        .flat_map(|o| o.defined.iter().filter(|d| d.global).map(|d| d.name.as_str()))
+        .flat_map(|o| {
+            o.defined
+                .iter()
+                .filter(|d| d.global)
+                .map(|d| d.name.as_str())
+        })
         .chain(input.primitives.iter().map(|p| p.symbol.as_str()))
         .collect();
     let provided_used: BTreeSet<String> = graph.objects[..n_inst]
@@ -652,7 +666,11 @@ fn enclosing_function(path: &Path, line: usize) -> Option<String> {
 
 /// Verdict and one-line summary from the evidence; families of provided symbols are
 /// guessed from their names (`shake256` -> keccak, `aes128_ecb` -> aes).
-pub fn verdict(hits: &[SourceHit], own: &[OwnSymbol], provided_used: &[String]) -> (Verdict, String) {
+pub fn verdict(
+    hits: &[SourceHit],
+    own: &[OwnSymbol],
+    provided_used: &[String],
+) -> (Verdict, String) {
     verdict_with(hits, own, provided_used, &|s| {
         family_of_symbol(s).map(str::to_string)
     })
@@ -667,11 +685,19 @@ fn verdict_with(
     // family -> evidence (symbol names, else file:line)
     let mut own_fams: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in own.iter().filter(|s| s.referenced) {
-        own_fams.entry(s.family.clone()).or_default().push(s.name.clone());
+        let ev = own_fams.entry(s.family.clone()).or_default();
+        if ev.len() < 4 {
+            ev.push(s.name.clone());
+        }
     }
-    for h in hits.iter().filter(|h| h.reachable) {
+    // Source lines are evidence only for families no symbol speaks for (inline code).
+    let by_symbol: BTreeSet<String> = own_fams.keys().cloned().collect();
+    for h in hits
+        .iter()
+        .filter(|h| h.reachable && !by_symbol.contains(&h.family))
+    {
         let ev = own_fams.entry(h.family.clone()).or_default();
-        if ev.len() < 3 && !ev.iter().any(|e| e.starts_with(&h.file)) {
+        if ev.len() < 2 && !ev.iter().any(|e| e.starts_with(&format!("{}:", h.file))) {
             ev.push(format!("{}:{}", h.file, h.line));
         }
     }
@@ -732,12 +758,21 @@ fn verdict_with(
         };
         (
             Verdict::Bypass,
-            format!("bypass — {} reachable{tail}{dead_note}", own_desc.join(", ")),
+            format!(
+                "bypass — {} reachable{tail}{dead_note}",
+                own_desc.join(", ")
+            ),
         )
     } else {
         let alongside: Vec<String> = overlapping
             .iter()
-            .map(|f| format!("provided {} ({})", family_title(f), list(&provided_fams[*f])))
+            .map(|f| {
+                format!(
+                    "provided {} ({})",
+                    family_title(f),
+                    list(&provided_fams[*f])
+                )
+            })
             .collect();
         (
             Verdict::Mixed,
@@ -775,15 +810,34 @@ mod tests {
 
     #[test]
     fn verdict_rules() {
-        let (v, s) = verdict(&[hit("keccak.c", "keccak", false)], &[], &["shake256".into()]);
+        let (v, s) = verdict(
+            &[hit("keccak.c", "keccak", false)],
+            &[],
+            &["shake256".into()],
+        );
         assert_eq!(v, Verdict::ProvidedOnly);
-        assert!(s.contains("uses provided shake256") && s.contains("not reachable (keccak.c)"), "{s}");
+        assert!(
+            s.contains("uses provided shake256") && s.contains("not reachable (keccak.c)"),
+            "{s}"
+        );
 
-        let (v, s) = verdict(&[], &[own("KeccakF1600_StatePermute", "keccak", true)], &["PQCLEAN_randombytes".into()]);
+        let (v, s) = verdict(
+            &[],
+            &[own("KeccakF1600_StatePermute", "keccak", true)],
+            &["PQCLEAN_randombytes".into()],
+        );
         assert_eq!(v, Verdict::Bypass);
-        assert!(s.contains("own Keccak (KeccakF1600_StatePermute)") && s.contains("provided Keccak unused"), "{s}");
+        assert!(
+            s.contains("own Keccak (KeccakF1600_StatePermute)")
+                && s.contains("provided Keccak unused"),
+            "{s}"
+        );
 
-        let (v, s) = verdict(&[], &[own("my_keccak", "keccak", true)], &["shake256".into()]);
+        let (v, s) = verdict(
+            &[],
+            &[own("my_keccak", "keccak", true)],
+            &["shake256".into()],
+        );
         assert_eq!(v, Verdict::Mixed);
         assert!(s.contains("alongside provided Keccak (shake256)"), "{s}");
 
@@ -821,7 +875,10 @@ mod tests {
         let compiled = BTreeSet::new();
         let hits = scan_sources(dir.path(), &[PathBuf::from("k.c")], &compiled);
         let got: Vec<(u32, &str)> = hits.iter().map(|h| (h.line, h.family.as_str())).collect();
-        assert_eq!(got, [(2, "keccak"), (3, "keccak"), (5, "openssl"), (6, "aes")]);
+        assert_eq!(
+            got,
+            [(2, "keccak"), (3, "keccak"), (5, "openssl"), (6, "aes")]
+        );
         assert!(hits.iter().all(|h| !h.reachable && h.note.is_some()));
         assert_eq!(hits[0].file, "k.c");
     }

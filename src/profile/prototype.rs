@@ -143,8 +143,7 @@ pub(crate) fn strip_comments(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((pos, c)) = chars.next() {
+    for (pos, c) in text.char_indices() {
         if pos < i {
             continue;
         }
@@ -496,13 +495,16 @@ fn prototype(text: &str) -> IResult<&str, Prototype> {
     ))(rest)?;
     let fail = || nom::Err::Error(nom::error::Error::new(text, nom::error::ErrorKind::Verify));
     // Shape: Id/Star tokens ... Id(name) Group(params).
-    let (Some(Tok::Group(group)), Some(Tok::Id(name))) =
-        (toks.last(), toks.len().checked_sub(2).and_then(|i| toks.get(i)))
-    else {
+    let (Some(Tok::Group(group)), Some(Tok::Id(name))) = (
+        toks.last(),
+        toks.len().checked_sub(2).and_then(|i| toks.get(i)),
+    ) else {
         return Err(fail());
     };
     let head = &toks[..toks.len() - 2];
-    if head.iter().any(|t| matches!(t, Tok::Group(_) | Tok::Array(_)))
+    if head
+        .iter()
+        .any(|t| matches!(t, Tok::Group(_) | Tok::Array(_)))
         || !has_type_name(head)
         || head.iter().any(|t| matches!(t, Tok::Id("typedef")))
     {
@@ -580,7 +582,11 @@ mod tests {
         assert_eq!(p.name, "shake256");
         let tys: Vec<_> = p.params.iter().map(|p| p.ty.as_str()).collect();
         assert_eq!(tys, ["uint8_t *", "size_t", "const uint8_t *", "size_t"]);
-        let names: Vec<_> = p.params.iter().map(|p| p.name.as_deref().unwrap()).collect();
+        let names: Vec<_> = p
+            .params
+            .iter()
+            .map(|p| p.name.as_deref().unwrap())
+            .collect();
         assert_eq!(names, ["output", "outlen", "input", "inlen"]);
         assert_eq!(
             p.declare("__wrap_shake256"),
@@ -658,12 +664,17 @@ const char *name_of(void) __attribute__((pure));
         let v = parse_prototypes("void reg(void (*cb)(int, char *), int n, ...);");
         assert_eq!(v[0].params[0].name.as_deref(), Some("cb"));
         assert!(v[0].variadic);
-        assert_eq!(v[0].declare("w"), "void w(void (*a0)(int, char *), int a1, ...)");
+        assert_eq!(
+            v[0].declare("w"),
+            "void w(void (*a0)(int, char *), int a1, ...)"
+        );
     }
 
     #[test]
     fn non_prototypes_are_ignored() {
-        let v = parse_prototypes("extern int counter;\ntypedef int (*fp)(int);\nint x = f(3);\nstruct s { int a; };\n");
+        let v = parse_prototypes(
+            "extern int counter;\ntypedef int (*fp)(int);\nint x = f(3);\nstruct s { int a; };\n",
+        );
         assert!(v.is_empty(), "{v:?}");
     }
 }

@@ -28,9 +28,14 @@
 //! object (for headers: any compiled object including it) decides.
 //!
 //! **Own symbols** are defined functions of the instance objects whose names say they
-//! implement a family (`keccak`, `shake`, `sha3`, `sha256`, `aes`, `sm3`, ...), except thin
-//! wrappers: a function whose own code references a provided symbol of the same family
-//! (ML-KEM's `kyber_shake128_absorb` calls the provided `shake128_absorb`) is not own code.
+//! implement a family (`keccak`, `shake`, `sha3`, `sha256`, `aes`, `sm3`, ...), except
+//! **glue**: an instance object that references a provided symbol of family F (ML-KEM's
+//! `symmetric-shake.o` calls the provided `shake128_absorb`; avx2's `fips202x4.o` drives the
+//! provided `KeccakP1600times4`), or that calls another instance object which is F-glue,
+//! drives the provided F; its F-named functions are not own code, and its F *name*
+//! markers (`keccak...` identifiers) are noted as glue instead of counted. Constant and
+//! S-box markers always count. Consequence: extra sources that belong to the provided tree
+//! (PQClean's `common/keccak4x`) must be passed as *primitive* sources and objects.
 //!
 //! **Verdict** ([`verdict`]): no reachable own code -> `provided-only`; own code reachable
 //! and, for every family it implements, no provided symbol of that family used ->
@@ -62,6 +67,18 @@ const fn m(family: &'static str, needle: &'static str, squeeze: bool) -> Marker 
         squeeze,
     }
 }
+
+/// Markers that are names, not constants: on their own they may be glue code around the
+/// provided library (ML-KEM avx2's `fips202x4.c` drives the provided `KeccakP1600times4`).
+const NAME_MARKERS: &[&str] = &[
+    "keccak",
+    "crypto_hashblocks_sha",
+    "sha256_compress",
+    "sha512_compress",
+    "rijndael",
+    "sm3_compress",
+    "quarterround",
+];
 
 /// Markers; `squeeze` ones are lower case without spaces.
 const MARKERS: &[Marker] = &[
@@ -162,6 +179,14 @@ pub fn scan_sources(
     files: &[PathBuf],
     compiled: &BTreeSet<PathBuf>,
 ) -> Vec<SourceHit> {
+    scan(root, files, compiled)
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect()
+}
+
+/// [`scan_sources`] with, per hit, whether its marker is a name (weak evidence).
+fn scan(root: &Path, files: &[PathBuf], compiled: &BTreeSet<PathBuf>) -> Vec<(SourceHit, bool)> {
     let compiled_abs: BTreeSet<PathBuf> = compiled.iter().map(|c| abs(root, c)).collect();
     let mut hits = Vec::new();
     for file in files {
@@ -189,14 +214,15 @@ pub fn scan_sources(
                     continue;
                 }
                 let shown: String = line.trim().chars().take(120).collect();
-                hits.push(SourceHit {
+                let hit = SourceHit {
                     file: rel_display(root, &path),
                     line: (i + 1) as u32,
                     family: mk.family.to_string(),
                     text: shown,
                     reachable: is_compiled,
                     note: (!is_compiled).then(|| "file not compiled into the object".to_string()),
-                });
+                };
+                hits.push((hit, NAME_MARKERS.contains(&mk.needle)));
             }
         }
     }
@@ -478,7 +504,9 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
         .filter(|p| !provided_files.contains(&abs(root, p)))
         .cloned()
         .collect();
-    let mut hits = scan_sources(root, &scanned, &input.compiled);
+    let scanned_hits = scan(root, &scanned, &input.compiled);
+    let weak: Vec<bool> = scanned_hits.iter().map(|(_, w)| *w).collect();
+    let mut hits: Vec<SourceHit> = scanned_hits.into_iter().map(|(h, _)| h).collect();
 
     // Objects: instance ones first, then primitives.
     let n_inst = input.instance_objects.len();
@@ -555,24 +583,61 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
             .or_else(|| family_of_symbol(s).map(str::to_string))
     };
 
-    // Own symbols: family-named functions of instance objects that are not thin wrappers.
+    // Glue: an instance object that references a provided symbol of family F drives the
+    // provided F; its F-named functions and F-named source lines are glue, not an own
+    // implementation (constants and S-boxes still count: see `NAME_MARKERS`).
+    let mut glue: Vec<BTreeMap<String, String>> = graph.objects[..n_inst]
+        .iter()
+        .map(|o| {
+            let mut m = BTreeMap::new();
+            for u in o
+                .undefined
+                .iter()
+                .filter(|u| primitive_defs.contains(u.as_str()))
+            {
+                if let Some(f) = provided_family(u) {
+                    m.entry(f).or_insert_with(|| u.clone());
+                }
+            }
+            m
+        })
+        .collect();
+    // ... and so is an object that calls such glue in another instance object
+    // (ML-KEM avx2's poly.c calls fips202x4.c's shake256x4, which drives KeccakP1600times4).
+    loop {
+        let mut changed = false;
+        for i in 0..n_inst {
+            for u in &graph.objects[i].undefined {
+                let Some(&j) = graph.globals.get(u) else {
+                    continue;
+                };
+                if j >= n_inst || j == i {
+                    continue;
+                }
+                let inherited: Vec<(String, String)> = glue[j]
+                    .iter()
+                    .filter(|(f, _)| !glue[i].contains_key(*f))
+                    .map(|(f, s)| (f.clone(), s.clone()))
+                    .collect();
+                for (f, s) in inherited {
+                    glue[i].insert(f, s);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+
+    // Own symbols: family-named functions of instance objects that are not glue.
     let mut own = Vec::new();
     for (i, o) in graph.objects[..n_inst].iter().enumerate() {
         for d in o.defined.iter().filter(|d| d.function) {
             let Some(fam) = family_of_symbol(&d.name) else {
                 continue;
             };
-            if is_root(&d.name) {
-                continue;
-            }
-            let wraps_provided = o.edges.iter().any(|e| {
-                e.from.as_deref() == Some(d.name.as_str())
-                    && matches!(&e.to, RelocTarget::Symbol(t)
-                        if primitive_defs.contains(t.as_str())
-                            && graph.globals.get(t).is_none_or(|&j| j >= n_inst)
-                            && provided_family(t).as_deref() == Some(fam))
-            });
-            if wraps_provided {
+            if is_root(&d.name) || glue[i].contains_key(fam) {
                 continue;
             }
             own.push(OwnSymbol {
@@ -583,7 +648,7 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
         }
     }
 
-    // Refine hit reachability with the objects.
+    // Refine hit reachability with the objects; mark name-only hits in glue objects.
     let obj_of: BTreeMap<PathBuf, usize> = input
         .instance_objects
         .iter()
@@ -592,8 +657,10 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
         .collect();
     let object_live = |i: usize| reach.iter().any(|(o, _)| *o == i);
     let compiled_abs: BTreeSet<PathBuf> = input.compiled.iter().map(|c| abs(root, c)).collect();
-    for hit in hits.iter_mut().filter(|h| h.reachable) {
+    let mut is_glue = vec![false; hits.len()];
+    for (k, hit) in hits.iter_mut().enumerate().filter(|(_, h)| h.reachable) {
         let path = root.join(&hit.file);
+        let mut live_objects = Vec::new();
         if let Some(&oi) = obj_of.get(&path) {
             let enclosing = enclosing_function(&path, hit.line as usize);
             let live = match enclosing
@@ -603,7 +670,9 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
                 Some(f) => reach.contains(&(oi, f.to_string())),
                 None => object_live(oi),
             };
-            if !live {
+            if live {
+                live_objects.push(oi);
+            } else {
                 hit.reachable = false;
                 hit.note = Some(match enclosing {
                     Some(f) => format!("`{f}` is not reachable in the built object"),
@@ -611,18 +680,50 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
                 });
             }
         } else if is_header(&path) && !input.instance_objects.is_empty() {
-            let live = includers(&path, &compiled_abs)
+            live_objects = includers(&path, &compiled_abs)
                 .iter()
-                .any(|inc| obj_of.get(inc).is_some_and(|&oi| object_live(oi)));
-            if !live {
+                .filter_map(|inc| obj_of.get(inc).copied())
+                .filter(|&oi| object_live(oi))
+                .collect();
+            if live_objects.is_empty() {
                 hit.reachable = false;
                 hit.note = Some("not reachable in the built object (no live includer)".into());
+            }
+        }
+        if hit.reachable && weak[k] {
+            if let Some(sym) = live_objects
+                .iter()
+                .find_map(|&oi| glue[oi].get(&hit.family))
+            {
+                is_glue[k] = true;
+                hit.note = Some(format!(
+                    "glue around the provided {} (`{sym}`)",
+                    family_title(&hit.family)
+                ));
             }
         }
     }
 
     let provided_used: Vec<String> = provided_used.into_iter().collect();
-    let (verdict, summary) = verdict_with(&hits, &own, &provided_used, &provided_family);
+    let evidence: Vec<SourceHit> = hits
+        .iter()
+        .zip(&is_glue)
+        .filter(|(_, g)| !**g)
+        .map(|(h, _)| h.clone())
+        .collect();
+    let (verdict, mut summary) = verdict_with(&evidence, &own, &provided_used, &provided_family);
+    let glue_files: BTreeSet<&str> = hits
+        .iter()
+        .zip(&is_glue)
+        .filter(|(_, g)| **g)
+        .map(|(h, _)| h.file.as_str())
+        .collect();
+    if !glue_files.is_empty() {
+        summary.push_str(&format!(
+            "; own glue around provided primitives in {}",
+            glue_files.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
     Ok(SurveyData {
         verdict,
         summary,

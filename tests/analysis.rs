@@ -14,7 +14,7 @@ use ngcc_pipe::profile::{
     generate_wrappers, parse_prototypes, provided_symbols_used, wrap_link_flags,
 };
 use ngcc_pipe::record::Verdict;
-use ngcc_pipe::survey::{survey, SurveyInput};
+use ngcc_pipe::survey::{family_of_symbol, survey, SurveyInput};
 
 fn pqclean(krate: &str) -> PathBuf {
     let home = std::env::var("CARGO_HOME")
@@ -52,6 +52,10 @@ fn gcc(args: &[&str]) {
 
 /// Compile `src` to `out_dir/<stem>.o` with `-fPIC -O2 -Wall -Wextra` and the includes.
 fn compile(src: &Path, out_dir: &Path, includes: &[&Path]) -> PathBuf {
+    compile_with(src, out_dir, includes, &[])
+}
+
+fn compile_with(src: &Path, out_dir: &Path, includes: &[&Path], extra: &[&str]) -> PathBuf {
     let stem = src.file_stem().unwrap().to_string_lossy();
     let parent = src.parent().unwrap().file_name().unwrap().to_string_lossy();
     let obj = out_dir.join(format!("{parent}_{stem}.o"));
@@ -59,6 +63,7 @@ fn compile(src: &Path, out_dir: &Path, includes: &[&Path]) -> PathBuf {
         .iter()
         .map(|s| s.to_string())
         .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
     for i in includes {
         args.push(format!("-I{}", i.display()));
     }
@@ -166,12 +171,26 @@ struct Entry {
     cycles: u64,
 }
 
-fn run_driver(
-    driver: &Path,
-    so: &Path,
-    func: &str,
-    iters: u32,
-) -> (BTreeMap<String, Entry>, f64, f64) {
+/// What the driver printed: entries by symbol, ticks of the whole loop, calibration.
+#[derive(Debug)]
+struct Run {
+    entries: BTreeMap<String, Entry>,
+    total: u64,
+    cal_outer: f64,
+    cal_inner: f64,
+}
+
+impl Run {
+    fn family_cycles(&self, family: &str) -> u64 {
+        self.entries
+            .values()
+            .filter(|e| e.family == family)
+            .map(|e| e.cycles)
+            .sum()
+    }
+}
+
+fn run_driver(driver: &Path, so: &Path, func: &str, iters: u32) -> Run {
     let out = Command::new(driver)
         .arg(so)
         .arg(func)
@@ -184,13 +203,17 @@ fn run_driver(
         "driver failed: {stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut entries = BTreeMap::new();
-    let mut cal = (f64::NAN, f64::NAN);
+    let mut run = Run {
+        entries: BTreeMap::new(),
+        total: 0,
+        cal_outer: f64::NAN,
+        cal_inner: f64::NAN,
+    };
     for line in stdout.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
         match w.as_slice() {
             ["ENTRY", sym, fam, calls, outer, cycles] => {
-                entries.insert(
+                run.entries.insert(
                     sym.to_string(),
                     Entry {
                         family: fam.to_string(),
@@ -200,11 +223,14 @@ fn run_driver(
                     },
                 );
             }
-            ["CAL", o, i] => cal = (o.parse().unwrap(), i.parse().unwrap()),
+            ["TOTAL", t] => run.total = t.parse().unwrap(),
+            ["CAL", o, i] => {
+                (run.cal_outer, run.cal_inner) = (o.parse().unwrap(), i.parse().unwrap())
+            }
             _ => panic!("unexpected driver line `{line}`"),
         }
     }
-    (entries, cal.0, cal.1)
+    run
 }
 
 const RNG_SHIM: &str = "#include <stddef.h>\n#include <stdint.h>\n\
@@ -235,23 +261,84 @@ fn link_shared(out: &Path, objects: &[PathBuf], flags: &[String]) {
     gcc(&args.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
-#[test]
-fn wrapped_ml_kem_768_counts_calls_reproducibly() {
-    let root = pqclean("pqcrypto-mlkem-0.1.1");
-    let common = root.join("common");
-    let inst_dir = root.join("crypto_kem/ml-kem-768/clean");
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
+/// A profile build of one PQClean instance, as the engine would make it: instance
+/// objects, primitive objects, generated wrappers for every provided function the
+/// instance uses (family from its name), the DRNG shim, linked with `--wrap`.
+struct WrappedBuild {
+    so: PathBuf,
+    functions: Vec<PrimitiveFn>,
+    used: Vec<String>,
+    generated: String,
+}
 
+fn wrapped_build(root: &Path, instance: &str, primitives: &[&str], dir: &Path) -> WrappedBuild {
+    let common = root.join("common");
+    let inst_dir = root.join(instance);
     let inst_objs: Vec<PathBuf> = c_files(&inst_dir)
         .iter()
         .map(|c| compile(c, dir, &[&common, &inst_dir]))
         .collect();
-    let fips_obj = compile(&common.join("fips202.c"), dir, &[&common]);
+    let prim_objs: Vec<PathBuf> = primitives
+        .iter()
+        .map(|p| compile(&common.join(p), dir, &[&common]))
+        .collect();
+    // Which provided functions does the instance call? Undefined in the instance
+    // objects, defined by the primitive objects.
+    let used = provided_symbols_used(&inst_objs, &prim_objs).unwrap();
+    let functions: Vec<PrimitiveFn> = used
+        .iter()
+        .map(|s| PrimitiveFn {
+            symbol: s.clone(),
+            family: family_of_symbol(s).expect("a hash/cipher name").to_string(),
+        })
+        .collect();
+    let headers: Vec<(String, String)> = [
+        "common/fips202.h",
+        "common/aes.h",
+        "common/sha2.h",
+        "common/randombytes.h",
+    ]
+    .iter()
+    .map(|h| {
+        (
+            h.to_string(),
+            std::fs::read_to_string(root.join(h)).unwrap(),
+        )
+    })
+    .collect();
+    let generated = generate_wrappers(&headers, &functions, Some("PQCLEAN_randombytes")).unwrap();
+    let wrappers_c = dir.join("prof_wrappers.c");
+    std::fs::write(&wrappers_c, &generated).unwrap();
+    let wrap_obj = compile(&wrappers_c, dir, &[root]);
+    let shim_c = dir.join("rng_shim.c");
+    std::fs::write(&shim_c, RNG_SHIM).unwrap();
+    let shim_obj = compile(&shim_c, dir, &[]);
+    let so = dir.join("libinstance_prof.so");
+    let mut objects = inst_objs;
+    objects.extend(prim_objs);
+    objects.extend([wrap_obj, shim_obj]);
+    link_shared(
+        &so,
+        &objects,
+        &wrap_link_flags(&functions, Some("PQCLEAN_randombytes")),
+    );
+    WrappedBuild {
+        so,
+        functions,
+        used,
+        generated,
+    }
+}
 
-    // Which provided functions does ML-KEM-768 clean call? Undefined in the instance
-    // objects, defined by fips202.o.
-    let used = provided_symbols_used(&inst_objs, std::slice::from_ref(&fips_obj)).unwrap();
+#[test]
+fn wrapped_ml_kem_768_counts_calls_reproducibly() {
+    let root = pqclean("pqcrypto-mlkem-0.1.1");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let b = wrapped_build(&root, "crypto_kem/ml-kem-768/clean", &["fips202.c"], dir);
+    if let Ok(keep) = std::env::var("NGCC_KEEP_GENERATED") {
+        std::fs::write(keep, &b.generated).unwrap();
+    }
     for expected in [
         "sha3_256",
         "sha3_512",
@@ -260,46 +347,14 @@ fn wrapped_ml_kem_768_counts_calls_reproducibly() {
         "shake256",
     ] {
         assert!(
-            used.iter().any(|u| u == expected),
-            "{expected} not in {used:?}"
+            b.used.iter().any(|u| u == expected),
+            "{expected} not in {:?}",
+            b.used
         );
     }
-    let functions: Vec<PrimitiveFn> = used
-        .iter()
-        .map(|s| PrimitiveFn {
-            symbol: s.clone(),
-            family: "keccak".into(),
-        })
-        .collect();
-
-    let headers: Vec<(String, String)> = ["common/fips202.h", "common/randombytes.h"]
-        .iter()
-        .map(|h| {
-            (
-                h.to_string(),
-                std::fs::read_to_string(root.join(h)).unwrap(),
-            )
-        })
-        .collect();
-    let c = generate_wrappers(&headers, &functions, Some("PQCLEAN_randombytes")).unwrap();
-    let wrappers_c = dir.join("prof_wrappers.c");
-    std::fs::write(&wrappers_c, &c).unwrap();
-    if let Ok(keep) = std::env::var("NGCC_KEEP_GENERATED") {
-        std::fs::write(keep, &c).unwrap();
-    }
-    let wrap_obj = compile(&wrappers_c, dir, &[&root]);
-    let shim_c = dir.join("rng_shim.c");
-    std::fs::write(&shim_c, RNG_SHIM).unwrap();
-    let shim_obj = compile(&shim_c, dir, &[]);
-
-    let so = dir.join("libmlkem768_prof.so");
-    let mut objects = inst_objs.clone();
-    objects.extend([fips_obj, wrap_obj, shim_obj]);
-    let flags = wrap_link_flags(&functions, Some("PQCLEAN_randombytes"));
-    link_shared(&so, &objects, &flags);
 
     // The linked object exports the API and the profiling ABI.
-    let so_syms = ngcc_pipe::survey::read_object_symbols(&so).unwrap();
+    let so_syms = ngcc_pipe::survey::read_object_symbols(&b.so).unwrap();
     for name in [
         "PQCLEAN_MLKEM768_CLEAN_crypto_kem_keypair",
         "ngcc_prof_entries",
@@ -318,37 +373,107 @@ fn wrapped_ml_kem_768_counts_calls_reproducibly() {
 
     let driver = build_driver(dir);
     let keygen = "PQCLEAN_MLKEM768_CLEAN_crypto_kem_keypair";
-    let (first, outer_cal, inner_cal) = run_driver(&driver, &so, keygen, 10);
-    let (second, _, _) = run_driver(&driver, &so, keygen, 10);
+    let first = run_driver(&driver, &b.so, keygen, 20);
+    let second = run_driver(&driver, &b.so, keygen, 20);
+    let (e1, e2) = (&first.entries, &second.entries);
 
     // Every wrapped symbol has a table entry, the DRNG under family "drng".
-    assert_eq!(first.len(), functions.len() + 1);
-    assert_eq!(first["PQCLEAN_randombytes"].family, "drng");
+    assert_eq!(e1.len(), b.functions.len() + 1);
+    assert_eq!(e1["PQCLEAN_randombytes"].family, "drng");
     // ML-KEM keygen draws its 64 random bytes with one call.
-    assert_eq!(first["PQCLEAN_randombytes"].calls, 10);
+    assert_eq!(e1["PQCLEAN_randombytes"].calls, 20);
     // hash_g (sha3_512) once per keygen, the matrix from SHAKE128.
-    assert_eq!(first["sha3_512"].calls, 10);
-    assert!(first["shake128_absorb"].calls >= 10 * 9, "{first:?}");
-    assert!(first["shake128_squeezeblocks"].calls >= first["shake128_absorb"].calls);
-    let total: u64 = first.values().map(|e| e.calls).sum();
-    assert!(total > 0);
-    for (sym, e) in &first {
+    assert_eq!(e1["sha3_512"].calls, 20);
+    assert!(e1["shake128_absorb"].calls >= 20 * 9, "{e1:?}");
+    assert!(e1["shake128_squeezeblocks"].calls >= e1["shake128_absorb"].calls);
+    let total_calls: u64 = e1.values().map(|e| e.calls).sum();
+    assert!(total_calls > 0);
+    for (sym, e) in e1 {
         // Calls are deterministic: the same in two runs.
-        assert_eq!(e.calls, second[sym].calls, "{sym}");
-        assert_eq!(e.outer, second[sym].outer, "{sym}");
+        assert_eq!(e.calls, e2[sym].calls, "{sym}");
+        assert_eq!(e.outer, e2[sym].outer, "{sym}");
         // Nested counting never exceeds the total.
         assert!(e.outer <= e.calls, "{sym}: {e:?}");
         // ML-KEM calls each primitive from its own code: nothing nests here.
         assert_eq!(e.outer, e.calls, "{sym}");
         if e.outer > 0 {
-            assert!(e.cycles > 0, "{sym}: outermost calls but no cycles");
+            assert!(e.cycles > 0, "{sym}: outermost calls but no ticks");
         }
     }
-    assert!(outer_cal.is_finite() && outer_cal >= 0.0, "{outer_cal}");
-    assert!(inner_cal.is_finite() && inner_cal > 0.0, "{inner_cal}");
-    eprintln!(
-        "ML-KEM-768 keygen x10: {total} wrapped calls; calibration outer {outer_cal:.1} inner {inner_cal:.1} ticks/call"
+    assert!(
+        first.cal_outer.is_finite() && first.cal_outer >= 0.0,
+        "{first:?}"
     );
+    assert!(
+        first.cal_inner.is_finite() && first.cal_inner > 0.0,
+        "{first:?}"
+    );
+    // The issue's figure: the hash/XOF share of keygen lies between 30% and 90%
+    // (wrapper overhead subtracted as the runner does: inner ticks per outermost call).
+    let outer_calls: u64 = e1
+        .values()
+        .filter(|e| e.family != "drng")
+        .map(|e| e.outer)
+        .sum();
+    let hash = first.family_cycles("keccak") as f64 - outer_calls as f64 * first.cal_inner;
+    let total =
+        first.total as f64 - e1.values().map(|e| e.outer).sum::<u64>() as f64 * first.cal_outer;
+    let share = hash / total;
+    eprintln!(
+        "ML-KEM-768 keygen x20: {total_calls} wrapped calls, keccak share {:.1}%, calibration outer {:.1} inner {:.1} ticks/call",
+        share * 100.0,
+        first.cal_outer,
+        first.cal_inner
+    );
+    assert!((0.30..=0.90).contains(&share), "keccak share {share}");
+}
+
+#[test]
+fn frodokem_640_aes_and_shake_time_is_attributed_to_aes_and_shake() {
+    let root = pqclean("pqcrypto-frodo-0.4.11");
+    let tmp = tempfile::tempdir().unwrap();
+    let aes_dir = tmp.path().join("aes");
+    let shake_dir = tmp.path().join("shake");
+    std::fs::create_dir_all(&aes_dir).unwrap();
+    std::fs::create_dir_all(&shake_dir).unwrap();
+    let prims = ["fips202.c", "aes.c"];
+    let aes = wrapped_build(&root, "crypto_kem/frodokem640aes/clean", &prims, &aes_dir);
+    let shake = wrapped_build(
+        &root,
+        "crypto_kem/frodokem640shake/clean",
+        &prims,
+        &shake_dir,
+    );
+    let driver = build_driver(tmp.path());
+    let ra = run_driver(
+        &driver,
+        &aes.so,
+        "PQCLEAN_FRODOKEM640AES_CLEAN_crypto_kem_keypair",
+        3,
+    );
+    let rs = run_driver(
+        &driver,
+        &shake.so,
+        "PQCLEAN_FRODOKEM640SHAKE_CLEAN_crypto_kem_keypair",
+        3,
+    );
+    assert!(ra.family_cycles("aes") > 0, "{ra:?}");
+    assert!(rs.family_cycles("keccak") > 0, "{rs:?}");
+    assert!(
+        !shake.functions.iter().any(|f| f.family == "aes"),
+        "{:?}",
+        shake.used
+    );
+    // Generating the matrix A dominates FrodoKEM: it runs in AES for one, SHAKE for the other.
+    let a_share = ra.family_cycles("aes") as f64 / ra.total as f64;
+    let s_share = rs.family_cycles("keccak") as f64 / rs.total as f64;
+    eprintln!(
+        "FrodoKEM-640 keygen: AES variant {:.1}% in aes, SHAKE variant {:.1}% in keccak",
+        a_share * 100.0,
+        s_share * 100.0
+    );
+    assert!(a_share > 0.05 && a_share <= 1.0, "{a_share}");
+    assert!(s_share > 0.05 && s_share <= 1.0, "{s_share}");
 }
 
 #[test]
@@ -383,7 +508,7 @@ fn nested_wrapped_calls_are_counted_but_timed_once() {
     let so = dir.join("libnest.so");
     link_shared(&so, &objects, &wrap_link_flags(&functions, None));
     let driver = build_driver(dir);
-    let (e, _, _) = run_driver(&driver, &so, "nest_keypair", 10);
+    let e = run_driver(&driver, &so, "nest_keypair", 10).entries;
     // Per call: outer_hash once (3 nested inner_hash), inner_hash once directly.
     assert_eq!((e["outer_hash"].calls, e["outer_hash"].outer), (10, 10));
     assert_eq!((e["inner_hash"].calls, e["inner_hash"].outer), (40, 10));
@@ -524,4 +649,59 @@ fn survey_ml_kem_768_clean_is_provided_only() {
         d.own_symbols
     );
     eprintln!("ML-KEM-768 clean: {}", d.summary);
+}
+
+#[test]
+fn survey_ml_kem_768_avx2_is_provided_only_with_glue_noted() {
+    let root = pqclean("pqcrypto-mlkem-0.1.1");
+    let common = root.join("common");
+    let keccak4x = common.join("keccak4x");
+    let inst_dir = root.join("crypto_kem/ml-kem-768/avx2");
+    let tmp = tempfile::tempdir().unwrap();
+    let avx2 = ["-mavx2", "-mbmi2", "-mpopcnt"];
+    let mut compiled: BTreeSet<PathBuf> = c_files(&inst_dir).into_iter().collect();
+    let asm: Vec<PathBuf> = std::fs::read_dir(&inst_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "S"))
+        .collect();
+    compiled.extend(asm);
+    let instance_objects: Vec<(PathBuf, PathBuf)> = compiled
+        .iter()
+        .map(|c| {
+            let o = compile_with(c, tmp.path(), &[&common, &inst_dir], &avx2);
+            (c.clone(), o)
+        })
+        .collect();
+    // The 4-way Keccak of PQClean's common/ is part of the provided library.
+    let prim_srcs = [
+        common.join("fips202.c"),
+        keccak4x.join("KeccakP-1600-times4-SIMD256.c"),
+    ];
+    let primitive_objects: Vec<PathBuf> = prim_srcs
+        .iter()
+        .map(|c| compile_with(c, tmp.path(), &[&common, &keccak4x], &avx2))
+        .collect();
+    let input = SurveyInput {
+        root: root.clone(),
+        instance_sources: all_files(&inst_dir),
+        compiled,
+        primitive_sources: prim_srcs.to_vec(),
+        instance_objects,
+        primitive_objects,
+        primitives: Vec::new(),
+        api_symbols: Vec::new(),
+    };
+    let d = survey(&input).unwrap();
+    eprintln!("ML-KEM-768 avx2: {}", d.summary);
+    assert_eq!(d.verdict, Verdict::ProvidedOnly, "{}", d.summary);
+    assert!(
+        d.provided_used
+            .iter()
+            .any(|s| s == "KeccakP1600times4_PermuteAll_24rounds"),
+        "{:?}",
+        d.provided_used
+    );
+    assert!(d.summary.contains("fips202x4.c"), "{}", d.summary);
 }

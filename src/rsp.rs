@@ -517,4 +517,49 @@ mod tests {
             let _ = parse_rsp(text);
         }
     }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn render(entries: &[Vec<Vec<u8>>]) -> String {
+            let names = ["seed", "pk", "sk", "ct", "ss"];
+            let mut s = String::from("# prop\n\n");
+            for (c, fields) in entries.iter().enumerate() {
+                s.push_str(&format!("count = {c}\n"));
+                for (n, v) in names.iter().zip(fields) {
+                    s.push_str(&format!("{n} = {}\n", hex::encode_upper(v)));
+                }
+                s.push('\n');
+            }
+            s
+        }
+
+        proptest! {
+            #[test]
+            fn one_flipped_byte_is_found_exactly(
+                entries in prop::collection::vec(
+                    prop::collection::vec(prop::collection::vec(any::<u8>(), 1..40), 5),
+                    1..6,
+                ),
+                pick in any::<(usize, usize, usize)>(),
+            ) {
+                let count = pick.0 % entries.len();
+                let field = pick.1 % 5;
+                let offset = pick.2 % entries[count][field].len();
+                let mut changed = entries.clone();
+                changed[count][field][offset] ^= 0x01;
+                let d = first_difference(&render(&changed), &render(&entries)).unwrap().unwrap();
+                let names = ["seed", "pk", "sk", "ct", "ss"];
+                prop_assert_eq!(d, RspDiff { count: count as u32, field: names[field].to_string(), offset });
+                prop_assert_eq!(first_difference(&render(&entries), &render(&entries)).unwrap(), None);
+            }
+
+            #[test]
+            fn parser_never_panics(text in "\\PC{0,200}") {
+                let _ = parse_rsp(&text);
+                let _ = compare(&text, "count = 0\n");
+            }
+        }
+    }
 }

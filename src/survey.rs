@@ -426,6 +426,10 @@ pub struct SurveyInput {
     pub primitives: Vec<PrimitiveFn>,
     /// Roots of reachability; empty: every global function containing `crypto_kem_`.
     pub api_symbols: Vec<String>,
+    /// Symbol prefix of the instance (`PQCLEAN_FRODOKEM640AES_CLEAN_`), removed before a
+    /// name is classified (its `AES` says nothing about a function). Empty: taken from the
+    /// API symbols (the text before `crypto_kem_`).
+    pub namespace: String,
 }
 
 /// Node of the reachability graph: (object index, symbol name).
@@ -631,10 +635,22 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
     }
 
     // Own symbols: family-named functions of instance objects that are not glue.
+    let namespace = if input.namespace.is_empty() {
+        roots
+            .iter()
+            .find_map(|(_, n)| n.find("crypto_kem_").map(|p| n[..p].to_string()))
+            .unwrap_or_default()
+    } else {
+        input.namespace.clone()
+    };
     let mut own = Vec::new();
     for (i, o) in graph.objects[..n_inst].iter().enumerate() {
         for d in o.defined.iter().filter(|d| d.function) {
-            let Some(fam) = family_of_symbol(&d.name) else {
+            let bare = match d.name.strip_prefix(namespace.as_str()) {
+                Some(rest) if !namespace.is_empty() => rest,
+                _ => d.name.as_str(),
+            };
+            let Some(fam) = family_of_symbol(bare) else {
                 continue;
             };
             if is_root(&d.name) || glue[i].contains_key(fam) {

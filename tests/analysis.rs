@@ -544,6 +544,7 @@ fn survey_fixture(name: &str, compiled: &[&str], dir: &Path) -> ngcc_pipe::recor
             })
             .collect(),
         api_symbols: Vec::new(),
+        namespace: String::new(),
     };
     survey(&input).unwrap()
 }
@@ -638,6 +639,7 @@ fn survey_ml_kem_768_clean_is_provided_only() {
         primitive_objects,
         primitives: Vec::new(),
         api_symbols: Vec::new(),
+        namespace: String::new(),
     };
     let d = survey(&input).unwrap();
     assert_eq!(d.verdict, Verdict::ProvidedOnly, "{}", d.summary);
@@ -692,6 +694,7 @@ fn survey_ml_kem_768_avx2_is_provided_only_with_glue_noted() {
         primitive_objects,
         primitives: Vec::new(),
         api_symbols: Vec::new(),
+        namespace: String::new(),
     };
     let d = survey(&input).unwrap();
     eprintln!("ML-KEM-768 avx2: {}", d.summary);
@@ -704,4 +707,57 @@ fn survey_ml_kem_768_avx2_is_provided_only_with_glue_noted() {
         d.provided_used
     );
     assert!(d.summary.contains("fips202x4.c"), "{}", d.summary);
+}
+
+/// Survey a clean PQClean instance against the whole provided library of its tree.
+fn survey_clean(krate: &str, instance: &str, dir: &Path) -> ngcc_pipe::record::SurveyData {
+    let root = pqclean(krate);
+    let common = root.join("common");
+    let inst_dir = root.join(instance);
+    let compiled: BTreeSet<PathBuf> = c_files(&inst_dir).into_iter().collect();
+    let instance_objects: Vec<(PathBuf, PathBuf)> = compiled
+        .iter()
+        .map(|c| (c.clone(), compile(c, dir, &[&common, &inst_dir])))
+        .collect();
+    let prim_srcs: Vec<PathBuf> = ["fips202.c", "sha2.c", "aes.c", "sp800-185.c"]
+        .iter()
+        .map(|c| common.join(c))
+        .collect();
+    let primitive_objects: Vec<PathBuf> = prim_srcs
+        .iter()
+        .map(|c| compile(c, dir, &[&common]))
+        .collect();
+    let input = SurveyInput {
+        root: root.clone(),
+        instance_sources: all_files(&inst_dir),
+        compiled,
+        primitive_sources: prim_srcs,
+        instance_objects,
+        primitive_objects,
+        primitives: Vec::new(),
+        api_symbols: Vec::new(),
+        namespace: String::new(),
+    };
+    survey(&input).unwrap()
+}
+
+#[test]
+fn survey_other_clean_pqclean_kems_are_provided_only() {
+    for (krate, instance) in [
+        ("pqcrypto-mlkem-0.1.1", "crypto_kem/hqc-128/clean"),
+        ("pqcrypto-frodo-0.4.11", "crypto_kem/frodokem640aes/clean"),
+        ("pqcrypto-frodo-0.4.11", "crypto_kem/frodokem640shake/clean"),
+        ("pqcrypto-frodo-0.4.11", "crypto_kem/sntrup761/clean"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = survey_clean(krate, instance, tmp.path());
+        eprintln!("{instance}: {} — {}", d.verdict.name(), d.summary);
+        assert_eq!(
+            d.verdict,
+            Verdict::ProvidedOnly,
+            "{instance}: {}",
+            d.summary
+        );
+        assert!(!d.provided_used.is_empty(), "{instance}");
+    }
 }

@@ -677,4 +677,19 @@ const char *name_of(void) __attribute__((pure));
         );
         assert!(v.is_empty(), "{v:?}");
     }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn header_parser_never_panics(text in "[a-z_ *(),;{}#\\[\\]/\"\n0-9.]{0,200}") {
+                let h = parse_header(&text);
+                for p in &h.prototypes {
+                    let _ = p.declare("w");
+                }
+            }
+        }
+    }
 }

@@ -494,6 +494,10 @@ fn nested_wrapped_calls_are_counted_but_timed_once() {
             symbol: "inner_hash".into(),
             family: "toy".into(),
         },
+        PrimitiveFn {
+            symbol: "ghost_hash".into(),
+            family: "toy".into(),
+        },
     ];
     let headers = vec![(
         "prims.h".to_string(),
@@ -513,6 +517,8 @@ fn nested_wrapped_calls_are_counted_but_timed_once() {
     assert_eq!((e["outer_hash"].calls, e["outer_hash"].outer), (10, 10));
     assert_eq!((e["inner_hash"].calls, e["inner_hash"].outer), (40, 10));
     assert!(e["outer_hash"].cycles > 0 && e["inner_hash"].cycles > 0);
+    // Declared but defined nowhere: the object still loads, the entry stays at zero.
+    assert_eq!(e["ghost_hash"].calls, 0);
 }
 
 fn survey_fixture(name: &str, compiled: &[&str], dir: &Path) -> ngcc_pipe::record::SurveyData {

@@ -28,6 +28,11 @@
 //! not in the table), best of 5 rounds: `outer_per_call` is the extra ticks a caller sees
 //! per wrapped call, `inner_per_call` the ticks a wrapper records for an empty callee.
 //!
+//! `__real_SYM` is declared weak: a declared primitive that no object defines (a header
+//! function the build does not compile) then leaves the object loadable instead of
+//! failing `dlopen` with "undefined symbol"; it can only be reached through a caller that
+//! would have failed to load without the wrappers too.
+//!
 //! The file `#include`s each header by its display path, so compile it with `-I <source
 //! root>` (plus the primitives' include folders). The DRNG is wrapped under family `drng`;
 //! when no header declares it, its prototype is taken to be `int SYM(uint8_t *, size_t)`
@@ -344,7 +349,10 @@ pub fn generate_wrappers(
         let wrap = proto.declare(&format!("__wrap_{sym}"));
         let args: Vec<String> = (0..proto.params.len()).map(|k| format!("a{k}")).collect();
         let call = format!("__real_{sym}({})", args.join(", "));
-        let _ = write!(c, "\nextern {real};\n{wrap};\n{wrap} {{\n");
+        let _ = write!(
+            c,
+            "\nextern {real} __attribute__((weak));\n{wrap};\n{wrap} {{\n"
+        );
         if proto.ret == "void" {
             let _ = writeln!(c, "    NGCC_PROF_WRAP(&ngcc_prof_table[{i}], {call});");
         } else {
@@ -429,7 +437,7 @@ mod tests {
         .unwrap();
         assert!(c.contains("#include \"common/fips202.h\""));
         assert!(c.contains(
-            "extern void __real_shake256(uint8_t *a0, size_t a1, const uint8_t *a2, size_t a3);"
+            "extern void __real_shake256(uint8_t *a0, size_t a1, const uint8_t *a2, size_t a3) __attribute__((weak));"
         ));
         assert!(c.contains(
             "void __wrap_shake128_absorb(shake128ctx *a0, const uint8_t *a1, size_t a2) {"

@@ -28,6 +28,12 @@
 //! not in the table), best of 5 rounds: `outer_per_call` is the extra ticks a caller sees
 //! per wrapped call, `inner_per_call` the ticks a wrapper records for an empty callee.
 //!
+//! How the runner uses the calibration: subtract `inner_per_call x outer_calls` from each
+//! entry's `cycles`, and `outer_per_call x (sum of outer_calls)` from the operation's total
+//! ticks, so shares compare what the un-wrapped object would spend.
+//!
+//! `--wrap` is a GNU ld / lld / gold option (Linux, ELF); Apple's ld has no equivalent.
+//!
 //! `__real_SYM` is declared weak: a declared primitive that no object defines (a header
 //! function the build does not compile) then leaves the object loadable instead of
 //! failing `dlopen` with "undefined symbol"; it can only be reached through a caller that

@@ -171,9 +171,8 @@ fn abs(root: &Path, file: &Path) -> PathBuf {
 /// Scan `files` (absolute or relative to `root`) for symmetric-crypto markers.
 ///
 /// `reachable` is set to "the file is compiled" (for a header: included by name from a
-/// compiled file); [`survey`] refines it with the object files. Unreadable files give a
-/// hit-less result for that file and a note on a `family = "unreadable"` pseudo-hit is not
-/// produced: they are simply skipped (the survey reports missing objects separately).
+/// compiled file); [`survey`] refines it with the object files. Unreadable files are
+/// skipped (the survey fails on missing *objects*, which is what decides reachability).
 pub fn scan_sources(
     root: &Path,
     files: &[PathBuf],

@@ -210,3 +210,220 @@ fn public_helpers() {
         .unwrap_err()
         .contains("undefined template variable `lvl`"));
 }
+
+// ---------------------------------------------------------------------------------------
+// All problems at once
+// ---------------------------------------------------------------------------------------
+
+/// Runs with the package root as working directory, so paths show relative to it.
+fn render_fixture(rel: &str) -> (Diagnostics, String) {
+    let d = load_campaign(Path::new("tests/fixtures/dsl").join(rel).as_path())
+        .expect_err("the fixture has errors");
+    let text = d.render(false);
+    (d, text)
+}
+
+#[test]
+fn four_errors_reported_at_once_with_locations() {
+    let (d, text) = render_fixture("four-errors/pipelines/campaign.kdl");
+    let messages: Vec<&str> = d.iter().map(|x| x.message()).collect();
+    assert_eq!(d.len(), 4, "{text}");
+    assert!(messages.contains(&"dependency cycle: `kat -> time -> kat`"), "{text}");
+    assert!(messages.contains(&"unknown node `algoritm` in `submission \"bad\"`"), "{text}");
+    assert!(messages
+        .iter()
+        .any(|m| m.starts_with("undefined template variable `lvl`")));
+    assert!(messages.contains(&"duplicate instance id `Bad-512-clean`"), "{text}");
+    let locs: Vec<String> = d.iter().map(|x| x.location().unwrap().to_string()).collect();
+    assert_eq!(
+        locs,
+        [
+            "tests/fixtures/dsl/four-errors/pipelines/campaign.kdl:8:27",
+            "tests/fixtures/dsl/four-errors/submissions/bad/manifest.kdl:2:5",
+            "tests/fixtures/dsl/four-errors/submissions/bad/manifest.kdl:6:55",
+            "tests/fixtures/dsl/four-errors/submissions/bad/manifest.kdl:7:14",
+        ]
+    );
+    for l in &locs {
+        assert!(text.contains(&format!("[{l}]")), "{l} not in\n{text}");
+    }
+    insta::assert_snapshot!("four_errors", text);
+}
+
+// ---------------------------------------------------------------------------------------
+// One snapshot per error kind (in memory)
+// ---------------------------------------------------------------------------------------
+
+const PIPELINE: &str = r#"system "box" {
+    bench-cpu 1
+}
+flags "guide" "-O3"
+submissions "../submissions/*/manifest.kdl"
+outputs "../outputs"
+step "build" flags="guide"
+step "kat" needs="build"
+step "time" needs="kat" trials=5 trial="1s"
+"#;
+
+const MANIFEST: &str = r#"submission "a" {
+    algorithm "A-KEM"
+    source path="src"
+    kat manifest="kat.sha256"
+    matrix level="1 3" impl="clean avx2"
+    instance "A-{level}-{impl}" dir="a-{level}/{impl}" namespace="A{level}_{impl:upper}_"
+}
+"#;
+
+/// A small valid campaign in memory: /c/pipelines/p.kdl and /c/submissions/a/.
+fn campaign_fs(pipeline: &str, manifest: &str) -> MemFs {
+    let mut fs = MemFs::new();
+    fs.add_file("/c/pipelines/p.kdl", pipeline)
+        .add_file("/c/submissions/a/manifest.kdl", manifest)
+        .add_file("/c/submissions/a/kat.sha256", "00  A-1-clean.rsp\n")
+        .add_dir("/c/submissions/a/src");
+    fs
+}
+
+/// Loads the campaign and returns the rendered problems; asserts how many there are.
+fn errors_of(fs: &MemFs, expected: usize) -> String {
+    let d = load_campaign_with(Path::new("/c/pipelines/p.kdl"), fs)
+        .expect_err("expected problems");
+    let text = d.render(false);
+    assert_eq!(d.len(), expected, "{text}");
+    for x in &d {
+        let loc = x.location().expect("every problem points into a file");
+        assert!(text.contains(&format!("[{loc}]")), "{loc} missing in\n{text}");
+    }
+    text
+}
+
+/// Replaces `from` by `to` in `text`, asserting that `from` is there.
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "{from:?} not in the base text");
+    text.replacen(from, to, 1)
+}
+
+#[test]
+fn base_campaign_is_valid() {
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(PIPELINE, MANIFEST),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(c.submissions[0].instances.len(), 4);
+    assert_eq!(c.outputs, PathBuf::from("/c/outputs"));
+}
+
+macro_rules! error_case {
+    ($name:ident, $expected:expr, pipeline: ($pf:expr, $pt:expr), manifest: ($mf:expr, $mt:expr)) => {
+        #[test]
+        fn $name() {
+            let fs = campaign_fs(&edit(PIPELINE, $pf, $pt), &edit(MANIFEST, $mf, $mt));
+            insta::assert_snapshot!(stringify!($name), errors_of(&fs, $expected));
+        }
+    };
+    ($name:ident, $expected:expr, pipeline: ($pf:expr, $pt:expr)) => {
+        error_case!($name, $expected, pipeline: ($pf, $pt), manifest: ("", ""));
+    };
+    ($name:ident, $expected:expr, manifest: ($mf:expr, $mt:expr)) => {
+        error_case!($name, $expected, pipeline: ("", ""), manifest: ($mf, $mt));
+    };
+}
+
+error_case!(kdl_syntax_error, 1, manifest: ("\"A-KEM\"", "\"A-KEM"));
+error_case!(kdl_syntax_error_in_pipeline, 1, pipeline: ("bench-cpu 1", "bench-cpu 1.0.0"));
+error_case!(unknown_node, 1, manifest: ("algorithm", "algoritm"));
+error_case!(unknown_node_in_pipeline, 1, pipeline: ("outputs", "output"));
+error_case!(unknown_property, 1, pipeline: ("flags=\"guide\"", "flag=\"guide\""));
+error_case!(property_of_other_step, 1, pipeline: ("step \"kat\" needs=\"build\"", "step \"kat\" needs=\"build\" iters=3"));
+error_case!(wrong_value_type, 1, pipeline: ("trials=5", "trials=\"5\""));
+error_case!(wrong_value_type_bool, 1, pipeline: ("trial=\"1s\"", "trial=\"1s\" exclusive=\"yes\""));
+error_case!(missing_required_node, 1, manifest: ("    algorithm \"A-KEM\"\n", ""));
+error_case!(missing_required_property, 1, manifest: (" namespace=\"A{level}_{impl:upper}_\"", ""));
+error_case!(missing_bench_cpu, 1, pipeline: ("    bench-cpu 1\n", ""));
+error_case!(undefined_template_variable, 1, manifest: ("a-{level}", "a-{lvl}"));
+error_case!(bad_template_syntax, 1, manifest: ("A{level}_", "A{level_"));
+error_case!(bad_template_filter, 1, manifest: ("{impl:upper}", "{impl:uper}"));
+error_case!(bad_duration, 1, pipeline: ("trial=\"1s\"", "trial=\"1sec\""));
+error_case!(unknown_step_in_needs, 1, pipeline: ("needs=\"build\"", "needs=\"biuld\""));
+error_case!(undeclared_step_in_needs, 1, pipeline: ("needs=\"build\"", "needs=\"build sizes\""));
+error_case!(unknown_step_kind, 1, pipeline: ("step \"time\"", "step \"tme\""));
+error_case!(duplicate_step, 1, pipeline: ("step \"kat\" needs=\"build\"", "step \"kat\" needs=\"build\"\nstep \"build\" flags=\"guide\""));
+error_case!(dependency_cycle, 1, pipeline: ("step \"build\" flags=\"guide\"", "step \"build\" flags=\"guide\" needs=\"time\""));
+error_case!(dependency_cycle_self, 1, pipeline: ("needs=\"build\"", "needs=\"build kat\""));
+error_case!(unknown_flags_profile, 1, pipeline: ("flags=\"guide\"", "flags=\"gide\""));
+error_case!(duplicate_instance_ids, 1, manifest: ("}\n", "    instance \"A-3-avx2\" dir=\"x\" namespace=\"X_\"\n}\n"));
+error_case!(duplicate_instance_ids_from_matrix, 1, manifest: ("\"A-{level}-{impl}\"", "\"A-{level}\""));
+error_case!(glob_matching_nothing, 1, pipeline: ("*/manifest.kdl", "*/manifst.kdl"));
+error_case!(missing_source_path, 1, manifest: ("path=\"src\"", "path=\"sources\""));
+error_case!(missing_kat_manifest_file, 1, manifest: ("manifest=\"kat.sha256\"", "manifest=\"kat.sha265\""));
+error_case!(unknown_when_variable, 1, manifest: ("}\n", "    when imp=\"avx2\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
+error_case!(unknown_when_value, 1, manifest: ("}\n", "    when impl=\"avx\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
+
+#[test]
+fn duplicate_submission_ids() {
+    let mut fs = campaign_fs(PIPELINE, MANIFEST);
+    fs.add_file("/c/submissions/b/manifest.kdl", edit(MANIFEST, "path=\"src\"", "crate=\"x\" version=\"1\""))
+        .add_file("/c/submissions/b/kat.sha256", "");
+    insta::assert_snapshot!("duplicate_submission_ids", errors_of(&fs, 1));
+}
+
+#[test]
+fn errors_in_included_primitives_point_into_that_file() {
+    let mut fs = campaign_fs(
+        PIPELINE,
+        &edit(MANIFEST, "    kat", "    primitives include=\"../prims.kdl\"\n    kat"),
+    );
+    fs.add_file(
+        "/c/submissions/prims.kdl",
+        "primitives {\n    sources \"a.c\"\n    hash \"sha3_256\"\n    drgn \"x\"\n}\n",
+    );
+    // A second manifest including the same file: its problems are reported once.
+    fs.add_file(
+        "/c/submissions/b/manifest.kdl",
+        edit(
+            &edit(MANIFEST, "\"a\"", "\"b\""),
+            "    kat",
+            "    primitives include=\"../prims.kdl\"\n    kat",
+        ),
+    )
+    .add_file("/c/submissions/b/kat.sha256", "")
+    .add_dir("/c/submissions/b/src");
+    let text = errors_of(&fs, 2);
+    assert!(text.contains("[/c/submissions/prims.kdl:3:5]"), "{text}");
+    insta::assert_snapshot!("included_primitives_errors", text);
+}
+
+#[test]
+fn missing_primitives_file_and_bad_catalog() {
+    let m = edit(
+        MANIFEST,
+        "    kat",
+        "    primitives include=\"nope.kdl\"\n    sizes catalog=\"sizes.csv\"\n    kat",
+    );
+    let mut fs = campaign_fs(PIPELINE, &m);
+    fs.add_file(
+        "/c/submissions/a/sizes.csv",
+        "instance,pk,sk,ct,ss\nA-1-clean,800,x,768,32\nA-3-clean,1,2\n",
+    );
+    insta::assert_snapshot!("primitives_and_catalog_errors", errors_of(&fs, 3));
+}
+
+#[test]
+fn many_problems_in_many_files_at_once() {
+    // Every file's problems are collected: pipeline, two manifests.
+    let p = edit(&edit(PIPELINE, "trials=5", "trials=0"), "step \"time\"", "step \"time\" foo=1");
+    let mut fs = campaign_fs(&p, &edit(MANIFEST, "algorithm", "algoritm"));
+    fs.add_file("/c/submissions/b/manifest.kdl", "submission \"b\" {\n    source path=\"none\"\n}\n");
+    let d = load_campaign_with(Path::new("/c/pipelines/p.kdl"), &fs).unwrap_err();
+    let text = d.to_string();
+    assert_eq!(d.len(), 7, "{text}");
+    insta::assert_snapshot!("many_problems", text);
+}
+
+#[test]
+fn unreadable_pipeline_is_a_diagnostic() {
+    let d = load_campaign_with(Path::new("/nowhere.kdl"), &MemFs::new()).unwrap_err();
+    assert_eq!(d.len(), 1);
+    assert!(d.to_string().contains("cannot read pipeline `/nowhere.kdl`"));
+}

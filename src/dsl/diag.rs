@@ -327,18 +327,27 @@ impl IntoIterator for Diagnostics {
 }
 
 /// The closest candidate to `name` by edit distance, if close enough to be a likely typo.
-pub(crate) fn did_you_mean<'a, I>(name: &str, candidates: I) -> Option<String>
+pub(crate) fn closest<'a, I>(name: &str, candidates: I) -> Option<&'a str>
 where
     I: IntoIterator<Item = &'a str>,
 {
     let limit = (name.chars().count() / 3).max(2);
+    let lower = name.to_lowercase();
     candidates
         .into_iter()
         .filter(|c| *c != name)
-        .map(|c| (levenshtein(&name.to_lowercase(), &c.to_lowercase()), c))
+        .map(|c| (levenshtein(&lower, &c.to_lowercase()), c))
         .filter(|(d, c)| *d <= limit && *d < c.chars().count().max(1))
         .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| format!("did you mean `{c}`?"))
+        .map(|(_, c)| c)
+}
+
+/// "did you mean `x`?" for the closest candidate, if any is close enough.
+pub(crate) fn did_you_mean<'a, I>(name: &str, candidates: I) -> Option<String>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
 /// Levenshtein distance over chars.

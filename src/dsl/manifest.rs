@@ -100,10 +100,12 @@ fn lower_doc(
 
     // Sort children by name; report unknown and repeated ones.
     let mut nodes: BTreeMap<&str, Vec<&KdlNode>> = BTreeMap::new();
+    // Names that a misspelt node probably meant: not reported again as missing.
+    let mut typos: Vec<&str> = Vec::new();
     for c in children.nodes() {
         let nm = name(c);
         if !SUBMISSION_NODES.contains(&nm) {
-            cx.unknown_node(c, &what, &SUBMISSION_NODES);
+            typos.extend(cx.unknown_node(c, &what, &SUBMISSION_NODES));
             continue;
         }
         let list = nodes.entry(nm).or_default();
@@ -122,6 +124,7 @@ fn lower_doc(
         Some(a) => {
             meta.algorithm = simple_string(cx, a).unwrap_or_default();
         }
+        None if typos.contains(&"algorithm") => {}
         None => cx.missing_node(sub_span, "algorithm", &what),
     }
     meta.category = one("category").and_then(|c| simple_string(cx, c));
@@ -159,7 +162,9 @@ fn lower_doc(
     let source = match one("source") {
         Some(s) => lower_source(cx, loader, s, &dir),
         None => {
-            cx.missing_node(sub_span, "source", &what);
+            if !typos.contains(&"source") {
+                cx.missing_node(sub_span, "source", &what);
+            }
             None
         }
     };
@@ -183,7 +188,11 @@ fn lower_doc(
                     meta.versions = vals.clone();
                 }
             }
-            expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what)
+            if typos.contains(&"instance") {
+                Vec::new()
+            } else {
+                expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what)
+            }
         }
         None => Vec::new(),
     };
@@ -876,11 +885,13 @@ fn template_value(cx: &mut Cx<'_>, e: &KdlEntry, what: &str, vars: &[&str]) -> O
     ok.then_some(t)
 }
 
+/// An instance declaration; `dir`/`namespace` are `None` when broken (reported), and the
+/// id is still expanded so duplicates are found.
 struct InstanceTpl<'n> {
     id_entry: &'n KdlEntry,
     id: Template,
-    dir: Template,
-    namespace: Template,
+    dir: Option<Template>,
+    namespace: Option<Template>,
 }
 
 fn expand_instances(
@@ -912,7 +923,7 @@ fn expand_instances(
         };
         let dir = get("dir");
         let namespace = get("namespace");
-        if let (Some((_, e)), Some(id), Some(dir), Some(namespace)) = (id, id_t, dir, namespace) {
+        if let (Some((_, e)), Some(id)) = (id, id_t) {
             tpls.push(InstanceTpl {
                 id_entry: e,
                 id,
@@ -928,17 +939,19 @@ fn expand_instances(
     // For duplicate detection: id -> (template index, combination).
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut reported: Vec<String> = Vec::new();
+    let mut self_reported: Vec<usize> = Vec::new();
     for (ti, t) in tpls.iter().enumerate() {
         for (ci, vars) in combos.iter().enumerate() {
             // Variables were checked above, so expansion cannot fail here.
-            let (Ok(id), Ok(dir), Ok(namespace)) =
-                (t.id.expand(vars), t.dir.expand(vars), t.namespace.expand(vars))
-            else {
-                continue;
-            };
+            let Ok(id) = t.id.expand(vars) else { continue };
             if let Some(&(pti, pci)) = seen.get(&id) {
-                if !reported.contains(&id) {
+                // One report per duplicated id, and one per template that repeats itself.
+                let same_tpl = pti == ti;
+                if !reported.contains(&id) && !(same_tpl && self_reported.contains(&ti)) {
                     reported.push(id.clone());
+                    if same_tpl {
+                        self_reported.push(ti);
+                    }
                     duplicate_instance(cx, &id, &tpls, (pti, pci), (ti, ci), &combos, m);
                 }
                 continue;
@@ -953,6 +966,10 @@ fn expand_instances(
                 );
                 continue;
             }
+            let expand = |t: &Option<Template>| t.as_ref().and_then(|t| t.expand(vars).ok());
+            let (Some(dir), Some(namespace)) = (expand(&t.dir), expand(&t.namespace)) else {
+                continue;
+            };
             let mut inst = Instance {
                 id,
                 dir,
@@ -1022,16 +1039,17 @@ fn duplicate_instance(
                 backticked(unused.iter().copied())
             ));
     } else {
-        let label = |c: usize| {
-            if m.is_empty() {
+        // Name the matrix values only where the template uses variables.
+        let label = |(t, c): (usize, usize)| {
+            if tpls[t].id.vars().next().is_none() {
                 String::new()
             } else {
                 format!(" (for `{}`)", describe_combo(&combos[c], m))
             }
         };
         d = d
-            .label(again_span, format!("declared again here{}", label(again.1)))
-            .label(first_span, format!("first declared here{}", label(first.1)))
+            .label(again_span, format!("declared again here{}", label(again)))
+            .label(first_span, format!("first declared here{}", label(first)))
             .help("instance ids must be unique within a submission");
     }
     cx.push(d);

@@ -11,7 +11,7 @@ use kdl::{KdlDocument, KdlEntry, KdlNode};
 use miette::SourceSpan;
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use super::diag::{backticked, did_you_mean};
+use super::diag::{backticked, closest, did_you_mean};
 use super::duration::parse_duration;
 use super::fs::{normalize, SourceFs};
 use super::reader::{args, name, name_span, Cx};
@@ -93,10 +93,11 @@ pub(crate) fn lower_pipeline(
     let mut step_nodes = Vec::new();
     let mut saw_submissions = false;
 
+    let mut typos: Vec<&str> = Vec::new();
     for n in doc.nodes() {
         let nm = name(n);
         if !TOP_NODES.contains(&nm) {
-            cx.unknown_node(n, "the pipeline", &TOP_NODES);
+            typos.extend(cx.unknown_node(n, "the pipeline", &TOP_NODES));
             continue;
         }
         if matches!(nm, "system" | "outputs" | "defaults") {
@@ -152,13 +153,13 @@ pub(crate) fn lower_pipeline(
     }
 
     let top = SourceSpan::new(0.into(), 0);
-    if draft.system.is_none() && !seen.contains_key("system") {
+    if !seen.contains_key("system") && !typos.contains(&"system") {
         cx.missing_node(top, "system", "the pipeline");
     }
-    if !seen.contains_key("outputs") {
+    if !seen.contains_key("outputs") && !typos.contains(&"outputs") {
         cx.missing_node(top, "outputs", "the pipeline");
     }
-    if !saw_submissions {
+    if !saw_submissions && !typos.contains(&"submissions") {
         cx.missing_node(top, "submissions", "the pipeline");
     }
 
@@ -192,10 +193,11 @@ fn lower_system(cx: &mut Cx<'_>, n: &KdlNode) -> Option<System> {
     let mut bench_cpu = None;
     let mut cc = None;
     let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
+    let mut bench_typo = false;
     for c in children.nodes() {
         let nm = name(c);
         if !SYSTEM_NODES.contains(&nm) {
-            cx.unknown_node(c, "`system`", &SYSTEM_NODES);
+            bench_typo |= cx.unknown_node(c, "`system`", &SYSTEM_NODES) == Some("bench-cpu");
             continue;
         }
         if let Some(first) = seen.get(nm) {
@@ -225,7 +227,7 @@ fn lower_system(cx: &mut Cx<'_>, n: &KdlNode) -> Option<System> {
             _ => cc = cx.one_string_arg(c, "cc").map(|(s, _)| s),
         }
     }
-    if !seen.contains_key("bench-cpu") {
+    if !seen.contains_key("bench-cpu") && !bench_typo {
         cx.missing_node(name_span(n), "bench-cpu", "`system`");
     }
     Some(System {
@@ -371,12 +373,18 @@ fn lower_step<'n>(
                 .help(format!("step `{kind}` takes {}", backticked(allowed.iter().copied())));
             cx.push(d);
         } else {
+            let guess = closest(k, allowed.iter().copied());
+            if let Some(g) = guess {
+                cx.guessed_prop(n, g);
+            }
+            let help = match guess {
+                Some(g) => format!("did you mean `{g}`?"),
+                None => format!("step `{kind}` takes {}", backticked(allowed.iter().copied())),
+            };
             let d = cx
                 .diag(format!("unknown property `{k}` on {on}"))
                 .label(key.span(), "unknown property")
-                .maybe_help(did_you_mean(k, allowed.iter().copied()).or_else(|| {
-                    Some(format!("step `{kind}` takes {}", backticked(allowed.iter().copied())))
-                }));
+                .help(help);
             cx.push(d);
         }
     }

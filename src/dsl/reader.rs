@@ -9,7 +9,7 @@ use std::ops::Range;
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use super::diag::{backticked, did_you_mean, Diagnostic, SourceFile};
+use super::diag::{backticked, closest, Diagnostic, SourceFile};
 
 /// The node's name.
 pub(crate) fn name(n: &KdlNode) -> &str {
@@ -46,11 +46,23 @@ pub(crate) fn args(n: &KdlNode) -> impl Iterator<Item = &KdlEntry> {
 pub(crate) struct Cx<'a> {
     pub file: &'a SourceFile,
     pub diags: &'a mut Vec<Diagnostic>,
+    /// Misspelt properties and what they probably meant, by node offset: a required
+    /// property that was misspelt is not reported a second time as missing.
+    guessed: Vec<(usize, String)>,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(file: &'a SourceFile, diags: &'a mut Vec<Diagnostic>) -> Self {
-        Cx { file, diags }
+        Cx {
+            file,
+            diags,
+            guessed: Vec::new(),
+        }
+    }
+
+    /// Records that an unknown property on `n` was probably meant to be `guess`.
+    pub fn guessed_prop(&mut self, n: &KdlNode, guess: &str) {
+        self.guessed.push((n.span().offset(), guess.to_string()));
     }
 
     /// A fresh diagnostic in this file.
@@ -118,7 +130,11 @@ impl<'a> Cx<'a> {
                 } else {
                     format!("unknown property `{k}` on {on}")
                 };
-                let help = did_you_mean(k, allowed.iter().copied()).or_else(|| {
+                let guess = closest(k, allowed.iter().copied());
+                if let Some(g) = guess {
+                    self.guessed_prop(n, g);
+                }
+                let help = guess.map(|g| format!("did you mean `{g}`?")).or_else(|| {
                     (!allowed.is_empty())
                         .then(|| format!("expected one of {}", backticked(allowed.iter().copied())))
                 });
@@ -308,16 +324,21 @@ impl<'a> Cx<'a> {
         out
     }
 
-    /// "unknown node `x` in `parent`" with a did-you-mean among `allowed`.
-    pub fn unknown_node(&mut self, n: &KdlNode, parent: &str, allowed: &[&str]) {
+    /// "unknown node `x` in `parent`" with a did-you-mean among `allowed`; returns the
+    /// suggested name, so a caller can skip "missing `algorithm`" after `algoritm`.
+    pub fn unknown_node<'c>(&mut self, n: &KdlNode, parent: &str, allowed: &[&'c str]) -> Option<&'c str> {
         let nm = name(n);
-        let help = did_you_mean(nm, allowed.iter().copied())
-            .or_else(|| Some(format!("expected one of {}", backticked(allowed.iter().copied()))));
+        let guess = closest(nm, allowed.iter().copied());
+        let help = match guess {
+            Some(g) => format!("did you mean `{g}`?"),
+            None => format!("expected one of {}", backticked(allowed.iter().copied())),
+        };
         let d = self
             .diag(format!("unknown node `{nm}` in {parent}"))
             .label(name_span(n), "unknown node")
-            .maybe_help(help);
+            .help(help);
         self.push(d);
+        guess
     }
 
     /// A node that may appear once, seen again.
@@ -340,6 +361,10 @@ impl<'a> Cx<'a> {
 
     /// A required property that is absent; points at the node's name.
     pub fn missing_prop(&mut self, n: &KdlNode, prop: &str, on: &str) {
+        let at = n.span().offset();
+        if self.guessed.iter().any(|(o, g)| *o == at && g == prop) {
+            return;
+        }
         self.error(
             name_span(n),
             &format!("`{prop}` missing"),

@@ -10,7 +10,6 @@ use ngcc_pipe::dsl::{
 };
 use ngcc_pipe::model::{KatMode, KatRng, Op, Source, StepKind, StepParams};
 
-
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/dsl")
@@ -43,7 +42,16 @@ fn valid_fixture_loads_with_everything_applied() {
     use StepKind as K;
     assert_eq!(
         kinds,
-        [K::Source, K::Build, K::Kat, K::Sizes, K::Survey, K::Time, K::Profile, K::Report]
+        [
+            K::Source,
+            K::Build,
+            K::Kat,
+            K::Sizes,
+            K::Survey,
+            K::Time,
+            K::Profile,
+            K::Report
+        ]
     );
     let step = |k: StepKind| c.steps.iter().find(|s| s.kind == k).unwrap();
     assert_eq!(step(StepKind::Source).timeout, Duration::from_secs(20 * 60));
@@ -95,11 +103,17 @@ fn valid_fixture_loads_with_everything_applied() {
         other => panic!("expected a crate source, got {other:?}"),
     }
     assert_eq!(ck.meta.versions, ["clean"]);
-    assert_eq!(ck.primitives.includes, ["common", "common/extra", "common/more"]);
+    assert_eq!(
+        ck.primitives.includes,
+        ["common", "common/extra", "common/more"]
+    );
     assert_eq!(ck.primitives.functions.len(), 1);
     assert_eq!(ck.kat.rng, KatRng::Nist);
     assert_eq!(ck.kat.all_count, 100);
-    assert_eq!(ck.kat.manifest, root.join("submissions/crate-kem/kat.sha256"));
+    assert_eq!(
+        ck.kat.manifest,
+        root.join("submissions/crate-kem/kat.sha256")
+    );
     assert_eq!(ck.sizes.len(), 2);
     assert_eq!(ck.sizes["Crate-KEM-512"].pk, Some(800));
     assert_eq!(ck.sizes["Other"].sk, None);
@@ -117,7 +131,10 @@ fn valid_fixture_loads_with_everything_applied() {
     assert_eq!(toy.meta.notes, ["first note", "second note"]);
     assert_eq!(
         toy.meta.links,
-        [("Submission".to_string(), "https://example.org/toy".to_string())]
+        [(
+            "Submission".to_string(),
+            "https://example.org/toy".to_string()
+        )]
     );
     // No `versions` node: the values of the `impl` matrix variable.
     assert_eq!(toy.meta.versions, ["clean", "avx2", "avx-512"]);
@@ -146,7 +163,10 @@ fn valid_fixture_loads_with_everything_applied() {
     assert_eq!(p.drng.as_deref(), Some("PQCLEAN_randombytes"));
     assert_eq!(toy.kat.rng, KatRng::Hqc);
     assert_eq!(toy.kat.all_count, 10);
-    assert_eq!(toy.kat.reference_dir, Some(root.join("submissions/toy/kat")));
+    assert_eq!(
+        toy.kat.reference_dir,
+        Some(root.join("submissions/toy/kat"))
+    );
     assert_eq!(toy.sizes["Toy-1-clean"].ct, Some(768));
     assert_eq!(toy.sizes["Toy-3-avx2"].sk, None);
 
@@ -228,13 +248,25 @@ fn four_errors_reported_at_once_with_locations() {
     let (d, text) = render_fixture("four-errors/pipelines/campaign.kdl");
     let messages: Vec<&str> = d.iter().map(|x| x.message()).collect();
     assert_eq!(d.len(), 4, "{text}");
-    assert!(messages.contains(&"dependency cycle: `kat -> time -> kat`"), "{text}");
-    assert!(messages.contains(&"unknown node `algoritm` in `submission \"bad\"`"), "{text}");
+    assert!(
+        messages.contains(&"dependency cycle: `kat -> time -> kat`"),
+        "{text}"
+    );
+    assert!(
+        messages.contains(&"unknown node `algoritm` in `submission \"bad\"`"),
+        "{text}"
+    );
     assert!(messages
         .iter()
         .any(|m| m.starts_with("undefined template variable `lvl`")));
-    assert!(messages.contains(&"duplicate instance id `Bad-512-clean`"), "{text}");
-    let locs: Vec<String> = d.iter().map(|x| x.location().unwrap().to_string()).collect();
+    assert!(
+        messages.contains(&"duplicate instance id `Bad-512-clean`"),
+        "{text}"
+    );
+    let locs: Vec<String> = d
+        .iter()
+        .map(|x| x.location().unwrap().to_string())
+        .collect();
     assert_eq!(
         locs,
         [
@@ -286,13 +318,15 @@ fn campaign_fs(pipeline: &str, manifest: &str) -> MemFs {
 
 /// Loads the campaign and returns the rendered problems; asserts how many there are.
 fn errors_of(fs: &MemFs, expected: usize) -> String {
-    let d = load_campaign_with(Path::new("/c/pipelines/p.kdl"), fs)
-        .expect_err("expected problems");
+    let d = load_campaign_with(Path::new("/c/pipelines/p.kdl"), fs).expect_err("expected problems");
     let text = d.render(false);
     assert_eq!(d.len(), expected, "{text}");
     for x in &d {
         let loc = x.location().expect("every problem points into a file");
-        assert!(text.contains(&format!("[{loc}]")), "{loc} missing in\n{text}");
+        assert!(
+            text.contains(&format!("[{loc}]")),
+            "{loc} missing in\n{text}"
+        );
     }
     text
 }
@@ -363,8 +397,11 @@ error_case!(unknown_when_value, 1, manifest: ("}\n", "    when impl=\"avx\" {\n 
 #[test]
 fn duplicate_submission_ids() {
     let mut fs = campaign_fs(PIPELINE, MANIFEST);
-    fs.add_file("/c/submissions/b/manifest.kdl", edit(MANIFEST, "path=\"src\"", "crate=\"x\" version=\"1\""))
-        .add_file("/c/submissions/b/kat.sha256", "");
+    fs.add_file(
+        "/c/submissions/b/manifest.kdl",
+        edit(MANIFEST, "path=\"src\"", "crate=\"x\" version=\"1\""),
+    )
+    .add_file("/c/submissions/b/kat.sha256", "");
     insta::assert_snapshot!("duplicate_submission_ids", errors_of(&fs, 1));
 }
 
@@ -372,7 +409,11 @@ fn duplicate_submission_ids() {
 fn errors_in_included_primitives_point_into_that_file() {
     let mut fs = campaign_fs(
         PIPELINE,
-        &edit(MANIFEST, "    kat", "    primitives include=\"../prims.kdl\"\n    kat"),
+        &edit(
+            MANIFEST,
+            "    kat",
+            "    primitives include=\"../prims.kdl\"\n    kat",
+        ),
     );
     fs.add_file(
         "/c/submissions/prims.kdl",
@@ -412,9 +453,16 @@ fn missing_primitives_file_and_bad_catalog() {
 #[test]
 fn many_problems_in_many_files_at_once() {
     // Every file's problems are collected: pipeline, two manifests.
-    let p = edit(&edit(PIPELINE, "trials=5", "trials=0"), "step \"time\"", "step \"time\" foo=1");
+    let p = edit(
+        &edit(PIPELINE, "trials=5", "trials=0"),
+        "step \"time\"",
+        "step \"time\" foo=1",
+    );
     let mut fs = campaign_fs(&p, &edit(MANIFEST, "algorithm", "algoritm"));
-    fs.add_file("/c/submissions/b/manifest.kdl", "submission \"b\" {\n    source path=\"none\"\n}\n");
+    fs.add_file(
+        "/c/submissions/b/manifest.kdl",
+        "submission \"b\" {\n    source path=\"none\"\n}\n",
+    );
     let d = load_campaign_with(Path::new("/c/pipelines/p.kdl"), &fs).unwrap_err();
     let text = d.to_string();
     assert_eq!(d.len(), 7, "{text}");
@@ -425,7 +473,9 @@ fn many_problems_in_many_files_at_once() {
 fn unreadable_pipeline_is_a_diagnostic() {
     let d = load_campaign_with(Path::new("/nowhere.kdl"), &MemFs::new()).unwrap_err();
     assert_eq!(d.len(), 1);
-    assert!(d.to_string().contains("cannot read pipeline `/nowhere.kdl`"));
+    assert!(d
+        .to_string()
+        .contains("cannot read pipeline `/nowhere.kdl`"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -498,7 +548,10 @@ fn load_spec_with(pipeline: &str, manifest: &str) -> Result<usize, usize> {
         Err(d) => {
             // Rendering must not panic either, and every problem has a message.
             let text = d.render(false);
-            assert!(!d.is_empty() && d.iter().all(|x| !x.message().is_empty()), "{text}");
+            assert!(
+                !d.is_empty() && d.iter().all(|x| !x.message().is_empty()),
+                "{text}"
+            );
             Err(d.len())
         }
     }
@@ -526,10 +579,35 @@ fn truncations_of_the_spec_examples_are_handled() {
 
 /// Fragments that make interesting KDL and DSL mistakes when spliced in.
 const TOKENS: &[&str] = &[
-    "{", "}", "\"", "=", "#true", "#null", "1.5", "-", "\n", ";", "/-", "//", "/*", "(u8)",
-    "needs=\"kat\"", "{level}", "{x:upper}", "{{", "}}", "µs", "r#\"", "\"\"\"", "\\", "0",
-    "step \"time\" needs=\"time\"", "instance \"a\" dir=\"d\" namespace=\"n\"", "matrix a=\"\"",
-    "when impl=\"avx2\" { }", "999999999999999999999999999999999999999999",
+    "{",
+    "}",
+    "\"",
+    "=",
+    "#true",
+    "#null",
+    "1.5",
+    "-",
+    "\n",
+    ";",
+    "/-",
+    "//",
+    "/*",
+    "(u8)",
+    "needs=\"kat\"",
+    "{level}",
+    "{x:upper}",
+    "{{",
+    "}}",
+    "µs",
+    "r#\"",
+    "\"\"\"",
+    "\\",
+    "0",
+    "step \"time\" needs=\"time\"",
+    "instance \"a\" dir=\"d\" namespace=\"n\"",
+    "matrix a=\"\"",
+    "when impl=\"avx2\" { }",
+    "999999999999999999999999999999999999999999",
 ];
 
 #[derive(Debug, Clone)]
@@ -598,4 +676,3 @@ mod no_panic {
         }
     }
 }
-

@@ -42,7 +42,9 @@ fn duration(input: &str) -> IResult<&str, (&str, Option<&str>, u128)> {
 /// Parses a DSL duration. The error is a lower-case sentence naming the input.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad = || {
-        format!("invalid duration `{s}`: expected a number followed by a unit ({UNITS}), e.g. `250ms`")
+        format!(
+            "invalid duration `{s}`: expected a number followed by a unit ({UNITS}), e.g. `250ms`"
+        )
     };
     let (_, (int, frac, unit_ns)) = duration(s).map_err(|_| bad())?;
     let too_big = || format!("duration `{s}` is too large");
@@ -71,7 +73,7 @@ pub fn format_duration(d: Duration) -> String {
         ("ms", 1_000_000),
         ("us", 1_000),
     ] {
-        if ns != 0 && ns % size == 0 {
+        if ns != 0 && ns.is_multiple_of(size) {
             return format!("{}{unit}", ns / size);
         }
     }
@@ -98,7 +100,9 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        for s in ["", "s", "1", "1x", "1.s", ".5s", "1 s", "-1s", "1s2", "1sec", "1.5.5s"] {
+        for s in [
+            "", "s", "1", "1x", "1.s", ".5s", "1 s", "-1s", "1s2", "1sec", "1.5.5s",
+        ] {
             let e = parse_duration(s).unwrap_err();
             assert!(e.contains("invalid duration"), "{s}: {e}");
         }

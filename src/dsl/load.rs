@@ -159,8 +159,7 @@ pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagn
     let mut submissions = Vec::new();
     for (mpath, glob_span) in &manifests {
         let shown = fs.display(mpath);
-        let Some((mfile, mdoc)) =
-            loader.load_named(mpath, &file, *glob_span, "manifest", &shown)
+        let Some((mfile, mdoc)) = loader.load_named(mpath, &file, *glob_span, "manifest", &shown)
         else {
             continue;
         };
@@ -175,13 +174,16 @@ pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagn
         let ((first, first_span), first_file) = &w[0];
         let ((again, again_span), again_file) = &w[1];
         if first.id == again.id {
-            let d = Diagnostic::new(again_file, format!("duplicate submission id `{}`", again.id))
-                .label(*again_span, "declared again here")
-                .help("submission ids must be unique across the campaign")
-                .related(
-                    Diagnostic::new(first_file, format!("`{}` first declared here", first.id))
-                        .label(*first_span, "first declared here"),
-                );
+            let d = Diagnostic::new(
+                again_file,
+                format!("duplicate submission id `{}`", again.id),
+            )
+            .label(*again_span, "declared again here")
+            .help("submission ids must be unique across the campaign")
+            .related(
+                Diagnostic::new(first_file, format!("`{}` first declared here", first.id))
+                    .label(*first_span, "first declared here"),
+            );
             loader.diags.push(d);
         }
     }

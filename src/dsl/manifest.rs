@@ -149,12 +149,17 @@ fn lower_doc(
             cx.error(
                 name_span(link),
                 "expected a title and a URL",
-                format!("`link` takes two arguments (a title and a URL), found {}", a.len()),
+                format!(
+                    "`link` takes two arguments (a title and a URL), found {}",
+                    a.len()
+                ),
             );
             continue;
         }
-        if let (Some(t), Some(u)) = (cx.expect_string(a[0], "link"), cx.expect_string(a[1], "link"))
-        {
+        if let (Some(t), Some(u)) = (
+            cx.expect_string(a[0], "link"),
+            cx.expect_string(a[1], "link"),
+        ) {
             meta.links.push((t, u));
         }
     }
@@ -241,12 +246,7 @@ fn simple_string(cx: &mut Cx<'_>, n: &KdlNode) -> Option<String> {
     cx.one_string_arg(n, &nm).map(|(s, _)| s)
 }
 
-fn lower_source(
-    cx: &mut Cx<'_>,
-    loader: &Loader<'_>,
-    n: &KdlNode,
-    dir: &Path,
-) -> Option<Source> {
+fn lower_source(cx: &mut Cx<'_>, loader: &Loader<'_>, n: &KdlNode, dir: &Path) -> Option<Source> {
     cx.no_args(n, "source");
     cx.no_children(n, "source");
     let props = cx.props(n, "`source`", &["path", "crate", "version", "root"]);
@@ -385,7 +385,11 @@ fn lower_primitives_file(cx: &mut Cx<'_>, doc: &KdlDocument) -> Option<Primitive
         }
     }
     let Some(n) = found else {
-        cx.missing_node(SourceSpan::new(0.into(), 0), "primitives", "a primitives file");
+        cx.missing_node(
+            SourceSpan::new(0.into(), 0),
+            "primitives",
+            "a primitives file",
+        );
         return None;
     };
     cx.no_args(n, "primitives");
@@ -574,7 +578,11 @@ fn lower_sizes(
                 if let Some((id, e)) = id {
                     if out.insert(id.clone(), sz).is_some() {
                         let s = cx.value_span(e);
-                        cx.error(s, "listed again", format!("instance `{id}` is listed twice in `sizes`"));
+                        cx.error(
+                            s,
+                            "listed again",
+                            format!("instance `{id}` is listed twice in `sizes`"),
+                        );
                     }
                 }
             }
@@ -655,7 +663,9 @@ fn parse_catalog(
                         diags.push(
                             Diagnostic::new(
                                 file,
-                                format!("size catalog `{col}` must be a whole number, found `{cell}`"),
+                                format!(
+                                    "size catalog `{col}` must be a whole number, found `{cell}`"
+                                ),
                             )
                             .label(span, "this row"),
                         );
@@ -698,7 +708,11 @@ fn lower_matrix(cx: &mut Cx<'_>, n: &KdlNode) -> Option<Matrix> {
             continue;
         }
         spans.insert(k.clone(), key.span());
-        if k.is_empty() || !k.chars().all(|c| c.is_alphanumeric() || c == '-' || c == '_') {
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+        {
             cx.error(
                 key.span(),
                 "invalid name",
@@ -727,7 +741,11 @@ fn lower_matrix(cx: &mut Cx<'_>, n: &KdlNode) -> Option<Matrix> {
         }
         if vals.is_empty() {
             let s = cx.value_span(e);
-            cx.error(s, "no values", format!("matrix variable `{k}` has no values"));
+            cx.error(
+                s,
+                "no values",
+                format!("matrix variable `{k}` has no values"),
+            );
             ok = false;
             continue;
         }
@@ -947,7 +965,7 @@ fn expand_instances(
             if let Some(&(pti, pci)) = seen.get(&id) {
                 // One report per duplicated id, and one per template that repeats itself.
                 let same_tpl = pti == ti;
-                if !reported.contains(&id) && !(same_tpl && self_reported.contains(&ti)) {
+                if !(reported.contains(&id) || same_tpl && self_reported.contains(&ti)) {
                     reported.push(id.clone());
                     if same_tpl {
                         self_reported.push(ti);

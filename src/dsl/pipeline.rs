@@ -18,7 +18,14 @@ use super::reader::{args, name, name_span, Cx};
 use crate::model::{FlagProfile, KatMode, Op, StepKind, StepParams, StepSpec, System};
 
 /// Top-level nodes of a pipeline.
-const TOP_NODES: [&str; 6] = ["system", "flags", "submissions", "outputs", "defaults", "step"];
+const TOP_NODES: [&str; 6] = [
+    "system",
+    "flags",
+    "submissions",
+    "outputs",
+    "defaults",
+    "step",
+];
 /// Children of `system`.
 const SYSTEM_NODES: [&str; 3] = ["arch", "bench-cpu", "cc"];
 /// Properties every step takes.
@@ -272,11 +279,19 @@ fn glob_manifests(
     let span = cx.value_span(e);
     let abs = normalize(&dir.join(pattern));
     let Some(abs_str) = abs.to_str() else {
-        cx.error(span, "not UTF-8", format!("glob `{pattern}` is not valid UTF-8"));
+        cx.error(
+            span,
+            "not UTF-8",
+            format!("glob `{pattern}` is not valid UTF-8"),
+        );
         return;
     };
     match fs.glob(abs_str) {
-        Err(msg) => cx.error(span, "invalid glob", format!("invalid glob `{pattern}`: {msg}")),
+        Err(msg) => cx.error(
+            span,
+            "invalid glob",
+            format!("invalid glob `{pattern}`: {msg}"),
+        ),
         Ok(paths) if paths.is_empty() => {
             let d = cx
                 .diag(format!("glob `{pattern}` matches no file"))
@@ -324,8 +339,17 @@ fn allowed_props(kind: StepKind) -> Vec<&'static str> {
 
 /// All parameter names that exist on some step kind (to tell "does not apply" from "unknown").
 const ALL_STEP_PROPS: [&str; 11] = [
-    "needs", "exclusive", "timeout", "flags", "modes", "ops", "trials", "trial", "min-iters",
-    "samples", "iters",
+    "needs",
+    "exclusive",
+    "timeout",
+    "flags",
+    "modes",
+    "ops",
+    "trials",
+    "trial",
+    "min-iters",
+    "samples",
+    "iters",
 ];
 
 fn lower_step<'n>(
@@ -370,7 +394,10 @@ fn lower_step<'n>(
             let d = cx
                 .diag(format!("property `{k}` does not apply to step `{kind}`"))
                 .label(key.span(), "not a parameter of this step")
-                .help(format!("step `{kind}` takes {}", backticked(allowed.iter().copied())));
+                .help(format!(
+                    "step `{kind}` takes {}",
+                    backticked(allowed.iter().copied())
+                ));
             cx.push(d);
         } else {
             let guess = closest(k, allowed.iter().copied());
@@ -379,7 +406,10 @@ fn lower_step<'n>(
             }
             let help = match guess {
                 Some(g) => format!("did you mean `{g}`?"),
-                None => format!("step `{kind}` takes {}", backticked(allowed.iter().copied())),
+                None => format!(
+                    "step `{kind}` takes {}",
+                    backticked(allowed.iter().copied())
+                ),
             };
             let d = cx
                 .diag(format!("unknown property `{k}` on {on}"))
@@ -392,11 +422,11 @@ fn lower_step<'n>(
     let mut params = StepParams::default();
     let mut exclusive = false;
     let mut timeout = default_timeout;
-    if let Some(e) = props.get("exclusive") {
-        match cx.expect_bool(e, "exclusive") {
-            Some(b) => exclusive = b,
-            None => {}
-        }
+    if let Some(b) = props
+        .get("exclusive")
+        .and_then(|e| cx.expect_bool(e, "exclusive"))
+    {
+        exclusive = b;
     }
     if let Some(e) = props.get("timeout") {
         match duration_value(cx, e, "timeout") {
@@ -409,80 +439,61 @@ fn lower_step<'n>(
         }
     }
     match props.get("flags") {
-        Some(e) => {
-            if let Some(f) = cx.expect_string(e, "flags") {
-                if !flags.contains_key(&f) {
-                    let span = cx.value_span(e);
-                    let known = backticked(flags.keys().map(|s| s.as_str()));
-                    let d = cx
-                        .diag(format!("unknown flags profile `{f}`"))
-                        .label(span, "no `flags` profile of this name")
-                        .maybe_help(did_you_mean(&f, flags.keys().map(|s| s.as_str())).or_else(|| {
-                            Some(if known.is_empty() {
-                                "declare it with `flags \"name\" \"-O2 ...\"`".to_string()
-                            } else {
-                                format!("declared profiles: {known}")
-                            })
-                        }));
-                    cx.push(d);
-                } else {
-                    params.flags = Some(f);
-                }
-            } else {
-            }
-        }
-        None if kind == StepKind::Build => {
-            cx.missing_prop(n, "flags", &on);
-        }
+        Some(e) => params.flags = flags_profile(cx, e, flags),
+        None if kind == StepKind::Build => cx.missing_prop(n, "flags", &on),
         None => {}
     }
-    if let Some(e) = props.get("modes") {
-        match word_list(cx, e, "modes", &["single", "all"]) {
-            Some(ws) => {
-                params.kat_modes = ws
-                    .iter()
-                    .map(|w| if w == "all" { KatMode::All } else { KatMode::Single })
-                    .collect();
-            }
-            None => {}
-        }
+    if let Some(ws) = props
+        .get("modes")
+        .and_then(|e| word_list(cx, e, "modes", &["single", "all"]))
+    {
+        params.kat_modes = ws
+            .iter()
+            .map(|w| {
+                if w == "all" {
+                    KatMode::All
+                } else {
+                    KatMode::Single
+                }
+            })
+            .collect();
     }
-    if let Some(e) = props.get("ops") {
-        let names: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
-        match word_list(cx, e, "ops", &names) {
-            Some(ws) => params.ops = ws.iter().filter_map(|w| Op::from_name(w)).collect(),
-            None => {}
-        }
+    let op_names: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
+    if let Some(ws) = props
+        .get("ops")
+        .and_then(|e| word_list(cx, e, "ops", &op_names))
+    {
+        params.ops = ws.iter().filter_map(|w| Op::from_name(w)).collect();
     }
-    if let Some(e) = props.get("trials") {
-        match cx.expect_int_as::<u32>(e, "trials", 1) {
-            Some(v) => params.trials = v,
-            None => {}
-        }
+    if let Some(v) = props
+        .get("trials")
+        .and_then(|e| cx.expect_int_as::<u32>(e, "trials", 1))
+    {
+        params.trials = v;
     }
-    if let Some(e) = props.get("trial") {
-        match duration_value(cx, e, "trial") {
-            Some(v) => params.trial = v,
-            None => {}
-        }
+    if let Some(v) = props
+        .get("trial")
+        .and_then(|e| duration_value(cx, e, "trial"))
+    {
+        params.trial = v;
     }
-    if let Some(e) = props.get("min-iters") {
-        match cx.expect_int_as::<u64>(e, "min-iters", 1) {
-            Some(v) => params.min_iters = v,
-            None => {}
-        }
+    if let Some(v) = props
+        .get("min-iters")
+        .and_then(|e| cx.expect_int_as::<u64>(e, "min-iters", 1))
+    {
+        params.min_iters = v;
     }
-    if let Some(e) = props.get("samples") {
-        match cx.expect_int_as::<u32>(e, "samples", 0) {
-            Some(v) => params.samples = v,
-            None => {}
-        }
+    if let Some(v) = props
+        .get("samples")
+        .and_then(|e| cx.expect_int_as::<u32>(e, "samples", 0))
+    {
+        params.samples = v;
     }
-    if let Some(e) = props.get("iters") {
-        match cx.expect_int_as::<u64>(e, "iters", 1) {
-            Some(v) => params.iters = v,
-            None => {}
-        }
+    if let Some(v) = props
+        .get("iters")
+        .and_then(|e| cx.expect_int_as::<u64>(e, "iters", 1))
+    {
+        params.iters = v;
     }
     // A broken step still takes part in duplicate/needs checks; the campaign fails anyway.
     Some(StepDraft {
@@ -499,13 +510,47 @@ fn lower_step<'n>(
     })
 }
 
+/// The `flags=` value of a build step: a declared profile name.
+fn flags_profile(
+    cx: &mut Cx<'_>,
+    e: &KdlEntry,
+    flags: &BTreeMap<String, FlagProfile>,
+) -> Option<String> {
+    let f = cx.expect_string(e, "flags")?;
+    if flags.contains_key(&f) {
+        return Some(f);
+    }
+    let span = cx.value_span(e);
+    let names = || flags.keys().map(|s| s.as_str());
+    let help = did_you_mean(&f, names()).unwrap_or_else(|| {
+        if flags.is_empty() {
+            "declare it with `flags \"name\" \"-O2 ...\"`".to_string()
+        } else {
+            format!("declared profiles: {}", backticked(names()))
+        }
+    });
+    let d = cx
+        .diag(format!("unknown flags profile `{f}`"))
+        .label(span, "no `flags` profile of this name")
+        .help(help);
+    cx.push(d);
+    None
+}
+
 /// A space-separated list of words from `allowed`, deduplicated in order.
 fn word_list(cx: &mut Cx<'_>, e: &KdlEntry, what: &str, allowed: &[&str]) -> Option<Vec<String>> {
     let s = cx.expect_string(e, what)?;
     let ws = words(&s);
     if ws.is_empty() {
         let span = cx.value_span(e);
-        cx.error(span, "empty", format!("`{what}` must name at least one of {}", backticked(allowed.iter().copied())));
+        cx.error(
+            span,
+            "empty",
+            format!(
+                "`{what}` must name at least one of {}",
+                backticked(allowed.iter().copied())
+            ),
+        );
         return None;
     }
     let mut out: Vec<String> = Vec::new();
@@ -534,7 +579,9 @@ fn resolve_needs(cx: &mut Cx<'_>, steps: &mut [StepDraft<'_>]) {
     let declared_names: Vec<&str> = declared.iter().map(|k| k.name()).collect();
     for s in steps.iter_mut() {
         let Some(e) = s.needs else { continue };
-        let Some(text) = cx.expect_string(e, "needs") else { continue };
+        let Some(text) = cx.expect_string(e, "needs") else {
+            continue;
+        };
         for (w, r) in words(&text) {
             match StepKind::from_name(w).filter(|k| declared.contains(k)) {
                 Some(k) => {

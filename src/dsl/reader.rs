@@ -290,7 +290,10 @@ impl<'a> Cx<'a> {
             self.error(
                 s,
                 "unexpected argument",
-                format!("`{what}` takes one argument, found another: {}", describe(extra.value())),
+                format!(
+                    "`{what}` takes one argument, found another: {}",
+                    describe(extra.value())
+                ),
             );
         }
         self.expect_string(first, what).map(|s| (s, first))
@@ -326,7 +329,12 @@ impl<'a> Cx<'a> {
 
     /// "unknown node `x` in `parent`" with a did-you-mean among `allowed`; returns the
     /// suggested name, so a caller can skip "missing `algorithm`" after `algoritm`.
-    pub fn unknown_node<'c>(&mut self, n: &KdlNode, parent: &str, allowed: &[&'c str]) -> Option<&'c str> {
+    pub fn unknown_node<'c>(
+        &mut self,
+        n: &KdlNode,
+        parent: &str,
+        allowed: &[&'c str],
+    ) -> Option<&'c str> {
         let nm = name(n);
         let guess = closest(nm, allowed.iter().copied());
         let help = match guess {

@@ -207,9 +207,7 @@ impl Template {
                         Some(f) => out.push_str(&f.apply(v)),
                         None => out.push_str(v),
                     },
-                    None => {
-                        return Err(undefined_var(name, vars.keys().map(|k| k.as_str()), span))
-                    }
+                    None => return Err(undefined_var(name, vars.keys().map(|k| k.as_str()), span)),
                 },
             }
         }
@@ -281,7 +279,10 @@ mod tests {
     #[test]
     fn syntax_errors_have_positions() {
         let e = parse_template("ab{level").unwrap_err();
-        assert_eq!((e.message.as_str(), e.span), ("unclosed `{` in template", 2..3));
+        assert_eq!(
+            (e.message.as_str(), e.span),
+            ("unclosed `{` in template", 2..3)
+        );
         let e = parse_template("ab}c").unwrap_err();
         assert_eq!(e.span, 2..3);
         assert!(e.message.contains("unmatched"));

@@ -470,6 +470,36 @@ fn many_problems_in_many_files_at_once() {
 }
 
 #[test]
+fn kdl_v1_keywords_get_a_hint() {
+    let fs = campaign_fs(
+        &edit(PIPELINE, "trials=5", "trials=5 exclusive=true"),
+        MANIFEST,
+    );
+    let text = errors_of(&fs, 1);
+    assert!(
+        text.contains("KDL v2 writes this keyword as `#true`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn colour_rendering_and_display() {
+    let fs = campaign_fs(
+        &edit(PIPELINE, "needs=\"build\"", "needs=\"biuld\""),
+        MANIFEST,
+    );
+    let d = load_campaign_with(Path::new("/c/pipelines/p.kdl"), &fs).unwrap_err();
+    let coloured = d.render(true);
+    assert!(coloured.contains('\u{1b}'), "{coloured}");
+    assert!(coloured.contains("/c/pipelines/p.kdl:8:19"));
+    assert!(!d.to_string().contains('\u{1b}'));
+    assert_eq!(d.to_string(), d.render(false));
+    let first = d.iter().next().unwrap();
+    assert_eq!(first.help_text(), Some("did you mean `build`?"));
+    assert_eq!(first.file(), Some(Path::new("/c/pipelines/p.kdl")));
+}
+
+#[test]
 fn unreadable_pipeline_is_a_diagnostic() {
     let d = load_campaign_with(Path::new("/nowhere.kdl"), &MemFs::new()).unwrap_err();
     assert_eq!(d.len(), 1);
@@ -674,5 +704,100 @@ mod no_panic {
         fn arbitrary_text_never_panics(p in "\\PC{0,200}", m in "\\PC{0,200}") {
             let _ = load_spec_with(&p, &m);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Scale and ad-hoc checks (ignored by default)
+// ---------------------------------------------------------------------------------------
+
+/// A generated campaign: `subs` submissions of `per` instances each (matrix 4 x per/4),
+/// six steps, in memory.
+fn generated_campaign(subs: usize, per: usize) -> MemFs {
+    let mut fs = MemFs::new();
+    fs.add_file(
+        "/g/pipelines/big.kdl",
+        r#"system "big" {
+    bench-cpu 1
+}
+flags "guide" "-O3 -march=native"
+submissions "../submissions/*/manifest.kdl"
+outputs "../outputs/big"
+step "build" flags="guide"
+step "kat" needs="build"
+step "sizes" needs="kat"
+step "time" needs="kat" exclusive=#true
+step "survey" needs="build"
+step "report" needs="kat time sizes survey"
+"#,
+    );
+    let impls: Vec<String> = (0..per / 4).map(|i| format!("impl{i}")).collect();
+    for s in 0..subs {
+        fs.add_file(
+            format!("/g/submissions/kem{s:04}/manifest.kdl"),
+            format!(
+                r#"submission "kem{s:04}" {{
+    algorithm "KEM {s}"
+    source crate="pqcrypto-mlkem" version="0.1.1" root="pqclean"
+    matrix level="1 2 3 4" impl="{}"
+    instance "KEM{s}-{{level}}-{{impl}}" dir="crypto_kem/kem{s}-{{level}}/{{impl}}" namespace="KEM{s}_{{level}}_{{impl:upper}}_"
+    when impl="impl0" {{
+        cflags "-mavx2"
+        requires-cpu "avx2"
+    }}
+}}
+"#,
+                impls.join(" ")
+            ),
+        )
+        .add_file(format!("/g/submissions/kem{s:04}/kat.sha256"), "");
+    }
+    fs
+}
+
+#[test]
+fn generated_campaign_expands_every_instance() {
+    let c = load_campaign_with(Path::new("/g/pipelines/big.kdl"), &generated_campaign(5, 8))
+        .unwrap_or_else(|d| panic!("{d}"));
+    let n: usize = c.submissions.iter().map(|s| s.instances.len()).sum();
+    assert_eq!(n, 40);
+    assert_eq!(c.steps.len(), 6);
+}
+
+/// `cargo test --release --test dsl -- --ignored load_1000 --nocapture` prints the time to
+/// load and expand 1000 instances (50 submissions x 20) with 6 steps.
+#[test]
+#[ignore = "timing figure, run in release"]
+fn load_1000_instances_timing() {
+    let fs = generated_campaign(50, 20);
+    let t = std::time::Instant::now();
+    let c = load_campaign_with(Path::new("/g/pipelines/big.kdl"), &fs).unwrap();
+    let took = t.elapsed();
+    let n: usize = c.submissions.iter().map(|s| s.instances.len()).sum();
+    assert_eq!(n, 1000);
+    eprintln!("parse + validate + expand of {n} instances x 6 steps: {took:?}");
+}
+
+/// `NGCC_DSL_PIPELINE=path cargo test --test dsl -- --ignored check_pipeline_from_env
+/// --nocapture` loads any pipeline from disk and prints the problems or a summary.
+#[test]
+#[ignore = "ad-hoc check of a pipeline named by NGCC_DSL_PIPELINE"]
+fn check_pipeline_from_env() {
+    let Ok(p) = std::env::var("NGCC_DSL_PIPELINE") else {
+        return;
+    };
+    match load_campaign(Path::new(&p)) {
+        Ok(c) => {
+            for s in &c.submissions {
+                let ids: Vec<&str> = s.instances.iter().map(|i| i.id.as_str()).collect();
+                eprintln!("{}: {} instances: {}", s.id, ids.len(), ids.join(", "));
+            }
+            eprintln!(
+                "ok: {} submissions, {} steps",
+                c.submissions.len(),
+                c.steps.len()
+            );
+        }
+        Err(d) => panic!("\n{}", d.render(false)),
     }
 }

@@ -63,12 +63,23 @@ impl<'a> Loader<'a> {
                         .clone()
                         .unwrap_or_else(|| "invalid document".to_string());
                     let label = kd.label.clone().unwrap_or_else(|| "here".to_string());
+                    let at = file.trim(kd.span);
+                    let word = file
+                        .text()
+                        .get(at.offset()..at.offset() + at.len())
+                        .unwrap_or("");
+                    // KDL v1 habits: bare keywords are `#true`, `#false`, `#null` in v2.
+                    let help = if matches!(word, "true" | "false" | "null") {
+                        Some(format!("KDL v2 writes this keyword as `#{word}`"))
+                    } else {
+                        kd.help.as_deref().map(lower_sentence)
+                    };
                     let d = Diagnostic::new(
                         file,
                         format!("kdl syntax error: {}", lower_sentence(&msg)),
                     )
                     .label(kd.span, lower_sentence(&label))
-                    .maybe_help(kd.help.as_deref().map(lower_sentence));
+                    .maybe_help(help);
                     self.diags.push(d);
                 }
                 None

@@ -277,7 +277,8 @@ fn glob_manifests(
     out: &mut Vec<(PathBuf, SourceSpan)>,
 ) {
     let span = cx.value_span(e);
-    let abs = normalize(&dir.join(pattern));
+    // The folder part is literal: escape glob metacharacters in it.
+    let abs = normalize(&Path::new(&escape_glob(&dir.to_string_lossy())).join(pattern));
     let Some(abs_str) = abs.to_str() else {
         cx.error(
             span,
@@ -310,6 +311,21 @@ fn glob_manifests(
             }
         }
     }
+}
+
+/// `s` with glob metacharacters made literal (`[` -> `[[]`), for both `glob` and `globset`.
+fn escape_glob(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}') {
+            out.push('[');
+            out.push(c);
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A duration-valued entry; reports a bad value at the value.
@@ -688,6 +704,15 @@ fn cycle_path(steps: &[StepDraft<'_>], start: usize, members: &[usize]) -> Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn glob_escaping() {
+        assert_eq!(escape_glob("/a[1]/b*"), "/a[[]1[]]/b[*]");
+        let mut fs = crate::dsl::MemFs::new();
+        fs.add_file("/we[i]rd/subs/x/manifest.kdl", "");
+        let pat = format!("{}/subs/*/manifest.kdl", escape_glob("/we[i]rd"));
+        assert_eq!(fs.glob(&pat).unwrap().len(), 1);
+    }
 
     #[test]
     fn words_have_ranges() {

@@ -701,6 +701,21 @@ mod no_panic {
         }
 
         #[test]
+        fn arbitrary_included_files_never_panic(prims in "\\PC{0,300}", csv in "[a-z0-9,\\n -]{0,120}") {
+            let m = edit(
+                MANIFEST,
+                "    kat",
+                "    primitives include=\"../prims.kdl\"\n    sizes catalog=\"sizes.csv\"\n    kat",
+            );
+            let mut fs = campaign_fs(PIPELINE, &m);
+            fs.add_file("/c/submissions/prims.kdl", prims)
+                .add_file("/c/submissions/a/sizes.csv", csv);
+            if let Err(d) = load_campaign_with(Path::new("/c/pipelines/p.kdl"), &fs) {
+                let _ = d.render(false);
+            }
+        }
+
+        #[test]
         fn arbitrary_text_never_panics(p in "\\PC{0,200}", m in "\\PC{0,200}") {
             let _ = load_spec_with(&p, &m);
         }

@@ -82,8 +82,11 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// Where a diagnostic points: the file as displayed, and a 1-based line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
+    /// The file as shown in reports.
     pub file: String,
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in characters.
     pub col: usize,
 }
 

@@ -52,6 +52,7 @@ pub struct RealFs {
 }
 
 impl RealFs {
+    /// The real file system seen from the current working directory.
     pub fn new() -> Self {
         RealFs {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
@@ -114,6 +115,7 @@ pub struct MemFs {
 }
 
 impl MemFs {
+    /// An empty in-memory file system.
     pub fn new() -> Self {
         MemFs::default()
     }

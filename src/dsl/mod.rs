@@ -8,6 +8,8 @@
 //! File access goes through [`SourceFs`], so tests and benchmarks can load campaigns held
 //! in memory ([`MemFs`]).
 
+#![deny(missing_docs)]
+
 mod diag;
 mod duration;
 mod fs;

@@ -19,9 +19,13 @@ use super::diag::{backticked, did_you_mean};
 /// A filter applied to a variable's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Filter {
+    /// `{x:upper}`: upper case.
     Upper,
+    /// `{x:lower}`: lower case.
     Lower,
+    /// `{x:snake}`: `-` becomes `_`.
     Snake,
+    /// `{x:nodash}`: `-` removed.
     Nodash,
 }
 
@@ -51,9 +55,13 @@ impl Filter {
 /// One piece of a parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
+    /// Literal text (braces already unescaped).
     Lit(String),
+    /// A variable reference.
     Var {
+        /// Variable name.
         name: String,
+        /// Filter applied to the value, if any.
         filter: Option<Filter>,
         /// Byte range of `{...}` in the template text.
         span: Range<usize>,
@@ -63,14 +71,18 @@ pub enum Piece {
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
+    /// Literal and variable pieces in order.
     pub pieces: Vec<Piece>,
 }
 
 /// A template problem: message, optional help, byte range inside the template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateError {
+    /// Lower-case message naming the problem.
     pub message: String,
+    /// A hint (e.g. "did you mean `upper`?").
     pub help: Option<String>,
+    /// Byte range in the template text.
     pub span: Range<usize>,
 }
 

@@ -124,6 +124,12 @@ pub struct BuildData {
     pub cc_version: String,
     pub flags_profile: String,
     pub flags: Vec<String>,
+    /// (source, object) for every compiled instance source, objects as before linking.
+    #[serde(default)]
+    pub objects: Vec<(PathBuf, PathBuf)>,
+    /// The provided primitives' objects (shared between instances).
+    #[serde(default)]
+    pub primitive_objects: Vec<PathBuf>,
     /// Sum of PT_LOAD segment memory sizes of the plain object.
     pub static_bytes: Option<u64>,
     pub api: ApiSizes,
@@ -243,6 +249,9 @@ pub struct ProfileData {
     pub hash_share: f64,
     /// Share in the DRNG, 0..=1.
     pub drng_share: f64,
+    /// Share per family (`keccak`, `aes`, `drng`, ...).
+    #[serde(default)]
+    pub family_shares: Vec<(String, f64)>,
     /// Mean calls per operation for each symbol called at least once.
     pub calls_per_op: Vec<(String, f64)>,
     pub environment: Environment,

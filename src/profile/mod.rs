@@ -40,11 +40,15 @@ pub struct ProfileSummary {
     pub calls_per_op: Vec<(String, f64)>,
 }
 
-/// Shares of `total_cycles` and calls per operation. Symbol cycles are the runner's
+/// Shares of `total_cycles` (less the wrappers' calibrated cost to their callers) and calls
+/// per operation. Symbol cycles are the runner's
 /// (outermost calls only, overhead already subtracted), so families never overlap; shares
 /// are clamped to 0..=1 against measurement noise. Zero iterations or cycles give zeros.
 pub fn summarize(output: &ProfileOutput) -> ProfileSummary {
-    let total = output.total_cycles as f64;
+    // Each wrapped call also costs its caller `wrapper_overhead_cycles` that the plain
+    // object would not spend; take that out of the operation's total.
+    let calls: u64 = output.symbols.iter().map(|s| s.calls).sum();
+    let total = (output.total_cycles as f64 - output.wrapper_overhead_cycles * calls as f64).max(0.0);
     let share = |c: f64| {
         if total > 0.0 {
             (c / total).clamp(0.0, 1.0)

@@ -240,6 +240,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
 
     // Instance sources.
     let mut objects = Vec::new();
+    let mut compiled = Vec::new();
     for (i, src) in sources.iter().enumerate() {
         let stem = src
             .file_stem()
@@ -249,6 +250,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
         let mut f = flags.clone();
         f.extend(includes.iter().cloned());
         c.compile(src, &obj, &f)?;
+        compiled.push((src.clone(), ctx.rel(&obj)));
         objects.push(obj);
     }
 
@@ -381,6 +383,8 @@ fn build(step: &mut Step) -> Result<Done, Done> {
         cc_version: ctx.facts.cc_version.clone(),
         flags_profile: profile_name,
         flags,
+        objects: compiled,
+        primitive_objects: prim_objects.iter().map(|p| ctx.rel(p)).collect(),
         static_bytes,
         api,
         api_h,

@@ -1,7 +1,71 @@
-//! `survey`: which symmetric code the built object really contains.
+//! `survey`: which symmetric code the built object really contains — source hits,
+//! symbols defined outside the provided library, and whether anything reaches them.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use super::{Done, Step};
+use crate::record::StepData;
+use crate::survey::SurveyInput;
 
-pub fn run(_step: &mut Step) -> Done {
-    Done::failed("survey: waiting for the analysis merge")
+pub fn run(step: &mut Step) -> Done {
+    let ctx = step.ctx;
+    let (_, build) = match step.build() {
+        Ok(b) => b,
+        Err(e) => return Done::failed(e),
+    };
+    let source = match step.source() {
+        Ok(s) => s,
+        Err(e) => return Done::failed(e),
+    };
+    let sub = step.submission();
+    let inst = step.instance();
+    let root = source.root;
+    // Extra sources from the provided tree (e.g. PQClean's common/keccak4x) are provided
+    // code, not the submission's own.
+    let provided_dir = |p: &PathBuf| {
+        sub.primitives
+            .includes
+            .iter()
+            .any(|inc| p.starts_with(root.join(inc)))
+    };
+    let mut instance_objects = Vec::new();
+    let mut primitive_objects: Vec<PathBuf> =
+        build.primitive_objects.iter().map(|o| ctx.out.join(o)).collect();
+    let mut primitive_sources: Vec<PathBuf> =
+        sub.primitives.sources.iter().map(|s| root.join(s)).collect();
+    for (src, obj) in &build.objects {
+        if provided_dir(src) {
+            primitive_objects.push(ctx.out.join(obj));
+            primitive_sources.push(src.clone());
+        } else {
+            instance_objects.push((src.clone(), ctx.out.join(obj)));
+        }
+    }
+    let compiled: BTreeSet<PathBuf> = instance_objects.iter().map(|(s, _)| s.clone()).collect();
+    // Every file of the instance folder, compiled or not (dead files are evidence too).
+    let inst_dir = root.join(&inst.dir);
+    let mut instance_sources: Vec<PathBuf> = std::fs::read_dir(&inst_dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .unwrap_or_default();
+    instance_sources.extend(compiled.iter().filter(|p| !p.starts_with(&inst_dir)).cloned());
+    instance_sources.sort();
+    let input = SurveyInput {
+        root: root.clone(),
+        instance_sources,
+        compiled,
+        primitive_sources,
+        instance_objects,
+        primitive_objects,
+        primitives: sub.primitives.functions.clone(),
+        api_symbols: ["crypto_kem_keypair", "crypto_kem_enc", "crypto_kem_dec"]
+            .iter()
+            .map(|f| format!("{}{f}", inst.namespace))
+            .collect(),
+        namespace: inst.namespace.clone(),
+    };
+    match crate::survey::survey(&input) {
+        Ok(data) => Done::ok(StepData::Survey(data)),
+        Err(e) => Done::failed(format!("survey: {e}")),
+    }
 }

@@ -240,8 +240,16 @@ fn dispatch(cmd: Cmd) -> Result<i32, String> {
                 (_, true) => Verbosity::Verbose,
                 _ => Verbosity::Normal,
             };
+            // The bench core is kept free of parallel work only when there is exclusive
+            // work to protect; a KAT-only run may use every core.
+            let exclusive = selected.iter().any(|&ix| ctx.node(ix).exclusive);
             let jobs = jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                if exclusive {
+                    cores.saturating_sub(1).max(1)
+                } else {
+                    cores
+                }
             });
             run_campaign(
                 ctx,

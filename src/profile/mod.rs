@@ -48,7 +48,8 @@ pub fn summarize(output: &ProfileOutput) -> ProfileSummary {
     // Each wrapped call also costs its caller `wrapper_overhead_cycles` that the plain
     // object would not spend; take that out of the operation's total.
     let calls: u64 = output.symbols.iter().map(|s| s.calls).sum();
-    let total = (output.total_cycles as f64 - output.wrapper_overhead_cycles * calls as f64).max(0.0);
+    let total =
+        (output.total_cycles as f64 - output.wrapper_overhead_cycles * calls as f64).max(0.0);
     let share = |c: f64| {
         if total > 0.0 {
             (c / total).clamp(0.0, 1.0)

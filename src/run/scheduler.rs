@@ -70,10 +70,13 @@ pub fn execute(
     progress: &Progress,
 ) -> Summary {
     let bench = ctx.campaign.system.bench_cpu;
+    let exclusive = selected.iter().any(|&ix| ctx.node(ix).exclusive);
+    // Parallel workers (and the compilers they start) stay off the bench core whenever
+    // exclusive steps are part of the run.
     let others: Vec<usize> = kem_native::sys::thread_affinity()
         .unwrap_or_default()
         .into_iter()
-        .filter(|&c| c != bench)
+        .filter(|&c| !exclusive || c != bench)
         .collect();
     let pool = {
         let others = others.clone();

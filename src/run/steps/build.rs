@@ -346,6 +346,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
         let wrap_obj = build_dir.join("ngcc_wrappers.o");
         let mut wflags = profile.flags.clone();
         wflags.extend(includes.iter().cloned());
+        wflags.push(format!("-I{}", root.display()));
         c.compile(&wrap_c, &wrap_obj, &wflags)?;
         let prof = build_dir.join(format!("{}.prof.so", inst.id));
         let mut link = Command::new(&cc);

@@ -76,4 +76,3 @@ pub fn run(step: &mut Step) -> Done {
         environment: ctx.env.clone(),
     }))
 }
-

@@ -30,10 +30,17 @@ pub fn run(step: &mut Step) -> Done {
             .any(|inc| p.starts_with(root.join(inc)))
     };
     let mut instance_objects = Vec::new();
-    let mut primitive_objects: Vec<PathBuf> =
-        build.primitive_objects.iter().map(|o| ctx.out.join(o)).collect();
-    let mut primitive_sources: Vec<PathBuf> =
-        sub.primitives.sources.iter().map(|s| root.join(s)).collect();
+    let mut primitive_objects: Vec<PathBuf> = build
+        .primitive_objects
+        .iter()
+        .map(|o| ctx.out.join(o))
+        .collect();
+    let mut primitive_sources: Vec<PathBuf> = sub
+        .primitives
+        .sources
+        .iter()
+        .map(|s| root.join(s))
+        .collect();
     for (src, obj) in &build.objects {
         if provided_dir(src) {
             primitive_objects.push(ctx.out.join(obj));
@@ -46,9 +53,19 @@ pub fn run(step: &mut Step) -> Done {
     // Every file of the instance folder, compiled or not (dead files are evidence too).
     let inst_dir = root.join(&inst.dir);
     let mut instance_sources: Vec<PathBuf> = std::fs::read_dir(&inst_dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && is_code(p))
+                .collect()
+        })
         .unwrap_or_default();
-    instance_sources.extend(compiled.iter().filter(|p| !p.starts_with(&inst_dir)).cloned());
+    instance_sources.extend(
+        compiled
+            .iter()
+            .filter(|p| !p.starts_with(&inst_dir))
+            .cloned(),
+    );
     instance_sources.sort();
     let input = SurveyInput {
         root: root.clone(),
@@ -68,4 +85,12 @@ pub fn run(step: &mut Step) -> Done {
         Ok(data) => Done::ok(StepData::Survey(data)),
         Err(e) => Done::failed(format!("survey: {e}")),
     }
+}
+
+/// Files worth scanning for symmetric-crypto code (not licences, Makefiles, data).
+fn is_code(p: &std::path::Path) -> bool {
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("c" | "h" | "S" | "s" | "inc" | "cc" | "cpp" | "hpp" | "asm")
+    )
 }

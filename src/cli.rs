@@ -26,6 +26,9 @@ use crate::run::{self, keys, Ctx};
     after_help = "Examples:\n  ngcc-pipe check pipelines/x86_1.kdl\n  ngcc-pipe run --dry-run pipelines/x86_1.kdl\n  ngcc-pipe run pipelines/x86_1.kdl --only '*/kat'\n  ngcc-pipe graph pipelines/x86_1.kdl --format dot --level step | dot -Tsvg > plan.svg"
 )]
 struct Cli {
+    /// Write outputs here instead of the pipeline's `outputs` folder (e.g. a second run to compare).
+    #[arg(long, global = true, value_name = "DIR")]
+    outputs: Option<PathBuf>,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -141,7 +144,7 @@ enum ListWhat {
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    match dispatch(cli.command) {
+    match dispatch(cli.command, cli.outputs.as_deref()) {
         Ok(code) => code,
         Err(msg) => {
             eprintln!("error: {msg}");
@@ -154,9 +157,9 @@ fn color() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
-/// Load a campaign, printing every problem found.
-fn load(pipeline: &Path) -> Result<Campaign, i32> {
-    crate::dsl::load_campaign(pipeline).map_err(|diags| {
+/// Load a campaign, printing every problem found; `outputs` overrides its output folder.
+fn load(pipeline: &Path, outputs: Option<&Path>) -> Result<Campaign, i32> {
+    let mut campaign = crate::dsl::load_campaign(pipeline).map_err(|diags| {
         eprint!("{}", diags.render(color()));
         eprintln!(
             "error: {} problem{} in the campaign files",
@@ -164,13 +167,17 @@ fn load(pipeline: &Path) -> Result<Campaign, i32> {
             if diags.len() == 1 { "" } else { "s" }
         );
         2
-    })
+    })?;
+    if let Some(dir) = outputs {
+        campaign.outputs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    }
+    Ok(campaign)
 }
 
-fn dispatch(cmd: Cmd) -> Result<i32, String> {
+fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
     match cmd {
         Cmd::Check { pipeline } => {
-            let c = match load(&pipeline) {
+            let c = match load(&pipeline, outputs) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
@@ -191,7 +198,7 @@ fn dispatch(cmd: Cmd) -> Result<i32, String> {
             only,
             level,
         } => {
-            let c = match load(&pipeline) {
+            let c = match load(&pipeline, outputs) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
@@ -207,7 +214,7 @@ fn dispatch(cmd: Cmd) -> Result<i32, String> {
             Ok(0)
         }
         Cmd::List { pipeline, what } => {
-            let c = match load(&pipeline) {
+            let c = match load(&pipeline, outputs) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
@@ -224,7 +231,7 @@ fn dispatch(cmd: Cmd) -> Result<i32, String> {
             quiet,
             verbose,
         } => {
-            let c = match load(&pipeline) {
+            let c = match load(&pipeline, outputs) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
@@ -263,7 +270,7 @@ fn dispatch(cmd: Cmd) -> Result<i32, String> {
             )
         }
         Cmd::Explain { pipeline, step } => {
-            let c = match load(&pipeline) {
+            let c = match load(&pipeline, outputs) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
@@ -271,7 +278,7 @@ fn dispatch(cmd: Cmd) -> Result<i32, String> {
             explain(&ctx, &step)
         }
         Cmd::Report { pipeline } => {
-            let c = match load(&pipeline) {
+            let c = match load(&pipeline, outputs) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };

@@ -116,3 +116,182 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, String> {
     );
     Ok(out)
 }
+
+/// The minimal C timing loop `bench fidelity` compares kem-runner with.
+const MINIMAL_LOOP_C: &str = include_str!("../kem-native/c/minimal_loop.c");
+
+/// One operation's fidelity result: kem-runner / minimal loop, per round.
+pub struct FidelityRow {
+    pub op: crate::model::Op,
+    pub iters: u64,
+    pub runner: Vec<f64>,
+    pub minimal: Vec<f64>,
+}
+
+impl FidelityRow {
+    /// Median over rounds of the per-round ratio runner / minimal.
+    pub fn median_ratio(&self) -> f64 {
+        let ratios: Vec<f64> = self
+            .runner
+            .iter()
+            .zip(&self.minimal)
+            .map(|(r, m)| r / m)
+            .collect();
+        crate::measure::stats::median(&ratios).unwrap_or(f64::NAN)
+    }
+}
+
+/// `bench fidelity`: time one built instance's operations with kem-runner and with a
+/// minimal C `rdtsc` loop over the same object, alternating `rounds` times, both pinned to
+/// the bench core and both drawing randomness from getrandom(2) on every call.
+pub fn fidelity(
+    ctx: &crate::run::Ctx,
+    instance: &str,
+    rounds: usize,
+    trial: Duration,
+) -> Result<Vec<FidelityRow>, String> {
+    use crate::model::Op;
+    use crate::record::{StepData, TimeOutput};
+    use std::process::Command;
+
+    let ix = ctx
+        .plan
+        .by_id
+        .get(&format!("{instance}/build"))
+        .copied()
+        .ok_or_else(|| format!("no build step `{instance}/build` in this campaign"))?;
+    let node = ctx.node(ix);
+    let rec = ctx.read_record(node).ok_or_else(|| {
+        format!("`{instance}` is not built yet: run `ngcc-pipe run <pipeline> --only '{instance}/build'` first")
+    })?;
+    let Some(StepData::Build(build)) = rec.data else {
+        return Err(format!(
+            "`{instance}/build` has no object ({})",
+            rec.status.name()
+        ));
+    };
+    let dir = ctx.out.join("bench");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let src = dir.join("minimal_loop.c");
+    let exe = dir.join("minimal_loop");
+    std::fs::write(&src, MINIMAL_LOOP_C).map_err(|e| e.to_string())?;
+    let cc = Command::new(&ctx.campaign.system.cc)
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-ldl")
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !cc.status.success() {
+        return Err(format!(
+            "compiling minimal_loop.c: {}",
+            String::from_utf8_lossy(&cc.stderr)
+        ));
+    }
+    // Children inherit this thread's affinity: pin to the bench core.
+    kem_native::sys::set_thread_affinity(&[ctx.campaign.system.bench_cpu])
+        .map_err(|e| e.to_string())?;
+    let object = ctx.out.join(&build.object);
+    let api = &build.api;
+    let mut rows = Vec::new();
+    for op in Op::ALL {
+        let mut row = FidelityRow {
+            op,
+            iters: 0,
+            runner: Vec::new(),
+            minimal: Vec::new(),
+        };
+        for round in 0..rounds {
+            let runner = || -> Result<(f64, u64), String> {
+                let out = Command::new(&ctx.runner)
+                    .arg("time")
+                    .arg("--lib")
+                    .arg(&object)
+                    .arg("--api")
+                    .arg(&build.api_h)
+                    .args(["--ns", &build.namespace, "--op", op.name()])
+                    .args(["--cpu", &ctx.campaign.system.bench_cpu.to_string()])
+                    .args(["--trials", "1", "--samples", "0", "--rng", "os"])
+                    .args([
+                        "--trial-ns",
+                        &trial.as_nanos().to_string(),
+                        "--min-iters",
+                        "20",
+                    ])
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                let t: TimeOutput = serde_json::from_slice(&out.stdout).map_err(|e| {
+                    format!("kem-runner: {e}: {}", String::from_utf8_lossy(&out.stderr))
+                })?;
+                let tr = t.trials.first().ok_or("kem-runner ran no trial")?;
+                Ok((tr.cycles as f64 / tr.iters as f64, tr.iters))
+            };
+            let minimal = |iters: u64| -> Result<f64, String> {
+                let out = Command::new(&exe)
+                    .arg(&object)
+                    .arg(&build.namespace)
+                    .arg(op.name())
+                    .arg(iters.to_string())
+                    .args([api.pk, api.sk, api.ct, api.ss].map(|n| n.to_string()))
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                let text = String::from_utf8_lossy(&out.stdout);
+                text.trim()
+                    .strip_prefix("cycles_per_op=")
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| {
+                        format!(
+                            "minimal_loop: {}{}",
+                            text,
+                            String::from_utf8_lossy(&out.stderr)
+                        )
+                    })
+            };
+            // Alternate which goes first, so drift over the run cancels out.
+            if round % 2 == 0 {
+                let (r, iters) = runner()?;
+                row.iters = iters;
+                row.runner.push(r);
+                row.minimal.push(minimal(iters)?);
+            } else {
+                let m = minimal(row.iters.max(20))?;
+                let (r, _) = runner()?;
+                row.minimal.push(m);
+                row.runner.push(r);
+            }
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The fidelity table.
+pub fn fidelity_table(instance: &str, rows: &[FidelityRow]) -> String {
+    let mut out = format!(
+        "bench fidelity: {instance}, kem-runner vs a minimal rdtsc loop over the same object\n\
+         op       iters   runner cycles/op (per round)            minimal cycles/op (per round)           median ratio\n"
+    );
+    let fmt = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for r in rows {
+        let ratio = r.median_ratio();
+        let verdict = if (0.98..=1.02).contains(&ratio) {
+            "within 0.98-1.02"
+        } else {
+            "OUTSIDE 0.98-1.02"
+        };
+        let _ = writeln!(
+            out,
+            "{:<8} {:>6}   {:<38}  {:<38}  {ratio:.4} ({verdict})",
+            r.op.name(),
+            r.iters,
+            fmt(&r.runner),
+            fmt(&r.minimal)
+        );
+    }
+    out
+}

@@ -126,6 +126,19 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         repeats: usize,
     },
+    /// kem-runner against a minimal C rdtsc loop over the same built object (keygen, enc, dec),
+    /// alternating `--rounds` times; the instance must be built first.
+    Fidelity {
+        pipeline: PathBuf,
+        /// `submission/instance`, e.g. `ml-kem/ML-KEM-768-clean`.
+        #[arg(long)]
+        instance: String,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Length of one timed trial (`200ms`, `1s`).
+        #[arg(long, default_value = "300ms", value_parser = crate::dsl::parse_duration)]
+        trial: std::time::Duration,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -287,6 +300,21 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
             for f in files {
                 println!("{}", out.join(f).display());
             }
+            Ok(0)
+        }
+        Cmd::Bench(BenchCmd::Fidelity {
+            pipeline,
+            instance,
+            rounds,
+            trial,
+        }) => {
+            let c = match load(&pipeline, outputs) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let ctx = context(c, true)?;
+            let rows = crate::bench::fidelity(&ctx, &instance, rounds, trial)?;
+            print!("{}", crate::bench::fidelity_table(&instance, &rows));
             Ok(0)
         }
         Cmd::Bench(BenchCmd::Plan { instances, repeats }) => {

@@ -174,11 +174,6 @@ fn color() -> bool {
 fn load(pipeline: &Path, outputs: Option<&Path>) -> Result<Campaign, i32> {
     let mut campaign = crate::dsl::load_campaign(pipeline).map_err(|diags| {
         eprint!("{}", diags.render(color()));
-        eprintln!(
-            "error: {} problem{} in the campaign files",
-            diags.len(),
-            if diags.len() == 1 { "" } else { "s" }
-        );
         2
     })?;
     if let Some(dir) = outputs {
@@ -718,8 +713,10 @@ mod tests {
 
     #[test]
     fn reads_the_compiler_version() {
+        let v = cc_version("cc");
         assert!(
-            cc_version("cc").to_lowercase().contains("gcc") || cc_version("cc").contains("clang")
+            !v.starts_with("unknown") && v.chars().any(|c| c.is_ascii_digit()),
+            "{v}"
         );
         assert!(cc_version("/nonexistent/cc").starts_with("unknown"));
     }

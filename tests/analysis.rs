@@ -3,7 +3,7 @@
 //! counting, and the survey on fixtures and on ML-KEM-768 clean.
 //!
 //! They need `gcc` and the PQClean trees of `pqcrypto-mlkem` 0.1.1 and `pqcrypto-frodo`
-//! 0.4.11 in cargo's registry (`cargo fetch` puts them there).
+//! 0.4.11, which they fetch with cargo (as the `source` step does) when not cached.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,16 +16,13 @@ use ngcc_pipe::profile::{
 use ngcc_pipe::record::Verdict;
 use ngcc_pipe::survey::{family_of_symbol, survey, SurveyInput};
 
+/// The PQClean tree of a crate (`pqcrypto-mlkem-0.1.1`), fetched with cargo if needed.
 fn pqclean(krate: &str) -> PathBuf {
-    let home = std::env::var("CARGO_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cargo"));
-    let pattern = format!("{}/registry/src/*/{krate}/pqclean", home.display());
-    glob::glob(&pattern)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap_or_else(|| panic!("{krate} not in cargo's registry ({pattern}): run `cargo fetch`"))
+    let (name, version) = krate.rsplit_once('-').expect("crate-version");
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fetch");
+    ngcc_pipe::run::steps::source::fetch_crate(&scratch, name, version)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join("pqclean")
 }
 
 fn fixtures() -> PathBuf {

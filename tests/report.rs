@@ -309,6 +309,7 @@ fn base_record(
         started: "2026-09-25T10:05:00Z".into(),
         finished: "2026-09-25T10:05:07Z".into(),
         duration_s: 7.0,
+        ran_because: None,
         env_fingerprint: if arm { "arm-env" } else { "x86-env" }.into(),
         logs: vec![],
         artefacts: vec![],
@@ -356,6 +357,8 @@ fn time_output(
         pinned_cpu: Some(2),
         pin_error: None,
         counter: if arm { "cntvct_el0" } else { "rdtsc" }.into(),
+        rng: "ctr-drbg".into(),
+        failure: None,
         core_cycles: CoreCycles::Unavailable {
             reason: "perf_event_open: EACCES (perf_event_paranoid=3)".into(),
         },
@@ -372,6 +375,7 @@ fn time_output(
         overhead: Overhead {
             cycles_per_call: 21.0,
             ns_per_call: 10.0,
+            single_call_cycles: 40.0,
         },
         memory: Memory {
             baseline_rss_kib: Some(1700 + (api.pk + api.sk) / 1024 * 4),
@@ -422,6 +426,8 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         cc_version: "gcc (Debian 14.2.0-19) 14.2.0".into(),
         flags_profile: "guide".into(),
         flags: vec!["-O3".into(), "-march=native".into()],
+        objects: Vec::new(),
+        primitive_objects: Vec::new(),
         static_bytes: Some(i.static_bytes),
         api: i.api.clone(),
         api_h: PathBuf::from(format!("/fixture/src/{id}/api.h")),
@@ -697,9 +703,11 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
                 total_cycles: total,
                 wrapper_overhead_cycles: 18.5,
                 symbols,
+                failure: None,
             },
             hash_share: i.hash[k],
             drng_share,
+            family_shares: Vec::new(),
             calls_per_op,
             environment: env.clone(),
         };
@@ -1121,8 +1129,11 @@ fn rendering_is_deterministic_and_written_atomically() {
 
 #[test]
 fn missing_records_say_did_not_run() {
+    // A folder of its own inside the temp dir: sibling folders are read as other systems.
     let tmp = tempfile::tempdir().unwrap();
-    let view = CampaignView::load(&x86_campaign(), tmp.path()).unwrap();
+    let out = tmp.path().join("x86_1");
+    std::fs::create_dir_all(&out).unwrap();
+    let view = CampaignView::load(&x86_campaign(), &out).unwrap();
     let files = report::render_submission(&view, "ml-kem");
     let md = file(&files, "reports/ml-kem.md");
     assert!(md.contains("The `kat` step did not run for this submission: no records"));

@@ -474,6 +474,8 @@ mod tests {
             pinned_cpu: Some(1),
             pin_error: None,
             counter: "rdtsc".into(),
+            rng: "ctr-drbg".into(),
+            failure: None,
             core_cycles: CoreCycles::Unavailable {
                 reason: "test".into(),
             },
@@ -498,6 +500,7 @@ mod tests {
             overhead: Overhead {
                 cycles_per_call: 0.0,
                 ns_per_call: 0.0,
+                single_call_cycles: 0.0,
             },
             memory: Memory {
                 baseline_rss_kib: None,

@@ -127,8 +127,10 @@ mod tests {
         let out = ProfileOutput {
             op: "keygen".into(),
             iters: 20,
-            total_cycles: 1_000_000,
+            // 260 wrapped calls x 50 ticks of wrapper cost on top of 1M ticks of work.
+            total_cycles: 1_013_000,
             wrapper_overhead_cycles: 50.0,
+            failure: None,
             symbols: vec![
                 sym("shake128_squeezeblocks", "keccak", 200, 400_000.0),
                 sym("aes128_ecb", "aes", 20, 100_000.0),
@@ -161,6 +163,7 @@ mod tests {
             iters: 0,
             total_cycles: 0,
             wrapper_overhead_cycles: 0.0,
+            failure: None,
             symbols: vec![sym("shake256", "keccak", 0, -3.0)],
         };
         let s = summarize(&out);

@@ -315,3 +315,19 @@ impl Results {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README documents the schema with exactly this text; a change to one must be made
+    /// to the other.
+    #[test]
+    fn readme_documents_the_results_schema() {
+        let readme = include_str!("../../README.md");
+        assert!(
+            readme.contains(RESULTS_SCHEMA_DOC),
+            "README.md is missing RESULTS_SCHEMA_DOC verbatim"
+        );
+    }
+}

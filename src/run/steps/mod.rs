@@ -6,7 +6,7 @@ mod kat;
 mod profile;
 mod report;
 mod sizes;
-mod source;
+pub mod source;
 mod survey;
 mod time;
 

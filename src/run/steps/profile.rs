@@ -55,6 +55,15 @@ pub fn run(step: &mut Step) -> Done {
             data: None,
         };
     }
+    if out.exit == Exit::Code(1) {
+        // The KEM misbehaved; the runner says how in its record.
+        if let Ok(ProfileOutput {
+            failure: Some(f), ..
+        }) = parse_runner::<ProfileOutput>(&out)
+        {
+            return Done::failed(format!("{op}: {f}"));
+        }
+    }
     if !out.exit.success() {
         return Done::failed(format!(
             "{op}: {}; {}",

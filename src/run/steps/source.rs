@@ -2,6 +2,7 @@
 //! into a throwaway manifest under the output folder (checksum-verified by cargo, reused
 //! offline once cached) and located with `cargo metadata`.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Done, Step};
@@ -45,19 +46,11 @@ pub fn run(step: &mut Step) -> Done {
     }
 }
 
-/// Fetch `name` at exactly `version`; returns its unpacked folder and its checksum.
-fn fetch(
-    step: &mut Step,
-    name: &str,
-    version: &str,
-) -> Result<(std::path::PathBuf, Option<String>), String> {
-    let dir = step
-        .ctx
-        .out
-        .join("cache")
-        .join("crates")
-        .join(format!("{name}-{version}"));
-    std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+/// Write a throwaway cargo project under `scratch` whose only dependency is `name` at
+/// exactly `version`; returns its manifest.
+fn fetch_project(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, String> {
+    let dir = scratch.join(format!("{name}-{version}"));
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
     let manifest = dir.join("Cargo.toml");
     let text = format!(
         "# Written by ngcc-pipe to fetch `{name}` {version}; safe to delete.\n\
@@ -66,42 +59,74 @@ fn fetch(
     );
     std::fs::write(&manifest, text).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("src/lib.rs"), "").map_err(|e| e.to_string())?;
-    let mut log = step
-        .open_log(
-            std::path::Path::new("logs")
-                .join(step.slug())
-                .join("source.log"),
-        )
-        .map_err(|e| e.to_string())?;
+    Ok(manifest)
+}
+
+/// `cargo metadata` on a fetch project: downloads (checksum-verified) what is missing.
+fn metadata_command(manifest: &Path, offline: bool) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(manifest);
+    if offline {
+        cmd.arg("--offline");
+    }
+    cmd
+}
+
+/// The unpacked folder of `name` `version` from `cargo metadata` output.
+fn crate_dir(metadata: &[u8], name: &str, version: &str) -> Result<PathBuf, String> {
+    let meta: serde_json::Value =
+        serde_json::from_slice(metadata).map_err(|e| format!("cargo metadata: {e}"))?;
+    let pkg = meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == name && p["version"] == version)
+        .ok_or("cargo metadata does not list the crate")?;
+    let path = pkg["manifest_path"].as_str().ok_or("no manifest_path")?;
+    Path::new(path)
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "manifest_path has no folder".to_string())
+}
+
+/// Fetch `name` at exactly `version` with cargo (offline first, then from the registry)
+/// and return its unpacked folder. For tests and tools; the `source` step does the same
+/// with logging.
+pub fn fetch_crate(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, String> {
+    let manifest = fetch_project(scratch, name, version)?;
     let mut last_err = String::new();
     for offline in [true, false] {
-        let mut cmd = Command::new(&cargo);
-        cmd.args(["metadata", "--format-version", "1", "--manifest-path"])
-            .arg(&manifest);
-        if offline {
-            cmd.arg("--offline");
+        let out = metadata_command(&manifest, offline)
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        if out.status.success() {
+            return crate_dir(&out.stdout, name, version);
         }
+        last_err = crate::run::exec::tail(&out.stderr, 3);
+    }
+    Err(format!(
+        "could not fetch crate `{name}` {version}: {last_err}"
+    ))
+}
+
+/// Fetch `name` at exactly `version`; returns its unpacked folder and its checksum.
+fn fetch(step: &mut Step, name: &str, version: &str) -> Result<(PathBuf, Option<String>), String> {
+    let manifest = fetch_project(&step.ctx.out.join("cache").join("crates"), name, version)?;
+    let mut log = step
+        .open_log(Path::new("logs").join(step.slug()).join("source.log"))
+        .map_err(|e| e.to_string())?;
+    let mut last_err = String::new();
+    for offline in [true, false] {
         let out = step
-            .exec(&mut cmd, &mut log)
-            .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+            .exec(&mut metadata_command(&manifest, offline), &mut log)
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
         if out.exit.success() {
-            let meta: serde_json::Value =
-                serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
-            let pkg = meta["packages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|p| p["name"] == name && p["version"] == version)
-                .ok_or("cargo metadata does not list the crate")?;
-            let path = pkg["manifest_path"].as_str().ok_or("no manifest_path")?;
-            let crate_dir = std::path::Path::new(path)
-                .parent()
-                .ok_or("manifest_path has no folder")?
-                .to_path_buf();
+            let lock = manifest.with_file_name("Cargo.lock");
             return Ok((
-                crate_dir,
-                lock_checksum(&dir.join("Cargo.lock"), name, version),
+                crate_dir(&out.stdout, name, version)?,
+                lock_checksum(&lock, name, version),
             ));
         }
         last_err = crate::run::exec::tail(&out.stderr, 3);
@@ -110,7 +135,7 @@ fn fetch(
 }
 
 /// The checksum Cargo.lock records for `name` `version`.
-fn lock_checksum(lock: &std::path::Path, name: &str, version: &str) -> Option<String> {
+fn lock_checksum(lock: &Path, name: &str, version: &str) -> Option<String> {
     let text = std::fs::read_to_string(lock).ok()?;
     let block = text.split("[[package]]").find(|b| {
         b.contains(&format!("name = \"{name}\"")) && b.contains(&format!("version = \"{version}\""))

@@ -46,6 +46,15 @@ pub fn run(step: &mut Step) -> Done {
             data: None,
         };
     }
+    if out.exit == Exit::Code(1) {
+        // The KEM misbehaved; the runner says how in its record.
+        if let Ok(TimeOutput {
+            failure: Some(f), ..
+        }) = parse_runner::<TimeOutput>(&out)
+        {
+            return Done::failed(format!("{op}: {f}"));
+        }
+    }
     if !out.exit.success() {
         return Done::failed(format!(
             "{op}: {}; {}",

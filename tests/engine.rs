@@ -452,6 +452,57 @@ fn fault_fixtures_fail_alone_with_their_reasons() {
     c.done(&ctx);
 }
 
+/// The fixtures' README promises "SIGSEGV in keygen" and "SIGABRT in enc": a crash should
+/// name the operation it happened in. Today the `.rsp` is flushed only after a whole count,
+/// so a crash inside count 0 leaves an empty file and the reason reads
+/// "crashed: killed by SIGSEGV (segmentation fault) (at before count 0)".
+#[test]
+#[ignore = "bug: a KAT crash does not name the operation that crashed (and reads `at before count 0`)"]
+fn kat_crash_names_the_operation() {
+    let tmp = tempdir();
+    let kems = repo().join("tests/fixtures/kems");
+    let pipeline = tmp.path().join("crash.kdl");
+    std::fs::write(
+        &pipeline,
+        fixture_pipeline(
+            "engine-crash",
+            &kems,
+            &["segv-keygen", "abort-enc"],
+            "single",
+            "5ms",
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let r = run(&[
+        "run",
+        &s(&pipeline),
+        "--only",
+        "*/kat",
+        "--outputs",
+        &s(&out),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.show());
+    let reason = |fx: &str| {
+        rec(&out, StepKind::Kat, fx, Some(fx), None)
+            .reason
+            .unwrap_or_default()
+    };
+    let segv = reason("segv-keygen");
+    assert!(segv.contains("SIGSEGV"), "{segv}");
+    assert!(
+        segv.contains("keygen") || segv.contains("crypto_kem_keypair"),
+        "{segv}"
+    );
+    assert!(!segv.contains("at before"), "{segv}");
+    let abort = reason("abort-enc");
+    assert!(abort.contains("SIGABRT"), "{abort}");
+    assert!(
+        abort.contains("crypto_kem_enc") || abort.contains(" enc"),
+        "{abort}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // 2. KAT checks on an edited copy of the `good` fixture
 // ---------------------------------------------------------------------------------------
@@ -963,6 +1014,30 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
     assert!(e.contains("up to date"), "{e}");
     let e = explain("good/good/time:keygen");
     assert!(e.contains("up to date"), "{e}");
+
+    // --force re-runs the matching steps and what depends on them, nothing else.
+    let forced = run(&["run", &p, "--force", "good/*/time:*", "--outputs", &o]);
+    assert_eq!(forced.code, 0, "{}", forced.show());
+    let camp = campaign_json(&out);
+    let ran: BTreeSet<&str> = camp
+        .steps
+        .iter()
+        .filter(|st| st.ran)
+        .map(|st| st.id.as_str())
+        .collect();
+    let want: BTreeSet<&str> = [
+        "good/good/time:keygen",
+        "good/good/time:enc",
+        "good/good/time:dec",
+        "good/report",
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(ran, want, "{}", forced.show());
+    let t = rec(&out, StepKind::Time, "good", Some("good"), Some(Op::Enc));
+    assert_eq!(t.ran_because.as_deref(), Some("forced"));
+    let before = record_files(&out);
+
     let unknown = run(&["explain", &p, "good/good/bild", "--outputs", &o]);
     assert_eq!(unknown.code, 2, "{}", unknown.show());
     assert!(unknown.stderr.contains("no step"), "{}", unknown.show());

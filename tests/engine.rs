@@ -1069,6 +1069,120 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
         .expect("source in the plan");
     assert!(source.contains("up-to-date"), "{source}");
     assert_eq!(record_files(&out), before, "the dry run touched records");
+
+    // `report` re-renders from the records alone; `compare` of a folder with itself finds
+    // every timed operation (2 submissions x 3 ops) at ratio 1, within noise.
+    let rep = run(&["report", &p, "--outputs", &o]);
+    assert_eq!(rep.code, 0, "{}", rep.show());
+    let files: Vec<&str> = rep.stdout.lines().collect();
+    assert!(!files.is_empty(), "{}", rep.show());
+    for f in &files {
+        assert!(
+            Path::new(f).is_file(),
+            "report lists {f}, which does not exist"
+        );
+        assert!(
+            Path::new(f).starts_with(&out),
+            "report wrote {f} outside the outputs"
+        );
+    }
+    assert_eq!(record_files(&out), before, "`report` touched records");
+    let cmp = run(&["compare", &o, &o]);
+    assert_eq!(cmp.code, 0, "{}", cmp.show());
+    assert!(
+        cmp.stdout
+            .contains("0 of 6 compared operations differ beyond noise"),
+        "{}",
+        cmp.show()
+    );
+    assert_eq!(cmp.stdout.matches("| 1.000 |").count(), 6, "{}", cmp.stdout);
+}
+
+/// An instance whose CPU flags are missing is unsupported, with its dependents, and does
+/// not fail the campaign; the record is final (a second run does not retry it).
+#[test]
+fn missing_cpu_flag_makes_an_instance_unsupported_not_failed() {
+    let tmp = tempdir();
+    let kems = repo().join("tests/fixtures/kems");
+    let sub = tmp.path().join("nocpu");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("kat.sha256"), "").unwrap();
+    std::fs::write(
+        sub.join("manifest.kdl"),
+        format!(
+            r#"submission "nocpu" {{
+    algorithm "Fixture: good, on a CPU flag no CPU has"
+    source path="{root}"
+    primitives include="{root}/primitives.kdl"
+    kat rng="nist" manifest="kat.sha256"
+    matrix impl="ref"
+    instance "nocpu" dir="good" namespace="FIX_GOOD_"
+    when impl="ref" {{
+        requires-cpu "ngcc_no_such_flag"
+    }}
+}}
+"#,
+            root = s(&kems)
+        ),
+    )
+    .unwrap();
+    let mut text = fixture_pipeline("engine-nocpu", &kems, &["good"], "single", "5ms");
+    text = text.replace(
+        "submissions ",
+        &format!("submissions \"{}\" ", s(&sub.join("manifest.kdl"))),
+    );
+    let pipeline = tmp.path().join("nocpu.kdl");
+    std::fs::write(&pipeline, text).unwrap();
+    let out = tmp.path().join("out");
+    let (p, o) = (s(&pipeline), s(&out));
+
+    let r = run(&["run", &p, "--outputs", &o]);
+    assert_eq!(r.code, 0, "{}", r.show());
+    let build = rec(&out, StepKind::Build, "nocpu", Some("nocpu"), None);
+    assert_eq!(build.status, Status::Unsupported, "{:?}", build.reason);
+    assert!(
+        build
+            .reason
+            .as_deref()
+            .is_some_and(|w| w.contains("ngcc_no_such_flag")),
+        "{:?}",
+        build.reason
+    );
+    assert!(build.commands.is_empty(), "{:?}", build.commands);
+    let mut dependents = vec![
+        rec(&out, StepKind::Kat, "nocpu", Some("nocpu"), None),
+        rec(&out, StepKind::Sizes, "nocpu", Some("nocpu"), None),
+        rec(&out, StepKind::Survey, "nocpu", Some("nocpu"), None),
+    ];
+    for op in OPS {
+        dependents.push(rec(&out, StepKind::Time, "nocpu", Some("nocpu"), Some(op)));
+        dependents.push(rec(
+            &out,
+            StepKind::Profile,
+            "nocpu",
+            Some("nocpu"),
+            Some(op),
+        ));
+    }
+    for d in &dependents {
+        assert_eq!(d.status, Status::Unsupported, "{}: {:?}", d.id, d.reason);
+        assert!(d.commands.is_empty(), "{} ran {:?}", d.id, d.commands);
+    }
+    let camp = campaign_json(&out);
+    for st in camp.steps.iter().filter(|st| st.id.starts_with("good/")) {
+        assert_eq!(st.status, Status::Ok, "{}: {:?}", st.id, st.reason);
+    }
+    assert!(!r.stderr.contains("failures:"), "{}", r.show());
+
+    let again = run(&["run", &p, "--outputs", &o]);
+    assert_eq!(again.code, 0, "{}", again.show());
+    let ran: Vec<String> = campaign_json(&out)
+        .steps
+        .into_iter()
+        .filter(|st| st.ran)
+        .map(|st| st.id)
+        .collect();
+    assert!(ran.is_empty(), "ran again: {ran:?}");
 }
 
 /// Ctrl-C midway: finished steps keep their records; the next run does only the rest.

@@ -666,6 +666,33 @@ fn kat_mismatch_nokat_and_reference_difference() {
             offset
         })
     );
+
+    // Source edits, in the instance's folder or in the provided library, are inputs of
+    // the build; `explain` names them.
+    let explain = || {
+        let r = run(&[
+            "explain",
+            &s(&pipeline),
+            "good/good/build",
+            "--outputs",
+            &s(&out),
+        ]);
+        assert_eq!(r.code, 0, "{}", r.show());
+        r.stdout
+    };
+    assert!(explain().contains("up to date"), "{}", explain());
+    for file in ["good/kem.c", "common/toyhash.c"] {
+        let path = kems.join(file);
+        let original = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{original}\n/* edited by the test */\n")).unwrap();
+        let e = explain();
+        assert!(
+            e.contains("would run: inputs changed: files"),
+            "{file}: {e}"
+        );
+        std::fs::write(&path, original).unwrap();
+        assert!(explain().contains("up to date"), "{file} restored");
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -603,6 +603,23 @@ fn kat_mismatch_nokat_and_reference_difference() {
     let all_rsp = std::fs::read_to_string(out.join(&all_rsp_rel)).unwrap();
     assert_eq!(all_rsp.matches("count = ").count(), 5, "{all_rsp}");
 
+    // A mismatch is final until an input changes: the next run redoes nothing but still
+    // reports the failure.
+    let again = run_it();
+    assert_eq!(again.code, 1, "{}", again.show());
+    let ran: Vec<String> = campaign_json(&out)
+        .steps
+        .into_iter()
+        .filter(|st| st.ran)
+        .map(|st| st.id)
+        .collect();
+    assert!(ran.is_empty(), "ran again after a MISMATCH: {ran:?}");
+    assert!(
+        again.stderr.contains("good/good/kat [failed]"),
+        "{}",
+        again.show()
+    );
+
     // (b) Its line deleted: NOKAT, which is not a failure.
     std::fs::write(&sums, "").unwrap();
     let r = run_it();

@@ -94,6 +94,10 @@ enum Stop {
 /// Generate `counts` counts into `out`, calling the KEM on the current thread (run it on a
 /// big-stack thread). `Err` only for I/O errors; KEM misbehaviour is `KatOutput::failure`,
 /// with `counts` then the number of counts that completed.
+/// Prefix of the stderr line written before every KEM call of a KAT
+/// (`calling crypto_kem_enc in count 3`).
+pub const CALLING: &str = "calling";
+
 pub fn run_kat(
     kem: &Kem,
     rng: KatRngKind,
@@ -157,15 +161,25 @@ fn one_count(
     w.field("seed", &seed).map_err(io)?;
     kem::set_rng(rng.seeded(&seed));
 
+    // Before each call: what is written so far reaches the file, and stderr says which
+    // call is next, so a crash (a signal the parent observes) can be pinned on one call.
+    let calling = |w: &mut RspWriter, f: &str| -> Result<(), Stop> {
+        w.flush().map_err(Stop::Io)?;
+        eprintln!("{CALLING} {f} in count {count}");
+        Ok(())
+    };
+    calling(w, "crypto_kem_keypair")?;
     bufs.keypair(kem).map_err(Stop::Kem)?;
     w.field("pk", bufs.pk.data()).map_err(io)?;
     w.field("sk", bufs.sk.data()).map_err(io)?;
+    calling(w, "crypto_kem_enc")?;
     bufs.enc(kem).map_err(Stop::Kem)?;
     w.field("ct", bufs.ct.data()).map_err(io)?;
     w.field("ss", bufs.ss_enc.data()).map_err(io)?;
     if count + 1 != counts {
         w.line("\n").map_err(io)?;
     }
+    calling(w, "crypto_kem_dec")?;
     bufs.dec(kem).map_err(Stop::Kem)?;
     if bufs.ss_enc.data() != bufs.ss_dec.data() {
         return Err(Stop::Kem(format!(

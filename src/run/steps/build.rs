@@ -12,16 +12,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::Glob;
 
-use super::{Done, Step};
+use super::{Done, Step, Stop};
 use crate::model::StepKind;
 use crate::record::{BuildData, Status, StepData};
 use crate::run::exec::{self, Exit};
 use crate::run::keys::sha256_hex;
 
+/// The objects compiled for one key, once: filled by the first caller, awaited by the rest.
+type ObjectsCell = Arc<OnceLock<Result<Vec<PathBuf>, String>>>;
+
 /// Objects shared between instances (compiled primitives), by a key over their inputs.
 #[derive(Default)]
 pub struct SharedObjects {
-    cells: Mutex<HashMap<String, Arc<OnceLock<Result<Vec<PathBuf>, String>>>>>,
+    cells: Mutex<HashMap<String, ObjectsCell>>,
 }
 
 impl SharedObjects {
@@ -135,7 +138,7 @@ struct Compiler<'s, 'a> {
 
 impl Compiler<'_, '_> {
     /// Compile one source into `obj`; a compile error becomes the step's reason.
-    fn compile(&mut self, src: &Path, obj: &Path, flags: &[String]) -> Result<(), Done> {
+    fn compile(&mut self, src: &Path, obj: &Path, flags: &[String]) -> Result<(), Stop> {
         let mut cmd = Command::new(&self.cc);
         cmd.args(flags)
             .arg("-fPIC")
@@ -146,19 +149,15 @@ impl Compiler<'_, '_> {
         self.run(cmd, || format!("compile error in {}", src.display()))
     }
 
-    fn run(&mut self, mut cmd: Command, what: impl FnOnce() -> String) -> Result<(), Done> {
+    fn run(&mut self, mut cmd: Command, what: impl FnOnce() -> String) -> Result<(), Stop> {
         let out = self
             .step
             .exec(&mut cmd, &mut self.log)
-            .map_err(|e| Done::failed(format!("cannot run `{}`: {e}", self.cc)))?;
+            .map_err(|e| Stop::failed(format!("cannot run `{}`: {e}", self.cc)))?;
         match out.exit {
             Exit::Code(0) => Ok(()),
-            Exit::TimedOut => Err(Done {
-                status: Status::TimedOut,
-                reason: Some(self.step.timeout_text()),
-                data: None,
-            }),
-            other => Err(Done::failed(format!(
+            Exit::TimedOut => Err(Stop::timed_out(self.step.timeout_text())),
+            other => Err(Stop::failed(format!(
                 "{} ({}):\n{}",
                 what(),
                 other.describe(),
@@ -169,12 +168,10 @@ impl Compiler<'_, '_> {
 }
 
 pub fn run(step: &mut Step) -> Done {
-    match build(step) {
-        Ok(d) | Err(d) => d,
-    }
+    build(step).unwrap_or_else(Done::from)
 }
 
-fn build(step: &mut Step) -> Result<Done, Done> {
+fn build(step: &mut Step) -> Result<Done, Stop> {
     let ctx = step.ctx;
     let sub = step.submission();
     let inst = step.instance();
@@ -194,7 +191,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
             data: None,
         });
     }
-    let source = step.source().map_err(Done::failed)?;
+    let source = step.source().map_err(Stop::failed)?;
     let root = source.root.clone();
     let spec = ctx.spec(StepKind::Build).expect("build step is declared");
     let profile_name = spec.params.flags.clone().unwrap_or_default();
@@ -202,19 +199,19 @@ fn build(step: &mut Step) -> Result<Done, Done> {
         .campaign
         .flags
         .get(&profile_name)
-        .ok_or_else(|| Done::failed(format!("unknown flag profile `{profile_name}`")))?;
+        .ok_or_else(|| Stop::failed(format!("unknown flag profile `{profile_name}`")))?;
     let mut flags: Vec<String> = profile.flags.clone();
     flags.extend(inst.cflags.iter().cloned());
 
     let inst_dir = root.join(&inst.dir);
     let api_h = inst_dir.join("api.h");
     let api_text = std::fs::read_to_string(&api_h)
-        .map_err(|e| Done::failed(format!("cannot read {}: {e}", api_h.display())))?;
+        .map_err(|e| Stop::failed(format!("cannot read {}: {e}", api_h.display())))?;
     let api = kem_native::api::parse_api_h(&api_text, &inst.namespace)
-        .map_err(|e| Done::failed(format!("{}: {e}", api_h.display())))?;
+        .map_err(|e| Stop::failed(format!("{}: {e}", api_h.display())))?;
 
     let sources = instance_sources(&root, &inst.dir, &inst.exclude, &inst.extra_sources)
-        .map_err(Done::failed)?;
+        .map_err(Stop::failed)?;
     let mut includes = vec![format!("-I{}", inst_dir.display())];
     includes.extend(
         sub.primitives
@@ -226,11 +223,11 @@ fn build(step: &mut Step) -> Result<Done, Done> {
     let build_dir = ctx.out.join("build").join(step.slug());
     let obj_dir = build_dir.join("obj");
     std::fs::create_dir_all(&obj_dir)
-        .map_err(|e| Done::failed(format!("{}: {e}", obj_dir.display())))?;
+        .map_err(|e| Stop::failed(format!("{}: {e}", obj_dir.display())))?;
     let log_rel = Path::new("logs").join(step.slug()).join("build.log");
     let log = step
         .open_log(log_rel)
-        .map_err(|e| Done::failed(e.to_string()))?;
+        .map_err(|e| Stop::failed(e.to_string()))?;
     let cc = ctx.campaign.system.cc.clone();
     let mut c = Compiler {
         step,
@@ -291,7 +288,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
                     .unwrap_or_default();
                 let obj = prim_dir.join(format!("{i:03}-{stem}.o"));
                 if let Err(d) = c.compile(src, &obj, &prim_flags) {
-                    let reason = d.reason.clone().unwrap_or_default();
+                    let reason = d.reason.clone();
                     failure = Some(d);
                     return Err(reason);
                 }
@@ -303,7 +300,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
             (Ok(o), _) => o,
             (Err(_), Some(d)) => return Err(d),
             (Err(e), None) => {
-                return Err(Done::failed(format!(
+                return Err(Stop::failed(format!(
                     "shared primitives failed to build earlier: {e}"
                 )))
             }
@@ -313,7 +310,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
     // DRNG shim.
     let drng = drng_symbol(sub);
     let shim = build_dir.join("ngcc_shim.c");
-    std::fs::write(&shim, shim_source(&drng)).map_err(|e| Done::failed(e.to_string()))?;
+    std::fs::write(&shim, shim_source(&drng)).map_err(|e| Stop::failed(e.to_string()))?;
     let shim_obj = build_dir.join("ngcc_shim.o");
     c.compile(&shim, &shim_obj, &profile.flags)?;
 
@@ -335,14 +332,14 @@ fn build(step: &mut Step) -> Result<Done, Done> {
         let mut headers = Vec::new();
         for h in &sub.primitives.headers {
             let text = std::fs::read_to_string(root.join(h))
-                .map_err(|e| Done::failed(format!("cannot read primitives header {h}: {e}")))?;
+                .map_err(|e| Stop::failed(format!("cannot read primitives header {h}: {e}")))?;
             headers.push((h.clone(), text));
         }
         let wrappers =
             crate::profile::generate_wrappers(&headers, &sub.primitives.functions, Some(&drng))
-                .map_err(|e| Done::failed(format!("profile wrappers: {e}")))?;
+                .map_err(|e| Stop::failed(format!("profile wrappers: {e}")))?;
         let wrap_c = build_dir.join("ngcc_wrappers.c");
-        std::fs::write(&wrap_c, wrappers).map_err(|e| Done::failed(e.to_string()))?;
+        std::fs::write(&wrap_c, wrappers).map_err(|e| Stop::failed(e.to_string()))?;
         let wrap_obj = build_dir.join("ngcc_wrappers.o");
         let mut wflags = profile.flags.clone();
         wflags.extend(includes.iter().cloned());
@@ -369,7 +366,7 @@ fn build(step: &mut Step) -> Result<Done, Done> {
         None
     };
 
-    let bytes = std::fs::read(&object).map_err(|e| Done::failed(e.to_string()))?;
+    let bytes = std::fs::read(&object).map_err(|e| Stop::failed(e.to_string()))?;
     let static_bytes = load_segments_size(&object).ok();
     let step = c.step;
     step.artefacts.push(ctx.rel(&object));

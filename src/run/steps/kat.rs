@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{parse_runner, Done, Step};
+use super::{parse_runner, Done, Step, Stop};
 use crate::model::{KatMode, KatRng, StepKind};
 use crate::record::{
-    KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
+    BuildData, KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
 };
 use crate::run::exec::Exit;
 use crate::run::keys::sha256_hex;
@@ -60,13 +60,12 @@ fn rsp_name(instance: &str, mode: KatMode, suffix: &str) -> String {
 fn run_kat(
     step: &mut Step,
     object: &Path,
-    api_h: &Path,
-    ns: &str,
+    build: &BuildData,
     mode: KatMode,
     counts: u32,
     rsp: &Path,
     log: &mut std::fs::File,
-) -> Result<Result<KatOutput, String>, Done> {
+) -> Result<Result<KatOutput, String>, Stop> {
     let rng = match step.submission().kat.rng {
         KatRng::Nist => "nist",
         KatRng::Hqc => "hqc",
@@ -76,30 +75,36 @@ fn run_kat(
         .arg("--lib")
         .arg(object)
         .arg("--api")
-        .arg(api_h)
-        .args(["--ns", ns, "--rng", rng, "--mode", mode.name(), "--counts"])
+        .arg(&build.api_h)
+        .args([
+            "--ns",
+            &build.namespace,
+            "--rng",
+            rng,
+            "--mode",
+            mode.name(),
+            "--counts",
+        ])
         .arg(counts.to_string())
         .arg("--out")
         .arg(rsp);
     let out = step
         .exec(&mut cmd, log)
-        .map_err(|e| Done::failed(format!("cannot run kem-runner: {e}")))?;
+        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))?;
     match &out.exit {
         Exit::Code(0) | Exit::Code(1) => Ok(parse_runner::<KatOutput>(&out)),
-        Exit::TimedOut => Err(Done {
-            status: Status::TimedOut,
-            reason: Some(step.timeout_text()),
-            data: None,
-        }),
+        Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
         Exit::Signal(_) => {
-            let progress = std::fs::read_to_string(rsp).unwrap_or_default();
-            let last = progress
+            // The runner names each call on stderr just before making it.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let prefix = format!("{} ", kem_native::kat::CALLING);
+            let at = stderr
                 .lines()
-                .filter(|l| l.starts_with("count = "))
-                .last()
-                .unwrap_or("before count 0")
-                .to_string();
-            Ok(Err(format!("crashed: {} (at {last})", out.exit.describe())))
+                .rev()
+                .find_map(|l| l.strip_prefix(&prefix))
+                .map(|call| format!(" in {call}"))
+                .unwrap_or_default();
+            Ok(Err(format!("crashed{at}: {}", out.exit.describe())))
         }
         other => Ok(Err(format!(
             "kem-runner failed ({}): {}",
@@ -110,33 +115,31 @@ fn run_kat(
 }
 
 pub fn run(step: &mut Step) -> Done {
-    match kat(step) {
-        Ok(d) | Err(d) => d,
-    }
+    kat(step).unwrap_or_else(Done::from)
 }
 
-fn kat(step: &mut Step) -> Result<Done, Done> {
+fn kat(step: &mut Step) -> Result<Done, Stop> {
     let ctx = step.ctx;
     let sub = step.submission();
     let inst = step.instance();
-    let (_, build) = step.build().map_err(Done::failed)?;
+    let (_, build) = step.build().map_err(Stop::failed)?;
     let modes = ctx
         .spec(StepKind::Kat)
         .map(|s| s.params.kat_modes.clone())
         .unwrap_or_default();
     let expected = match std::fs::read_to_string(&sub.kat.manifest) {
         Ok(t) => parse_sha256_manifest(&t)
-            .map_err(|e| Done::failed(format!("{}: {e}", sub.kat.manifest.display())))?,
+            .map_err(|e| Stop::failed(format!("{}: {e}", sub.kat.manifest.display())))?,
         Err(_) => BTreeMap::new(),
     };
     let kat_dir = ctx.out.join("kat").join(&sub.id);
-    std::fs::create_dir_all(&kat_dir).map_err(|e| Done::failed(e.to_string()))?;
+    std::fs::create_dir_all(&kat_dir).map_err(|e| Stop::failed(e.to_string()))?;
     let log_rel = PathBuf::from("kat")
         .join(&sub.id)
         .join(format!("{}.log", inst.id));
     let mut log = step
         .open_log(log_rel.clone())
-        .map_err(|e| Done::failed(e.to_string()))?;
+        .map_err(|e| Stop::failed(e.to_string()))?;
     let object = ctx.out.join(&build.object);
 
     let mut results = Vec::new();
@@ -148,16 +151,7 @@ fn kat(step: &mut Step) -> Result<Done, Done> {
         };
         let rsp = kat_dir.join(rsp_name(&inst.id, mode, ""));
         let want = expected.get(&manifest_name(&inst.id, mode)).cloned();
-        let res = run_kat(
-            step,
-            &object,
-            &build.api_h,
-            &build.namespace,
-            mode,
-            counts,
-            &rsp,
-            &mut log,
-        )?;
+        let res = run_kat(step, &object, &build, mode, counts, &rsp, &mut log)?;
         step.artefacts.push(ctx.rel(&rsp));
         let mut r = KatModeResult {
             mode,
@@ -258,8 +252,7 @@ fn kat(step: &mut Step) -> Result<Done, Done> {
             let res = run_kat(
                 step,
                 &ctx.out.join(prof),
-                &build.api_h,
-                &build.namespace,
+                &build,
                 KatMode::Single,
                 1,
                 &rsp,

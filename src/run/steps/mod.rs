@@ -47,6 +47,38 @@ impl Done {
     }
 }
 
+/// Why a step stopped before producing data: failed or timed out, with the reason.
+pub struct Stop {
+    pub status: Status,
+    pub reason: String,
+}
+
+impl Stop {
+    pub fn failed(reason: impl Into<String>) -> Stop {
+        Stop {
+            status: Status::Failed,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn timed_out(reason: impl Into<String>) -> Stop {
+        Stop {
+            status: Status::TimedOut,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<Stop> for Done {
+    fn from(s: Stop) -> Done {
+        Done {
+            status: s.status,
+            reason: Some(s.reason),
+            data: None,
+        }
+    }
+}
+
 /// A running step: its node, its deadline, and the commands, logs and artefacts it has
 /// produced so far.
 pub struct Step<'a> {

@@ -707,7 +707,10 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             },
             hash_share: i.hash[k],
             drng_share,
-            family_shares: Vec::new(),
+            family_shares: vec![
+                ("keccak".to_string(), i.hash[k]),
+                ("drng".to_string(), drng_share),
+            ],
             calls_per_op,
             environment: env.clone(),
         };

@@ -470,6 +470,7 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         "flags",
     ]);
     let mut counters: Vec<String> = Vec::new();
+    let mut core_cycles: Vec<String> = Vec::new();
     for inst in &sub.instances {
         for (op, _) in &inst.time {
             let Some(td) = inst.time_ok(*op) else {
@@ -478,6 +479,15 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             let s = &td.summary;
             if !counters.contains(&td.output.counter) {
                 counters.push(td.output.counter.clone());
+            }
+            let perf = match &td.output.core_cycles {
+                kem_native::output::CoreCycles::Available => "recorded in every trial".to_string(),
+                kem_native::output::CoreCycles::Unavailable { reason } => {
+                    format!("unavailable ({reason})")
+                }
+            };
+            if !core_cycles.contains(&perf) {
+                core_cycles.push(perf);
             }
             let mut flags = Vec::new();
             if s.unstable {
@@ -535,12 +545,14 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             "Cycles are {} ticks per operation; mean = total ticks / total iterations; \
              CV and min/quartiles are over the per-operation cycles of the trials, \
              the single-call column over calls timed one by one; \
-             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5.",
+             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5. \
+             Core cycles (perf_event_open): {}.",
             counters
                 .iter()
                 .map(|c| code(c))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            core_cycles.join("; ")
         ));
     }
     let missing = not_timed(sub);
@@ -796,6 +808,7 @@ fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         "instance",
         "operation",
         &families,
+        "by family",
         "DRNG",
         "calls per operation",
     ]);
@@ -807,6 +820,7 @@ fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                     code(&inst.id),
                     op.name().into(),
                     fmt::share(p.hash_share),
+                    by_family(&p.family_shares),
                     fmt::share(p.drng_share),
                     fmt::calls_list(&results::calls_named(p)),
                 ]),
@@ -1186,4 +1200,20 @@ pub fn other_system_table(results: &Results) -> Table {
 /// The index table of this system, with links relative to `reports/`.
 pub fn this_system_table(results: &Results) -> Table {
     index_table(results, "md", "")
+}
+
+/// Per-family shares without the DRNG, by name: "aes 69%, keccak 10%"; "–" when unknown.
+fn by_family(shares: &[(String, f64)]) -> String {
+    let mut v: Vec<&(String, f64)> = shares
+        .iter()
+        .filter(|(f, _)| f != crate::profile::DRNG_FAMILY)
+        .collect();
+    if v.is_empty() {
+        return "–".to_string();
+    }
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.iter()
+        .map(|(f, x)| format!("{f} {}", fmt::share(*x)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

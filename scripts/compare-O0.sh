@@ -6,9 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace -q
 out=$(mktemp -d)
-cp -r pipelines/quick.kdl pipelines/quick "$out/"
+# A copy of the quick campaign with the same layout (its manifest includes ../submissions).
+mkdir -p "$out/pipelines"
+cp -r pipelines/quick.kdl pipelines/quick "$out/pipelines/"
+cp -r submissions "$out/"
 # The later -O0 wins over the profile's -O3 for this one instance.
-python3 - "$out/quick/ml-kem/manifest.kdl" <<'PY'
+python3 - "$out/pipelines/quick/ml-kem/manifest.kdl" <<'PY'
 import sys
 p = sys.argv[1]
 s = open(p).read().rstrip()
@@ -17,6 +20,6 @@ s = s[:-1] + '    when level="512" {\n        cflags "-O0"\n    }\n}\n'
 open(p, "w").write(s)
 PY
 ./target/release/ngcc-pipe run pipelines/quick.kdl --outputs "$out/a" -q || true
-./target/release/ngcc-pipe run "$out/quick.kdl" --outputs "$out/b" -q || true
+./target/release/ngcc-pipe run "$out/pipelines/quick.kdl" --outputs "$out/b" -q || true
 ./target/release/ngcc-pipe compare "$out/a" "$out/b" --csv "$out/compare.csv"
 echo "csv: $out/compare.csv"

@@ -255,9 +255,10 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
                 (_, true) => Verbosity::Verbose,
                 _ => Verbosity::Normal,
             };
-            // The bench core is kept free of parallel work only when there is exclusive
-            // work to protect; a KAT-only run may use every core.
-            let exclusive = selected.iter().any(|&ix| ctx.node(ix).exclusive);
+            // The bench core is kept free of parallel work only when exclusive work may run
+            // beside it; a KAT-only run, or one isolating whole machines, uses every core.
+            let exclusive = selected.iter().any(|&ix| ctx.node(ix).exclusive)
+                && ctx.campaign.system.isolation == crate::model::Isolation::Core;
             let jobs = jobs.unwrap_or_else(|| {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 if exclusive {

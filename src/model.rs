@@ -38,6 +38,29 @@ pub struct System {
     pub bench_cpu: usize,
     /// C compiler command (`cc "gcc"`).
     pub cc: String,
+    /// What an exclusive step has to itself (`isolation "core"` or `"machine"`).
+    pub isolation: Isolation,
+}
+
+/// How much of the machine an exclusive (timing, profile) step has to itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// The bench core: builds and KATs go on on the other cores meanwhile. Right when the
+    /// other cores share nothing that matters with the bench core.
+    Core,
+    /// The whole machine: no parallel step runs while an exclusive one does. Needed where
+    /// the other cores are SMT siblings of the bench core or share its caches (VMs).
+    Machine,
+}
+
+impl Isolation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Core => "core",
+            Isolation::Machine => "machine",
+        }
+    }
 }
 
 /// A named set of compiler flags.

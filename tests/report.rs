@@ -160,6 +160,7 @@ fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campaign {
             arch: arch.into(),
             bench_cpu: 2,
             cc: "gcc".into(),
+            isolation: ngcc_pipe::model::Isolation::Core,
         },
         flags,
         outputs: PathBuf::from(format!("/fixture/outputs/{system}")),

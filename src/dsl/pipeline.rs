@@ -15,7 +15,7 @@ use super::diag::{backticked, closest, did_you_mean};
 use super::duration::parse_duration;
 use super::fs::{normalize, SourceFs};
 use super::reader::{args, name, name_span, Cx};
-use crate::model::{FlagProfile, KatMode, Op, StepKind, StepParams, StepSpec, System};
+use crate::model::{FlagProfile, Isolation, KatMode, Op, StepKind, StepParams, StepSpec, System};
 
 /// Top-level nodes of a pipeline.
 const TOP_NODES: [&str; 6] = [
@@ -27,7 +27,7 @@ const TOP_NODES: [&str; 6] = [
     "step",
 ];
 /// Children of `system`.
-const SYSTEM_NODES: [&str; 3] = ["arch", "bench-cpu", "cc"];
+const SYSTEM_NODES: [&str; 4] = ["arch", "bench-cpu", "cc", "isolation"];
 /// Properties every step takes.
 const COMMON_PROPS: [&str; 3] = ["needs", "exclusive", "timeout"];
 /// Default step timeout when neither the step nor `defaults` sets one.
@@ -199,6 +199,7 @@ fn lower_system(cx: &mut Cx<'_>, n: &KdlNode) -> Option<System> {
     let mut arch = None;
     let mut bench_cpu = None;
     let mut cc = None;
+    let mut isolation = Isolation::Core;
     let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
     let mut bench_typo = false;
     for c in children.nodes() {
@@ -231,6 +232,22 @@ fn lower_system(cx: &mut Cx<'_>, n: &KdlNode) -> Option<System> {
                 }
             }
             "arch" => arch = cx.one_string_arg(c, "arch").map(|(s, _)| s),
+            "isolation" => {
+                if let Some((v, e)) = cx.one_string_arg(c, "isolation") {
+                    match v.as_str() {
+                        "core" => isolation = Isolation::Core,
+                        "machine" => isolation = Isolation::Machine,
+                        other => {
+                            let s = cx.value_span(e);
+                            cx.error(
+                                s,
+                                "not an isolation level",
+                                format!("unknown isolation `{other}`, expected one of `core`, `machine`"),
+                            );
+                        }
+                    }
+                }
+            }
             _ => cc = cx.one_string_arg(c, "cc").map(|(s, _)| s),
         }
     }
@@ -242,6 +259,7 @@ fn lower_system(cx: &mut Cx<'_>, n: &KdlNode) -> Option<System> {
         arch: arch.unwrap_or_else(host_arch),
         bench_cpu: bench_cpu?,
         cc: cc.unwrap_or_else(|| "cc".to_string()),
+        isolation,
     })
 }
 

@@ -263,6 +263,7 @@ pub(crate) mod tests {
                 arch: "x86-64".into(),
                 bench_cpu: 1,
                 cc: "cc".into(),
+                isolation: Isolation::Core,
             },
             flags: BTreeMap::from([(
                 "guide".to_string(),

@@ -489,6 +489,7 @@ mod tests {
             arch: "x86-64".into(),
             bench_cpu,
             cc: "gcc".into(),
+            isolation: crate::model::Isolation::Core,
         }
     }
 

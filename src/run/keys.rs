@@ -185,6 +185,7 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
         }
         StepKind::Time | StepKind::Profile => {
             m.insert("environment".into(), facts.env_fingerprint.clone());
+            m.insert("isolation".into(), c.system.isolation.name().to_string());
             m.insert("kem-native".into(), native);
         }
         StepKind::Sizes => {

@@ -6,7 +6,7 @@
 //! goes on. Every finished step (skips included) writes its record before the next
 //! decision is taken, so an interrupted run resumes where it stopped.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,7 +19,7 @@ use super::plan::{decide, is_forced, soft_kat_failure, Decision};
 use super::progress::Progress;
 use super::steps;
 use super::Ctx;
-use crate::model::StepKind;
+use crate::model::{Isolation, StepKind};
 use crate::record::{self, Status, StepRecord};
 
 /// Options of `ngcc-pipe run`.
@@ -71,12 +71,13 @@ pub fn execute(
 ) -> Summary {
     let bench = ctx.campaign.system.bench_cpu;
     let exclusive = selected.iter().any(|&ix| ctx.node(ix).exclusive);
+    let machine = ctx.campaign.system.isolation == Isolation::Machine;
     // Parallel workers (and the compilers they start) stay off the bench core whenever
-    // exclusive steps are part of the run.
+    // exclusive steps may run beside them.
     let others: Vec<usize> = kem_native::sys::thread_affinity()
         .unwrap_or_default()
         .into_iter()
-        .filter(|&c| !exclusive || c != bench)
+        .filter(|&c| !exclusive || machine || c != bench)
         .collect();
     let pool = {
         let others = others.clone();
@@ -126,7 +127,10 @@ pub fn execute(
         .map(|(&ix, _)| ix)
         .collect();
     waiting.retain(|_, n| *n > 0);
-    let mut running = 0usize;
+    let jobs = opts.jobs.max(1);
+    // Steps decided to run, waiting for the isolation policy to let them start.
+    let mut queued: VecDeque<(NodeIndex, String)> = VecDeque::new();
+    let (mut running_parallel, mut running_exclusive) = (0usize, 0usize);
     let mut stop = false;
     let mut stopped_early = false;
 
@@ -162,19 +166,7 @@ pub fn execute(
                             Some(outcome_of(&rec, false))
                         }
                         Decision::Run(why) => {
-                            progress.started(&node.id, node.exclusive);
-                            running += 1;
-                            let why = why.to_string();
-                            if node.exclusive {
-                                bench_tx.send((ix, why)).expect("bench lane is alive");
-                            } else {
-                                let ctx = Arc::clone(&ctx);
-                                let tx = tx.clone();
-                                pool.spawn(move || {
-                                    let rec = run_one(&ctx, ix, &why);
-                                    let _ = tx.send(Msg::Done(ix, Box::new(rec)));
-                                });
-                            }
+                            queued.push_back((ix, why.to_string()));
                             None
                         }
                     }
@@ -186,14 +178,57 @@ pub fn execute(
                 outcomes.insert(ix, o);
             }
         }
-        if running == 0 {
+
+        // Start what the isolation policy allows. `core`: everything at once (the bench
+        // lane runs exclusive steps one by one, the pool the rest, off the bench core).
+        // `machine`: an exclusive step starts only when no parallel step runs, and no
+        // parallel step starts while an exclusive one runs or waits.
+        if !stop {
+            let mut i = 0;
+            while i < queued.len() {
+                let ix = queued[i].0;
+                let exclusive = ctx.node(ix).exclusive;
+                let allowed = if !machine {
+                    true
+                } else if exclusive {
+                    running_parallel == 0 && running_exclusive == 0
+                } else {
+                    running_exclusive == 0
+                        && running_parallel < jobs
+                        && !queued.iter().any(|(q, _)| ctx.node(*q).exclusive)
+                };
+                if !allowed {
+                    i += 1;
+                    continue;
+                }
+                let (ix, why) = queued.remove(i).expect("index is in range");
+                progress.started(&ctx.node(ix).id, exclusive);
+                if exclusive {
+                    running_exclusive += 1;
+                    bench_tx.send((ix, why)).expect("bench lane is alive");
+                } else {
+                    running_parallel += 1;
+                    let ctx = Arc::clone(&ctx);
+                    let tx = tx.clone();
+                    pool.spawn(move || {
+                        let rec = run_one(&ctx, ix, &why);
+                        let _ = tx.send(Msg::Done(ix, Box::new(rec)));
+                    });
+                }
+            }
+        }
+        if running_parallel + running_exclusive == 0 {
             break;
         }
         let Ok(Msg::Done(ix, rec)) = rx.recv() else {
             break;
         };
-        running -= 1;
         let node = ctx.node(ix);
+        if node.exclusive {
+            running_exclusive -= 1;
+        } else {
+            running_parallel -= 1;
+        }
         if exec::cancelled() && rec.status != Status::Ok {
             // Killed by Ctrl-C: no record, so the next run does it again.
             stop = true;

@@ -346,6 +346,18 @@ fn base_campaign_is_valid() {
     .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(c.submissions[0].instances.len(), 4);
     assert_eq!(c.outputs, PathBuf::from("/c/outputs"));
+    assert_eq!(c.system.isolation, ngcc_pipe::model::Isolation::Core);
+    let machine = edit(
+        PIPELINE,
+        "    bench-cpu 1\n",
+        "    bench-cpu 1\n    isolation \"machine\"\n",
+    );
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(&machine, MANIFEST),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(c.system.isolation, ngcc_pipe::model::Isolation::Machine);
 }
 
 macro_rules! error_case {
@@ -392,6 +404,7 @@ error_case!(glob_matching_nothing, 1, pipeline: ("*/manifest.kdl", "*/manifst.kd
 error_case!(missing_source_path, 1, manifest: ("path=\"src\"", "path=\"sources\""));
 error_case!(missing_kat_manifest_file, 1, manifest: ("manifest=\"kat.sha256\"", "manifest=\"kat.sha265\""));
 error_case!(unknown_when_variable, 1, manifest: ("}\n", "    when imp=\"avx2\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
+error_case!(unknown_isolation, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    isolation \"full\"\n"));
 error_case!(unknown_when_value, 1, manifest: ("}\n", "    when impl=\"avx\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
 
 #[test]

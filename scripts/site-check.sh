@@ -11,6 +11,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 fi
 shots=${SHOTS:-$(mktemp -d)}
+mkdir -p "$shots"
 status=0
 for page in "$site"/*.html; do
     name=$(basename "$page" .html)

@@ -481,29 +481,40 @@ fn run_campaign(
     let summary = run::execute(Arc::clone(&ctx), selected, &opts, &progress);
     progress.finish();
 
-    rec.finished = Some(run::utc_now());
-    rec.steps = ctx
-        .plan
-        .execution_order()
-        .into_iter()
-        .filter_map(|ix| {
-            let node = ctx.node(ix);
-            let (status, reason, ran) = match summary.outcomes.get(&ix) {
-                Some(o) => (o.status, o.reason.clone(), o.ran),
-                None => {
-                    let r = ctx.read_record(node)?;
-                    (r.status, r.reason, false)
-                }
-            };
-            Some(CampaignStep {
-                id: node.id.clone(),
-                status,
-                reason,
-                record: ctx.rel(&ctx.record_path(node)),
-                ran,
-            })
-        })
-        .collect();
+    // The campaign's start and end are those of its evidence: the earliest start and the
+    // latest end among the step records, whichever invocation wrote them (a re-run that
+    // finds everything up to date does not move them).
+    let now = run::utc_now();
+    let mut span: Option<(String, String)> = None;
+    let mut steps = Vec::new();
+    for ix in ctx.plan.execution_order() {
+        let node = ctx.node(ix);
+        let Some(r) = ctx.read_record(node) else {
+            continue;
+        };
+        if r.status != Status::Skipped && !r.started.is_empty() {
+            span = Some(match span {
+                None => (r.started.clone(), r.finished.clone()),
+                Some((a, b)) => (a.min(r.started.clone()), b.max(r.finished.clone())),
+            });
+        }
+        let ran = summary.outcomes.get(&ix).is_some_and(|o| o.ran);
+        steps.push(CampaignStep {
+            id: node.id.clone(),
+            status: r.status,
+            reason: r.reason,
+            record: ctx.rel(&ctx.record_path(node)),
+            ran,
+        });
+    }
+    rec.steps = steps;
+    match span {
+        Some((a, b)) => {
+            rec.started = a;
+            rec.finished = Some(b);
+        }
+        None => rec.finished = Some(now),
+    }
     record::write_json(&campaign_json, &rec)
         .map_err(|e| format!("{}: {e}", campaign_json.display()))?;
 

@@ -355,7 +355,9 @@ pub struct CampaignRecord {
     pub arch: String,
     pub pipeline: PathBuf,
     pub command: Vec<String>,
+    /// Earliest start among the step records (the invocation's start while it runs).
     pub started: String,
+    /// Latest end among the step records; `None` while the run is in progress.
     pub finished: Option<String>,
     pub environment: Environment,
     pub env_fingerprint: String,

@@ -235,6 +235,74 @@ fn base_record(ctx: &Ctx, ix: NodeIndex, status: Status, reason: Option<String>)
     }
 }
 
+/// A runner record that can say the KEM misbehaved.
+pub trait RunnerRecord: for<'de> serde::Deserialize<'de> {
+    fn failure(&self) -> Option<&str>;
+}
+
+impl RunnerRecord for crate::record::TimeOutput {
+    fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+}
+
+impl RunnerRecord for crate::record::ProfileOutput {
+    fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+}
+
+/// Run one per-operation kem-runner job (`time`, `profile`) on `object`, pinned to the
+/// bench core, with `extra` arguments, logging to `logs/<sub>/<instance>/<job>__<op>.log`.
+/// The KEM's own failure (exit 1 with `failure` set), a crash, a timeout or a runner error
+/// become the step's reason.
+pub fn runner_job<T: RunnerRecord>(
+    step: &mut Step,
+    job: &str,
+    object: &Path,
+    build: &BuildData,
+    extra: &[String],
+) -> Result<T, Stop> {
+    let op = step.node.op.expect("runner jobs are per operation");
+    let log_rel = Path::new("logs")
+        .join(step.slug())
+        .join(format!("{job}__{op}.log"));
+    let mut log = step
+        .open_log(log_rel)
+        .map_err(|e| Stop::failed(e.to_string()))?;
+    let mut cmd = step.runner();
+    cmd.arg(job)
+        .arg("--lib")
+        .arg(object)
+        .arg("--api")
+        .arg(&build.api_h)
+        .args(["--ns", &build.namespace, "--op", op.name()])
+        .args(["--cpu", &step.ctx.campaign.system.bench_cpu.to_string()])
+        .args(extra);
+    let out = step
+        .exec(&mut cmd, &mut log)
+        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))?;
+    match &out.exit {
+        exec::Exit::Code(0) => parse_runner(&out).map_err(Stop::failed),
+        exec::Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
+        exec::Exit::Code(1) => match parse_runner::<T>(&out) {
+            Ok(rec) if rec.failure().is_some() => Err(Stop::failed(format!(
+                "{op}: {}",
+                rec.failure().unwrap_or_default()
+            ))),
+            _ => Err(Stop::failed(format!(
+                "{op}: exit code 1; {}",
+                exec::tail(&out.stderr, 3)
+            ))),
+        },
+        other => Err(Stop::failed(format!(
+            "{op}: {}; {}",
+            other.describe(),
+            exec::tail(&out.stderr, 3)
+        ))),
+    }
+}
+
 /// Parse the one JSON record a runner job prints.
 pub fn parse_runner<T: for<'de> serde::Deserialize<'de>>(out: &exec::Output) -> Result<T, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| {

@@ -1,15 +1,11 @@
 //! `profile` (exclusive): run each operation on the wrapped object and attribute its
 //! cycles to the declared hash/XOF/cipher functions and to the DRNG.
 
-use std::path::Path;
-
-use super::{parse_runner, Done, Step};
-use crate::record::{ProfileData, ProfileOutput, Status, StepData};
-use crate::run::exec::Exit;
+use super::{runner_job, Done, Step};
+use crate::record::{ProfileData, ProfileOutput, StepData};
 
 pub fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
-    let op = step.node.op.expect("profile is per operation");
     let (_, build) = match step.build() {
         Ok(b) => b,
         Err(e) => return Done::failed(e),
@@ -28,53 +24,12 @@ pub fn run(step: &mut Step) -> Done {
         }
     }
     let p = &ctx.spec(step.node.kind).expect("declared").params;
-    let log_rel = Path::new("logs")
-        .join(step.slug())
-        .join(format!("profile__{op}.log"));
-    let mut log = match step.open_log(log_rel) {
-        Ok(l) => l,
-        Err(e) => return Done::failed(e.to_string()),
-    };
-    let mut cmd = step.runner();
-    cmd.arg("profile")
-        .arg("--lib")
-        .arg(ctx.out.join(&prof))
-        .arg("--api")
-        .arg(&build.api_h)
-        .args(["--ns", &build.namespace, "--op", op.name()])
-        .args(["--cpu", &ctx.campaign.system.bench_cpu.to_string()])
-        .args(["--iters", &p.iters.to_string()]);
-    let out = match step.exec(&mut cmd, &mut log) {
-        Ok(o) => o,
-        Err(e) => return Done::failed(format!("cannot run kem-runner: {e}")),
-    };
-    if out.exit == Exit::TimedOut {
-        return Done {
-            status: Status::TimedOut,
-            reason: Some(step.timeout_text()),
-            data: None,
+    let extra = ["--iters".to_string(), p.iters.to_string()];
+    let output: ProfileOutput =
+        match runner_job(step, "profile", &ctx.out.join(&prof), &build, &extra) {
+            Ok(o) => o,
+            Err(stop) => return stop.into(),
         };
-    }
-    if out.exit == Exit::Code(1) {
-        // The KEM misbehaved; the runner says how in its record.
-        if let Ok(ProfileOutput {
-            failure: Some(f), ..
-        }) = parse_runner::<ProfileOutput>(&out)
-        {
-            return Done::failed(format!("{op}: {f}"));
-        }
-    }
-    if !out.exit.success() {
-        return Done::failed(format!(
-            "{op}: {}; {}",
-            out.exit.describe(),
-            crate::run::exec::tail(&out.stderr, 3)
-        ));
-    }
-    let output: ProfileOutput = match parse_runner(&out) {
-        Ok(o) => o,
-        Err(e) => return Done::failed(e),
-    };
     let summary = crate::profile::summarize(&output);
     Done::ok(StepData::Profile(ProfileData {
         output,

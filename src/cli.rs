@@ -441,6 +441,7 @@ fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
         cpu_flags: crate::measure::env::cpu_flags(),
         runner,
         shared_objects: Default::default(),
+        progress: Default::default(),
     })
 }
 
@@ -477,7 +478,8 @@ fn run_campaign(
     record::write_json(&campaign_json, &rec)
         .map_err(|e| format!("{}: {e}", campaign_json.display()))?;
 
-    let progress = Progress::new(selected.len() as u64, verbosity);
+    let progress = Arc::new(Progress::new(selected.len() as u64, verbosity));
+    let _ = ctx.progress.set(Arc::clone(&progress));
     let summary = run::execute(Arc::clone(&ctx), selected, &opts, &progress);
     progress.finish();
 

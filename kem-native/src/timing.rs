@@ -335,6 +335,10 @@ pub fn measure_overhead(call: &OpCall) -> Overhead {
     }
 }
 
+/// Prefix of the stderr lines that tell the engine how far a timing job is (`progress
+/// trial 3/5`); written only between timed regions.
+pub const PROGRESS: &str = "progress";
+
 /// Warm up, calibrate, run the trials and samples. The caller has pinned the thread and
 /// prepared the inputs; `bufs` are checked for guard damage after every phase.
 pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed {
@@ -385,6 +389,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
     }
 
     // Calibration.
+    eprintln!("{PROGRESS} calibrating");
     let tenth = (cfg.trial_ns / 10).max(1);
     let mut batch = 1u64;
     let cal = loop {
@@ -408,6 +413,8 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
 
     // Trials.
     for t in 0..cfg.trials {
+        // Between trials, outside the timed region: progress for the engine's display.
+        eprintln!("{PROGRESS} trial {}/{}", t + 1, cfg.trials);
         let (b, cc) = match perf.as_mut() {
             Ok(p) => {
                 p.reset_enable();
@@ -431,6 +438,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
     }
 
     // Single-call samples.
+    eprintln!("{PROGRESS} {} single-call samples", cfg.samples);
     let mut samples = vec![0u64; cfg.samples as usize];
     let rc = call.samples(false, &mut samples);
     out.samples = samples;

@@ -2,7 +2,7 @@
 //! output appended to the step's log, and killed (group and all) on timeout or Ctrl-C.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -67,6 +67,16 @@ pub fn argv(cmd: &Command) -> Vec<String> {
 /// also appended to `log` (with the command line first). The child gets its own process
 /// group, so a timeout or Ctrl-C kills everything it started.
 pub fn run(cmd: &mut Command, deadline: Instant, log: &mut File) -> std::io::Result<Output> {
+    run_observed(cmd, deadline, log, &|_| {})
+}
+
+/// [`run`], calling `on_stderr_line` with every stderr line as it arrives (progress).
+pub fn run_observed(
+    cmd: &mut Command,
+    deadline: Instant,
+    log: &mut File,
+    on_stderr_line: &(dyn Fn(&str) + Sync),
+) -> std::io::Result<Output> {
     writeln!(log, "$ {}", shell_line(&argv(cmd)))?;
     let mut child = cmd
         .stdin(Stdio::null())
@@ -76,38 +86,49 @@ pub fn run(cmd: &mut Command, deadline: Instant, log: &mut File) -> std::io::Res
         .spawn()?;
     let pgid = child.id();
     let mut out_pipe = child.stdout.take().expect("stdout is piped");
-    let mut err_pipe = child.stderr.take().expect("stderr is piped");
-    let out_reader = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = out_pipe.read_to_end(&mut buf);
-        buf
-    });
-    let err_reader = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = err_pipe.read_to_end(&mut buf);
-        buf
-    });
-    let mut killed = None;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        let reason = if cancelled() {
-            Some(Exit::Cancelled)
-        } else if Instant::now() >= deadline {
-            Some(Exit::TimedOut)
-        } else {
-            None
+    let err_pipe = child.stderr.take().expect("stderr is piped");
+    let (status, killed, stdout, stderr) = thread::scope(|scope| -> std::io::Result<_> {
+        let out_reader = scope.spawn(move || {
+            let mut buf = Vec::new();
+            let _ = out_pipe.read_to_end(&mut buf);
+            buf
+        });
+        let err_reader = scope.spawn(move || {
+            let mut buf = Vec::new();
+            let mut reader = BufReader::new(err_pipe);
+            let mut line = Vec::new();
+            while let Ok(n) = reader.read_until(b'\n', &mut line) {
+                if n == 0 {
+                    break;
+                }
+                on_stderr_line(String::from_utf8_lossy(&line).trim_end());
+                buf.append(&mut line);
+            }
+            buf
+        });
+        let mut killed = None;
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            let reason = if cancelled() {
+                Some(Exit::Cancelled)
+            } else if Instant::now() >= deadline {
+                Some(Exit::TimedOut)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                let _ = kem_native::sys::kill_process_group(pgid);
+                killed = Some(reason);
+                break child.wait()?;
+            }
+            thread::sleep(Duration::from_millis(20));
         };
-        if let Some(reason) = reason {
-            let _ = kem_native::sys::kill_process_group(pgid);
-            killed = Some(reason);
-            break child.wait()?;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
+        let stdout = out_reader.join().unwrap_or_default();
+        let stderr = err_reader.join().unwrap_or_default();
+        Ok((status, killed, stdout, stderr))
+    })?;
     let exit = match (killed, status.code(), status.signal()) {
         (Some(k), _, _) => k,
         (None, Some(c), _) => Exit::Code(c),
@@ -204,6 +225,22 @@ mod tests {
         assert_eq!(out.exit, Exit::TimedOut);
         // The readers only return once every holder of the pipes (the background sleep too) is dead.
         assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn observes_stderr_lines_as_they_come() {
+        let (_d, mut log) = log();
+        let seen = std::sync::Mutex::new(Vec::new());
+        let far = Instant::now() + Duration::from_secs(30);
+        let out = run_observed(
+            Command::new("sh").args(["-c", "echo a >&2; echo b >&2; echo out"]),
+            far,
+            &mut log,
+            &|l| seen.lock().unwrap().push(l.to_string()),
+        )
+        .unwrap();
+        assert_eq!(out.stderr, b"a\nb\n");
+        assert_eq!(*seen.lock().unwrap(), vec!["a", "b"]);
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct Ctx {
     pub runner: PathBuf,
     /// Objects shared between instances, built once.
     pub shared_objects: steps::build::SharedObjects,
+    /// Where running steps report how far they are (set when a run starts).
+    pub progress: std::sync::OnceLock<std::sync::Arc<progress::Progress>>,
 }
 
 impl Ctx {

@@ -103,6 +103,15 @@ impl Progress {
         }
     }
 
+    /// A running step says how far it is ("trial 3/5").
+    pub fn update(&self, id: &str, what: &str) {
+        if let Some(b) = &self.bars {
+            if let Some(bar) = b.busy.lock().expect("progress lock").get(id) {
+                bar.set_message(format!("{id} [bench lane] {what}"));
+            }
+        }
+    }
+
     /// A step finished (`ran` false: it was up to date).
     pub fn finished(&self, id: &str, status: Status, ran: bool, reason: Option<&str>, secs: f64) {
         if let Some(b) = &self.bars {

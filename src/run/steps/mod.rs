@@ -279,8 +279,15 @@ pub fn runner_job<T: RunnerRecord>(
         .args(["--ns", &build.namespace, "--op", op.name()])
         .args(["--cpu", &step.ctx.campaign.system.bench_cpu.to_string()])
         .args(extra);
-    let out = step
-        .exec(&mut cmd, &mut log)
+    step.commands.push(exec::argv(&cmd));
+    let (ctx, id) = (step.ctx, step.node.id.as_str());
+    let prefix = format!("{} ", kem_native::timing::PROGRESS);
+    let show = |line: &str| {
+        if let (Some(what), Some(p)) = (line.strip_prefix(&prefix), ctx.progress.get()) {
+            p.update(id, what);
+        }
+    };
+    let out = exec::run_observed(&mut cmd, step.deadline, &mut log, &show)
         .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))?;
     match &out.exit {
         exec::Exit::Code(0) => parse_runner(&out).map_err(Stop::failed),

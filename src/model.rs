@@ -91,10 +91,12 @@ pub enum StepKind {
     Survey,
     /// Per-submission report (per submission).
     Report,
+    /// Campaign index, results.csv/json and the site's front page (once per campaign).
+    Index,
 }
 
 impl StepKind {
-    pub const ALL: [StepKind; 8] = [
+    pub const ALL: [StepKind; 9] = [
         StepKind::Source,
         StepKind::Build,
         StepKind::Kat,
@@ -103,6 +105,7 @@ impl StepKind {
         StepKind::Profile,
         StepKind::Survey,
         StepKind::Report,
+        StepKind::Index,
     ];
 
     pub fn name(self) -> &'static str {
@@ -115,6 +118,7 @@ impl StepKind {
             StepKind::Profile => "profile",
             StepKind::Survey => "survey",
             StepKind::Report => "report",
+            StepKind::Index => "index",
         }
     }
 
@@ -125,6 +129,7 @@ impl StepKind {
     /// Where one node of this kind sits in the graph.
     pub fn scope(self) -> StepScope {
         match self {
+            StepKind::Index => StepScope::Campaign,
             StepKind::Source | StepKind::Report => StepScope::Submission,
             StepKind::Time | StepKind::Profile => StepScope::Operation,
             _ => StepScope::Instance,
@@ -141,6 +146,7 @@ impl fmt::Display for StepKind {
 /// How many graph nodes one step declaration becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepScope {
+    Campaign,
     Submission,
     Instance,
     Operation,

@@ -206,6 +206,7 @@ step "survey" needs="build"
 step "time" needs="kat" exclusive=#true ops="keygen enc dec" trials=2 trial="{trial}" min-iters=5 samples=11
 step "profile" needs="kat" exclusive=#true ops="keygen enc dec" iters=5
 step "report" needs="kat time sizes profile survey"
+step "index" needs="report"
 "#,
         manifests.join(" ")
     )
@@ -919,7 +920,7 @@ fn graph_exports_every_instance_in_every_format() {
     let unique: BTreeSet<&str> = kinds.iter().copied().collect();
     assert_eq!(kinds.len(), unique.len(), "{kinds:?}");
     let want: BTreeSet<&str> = [
-        "source", "build", "kat", "sizes", "survey", "time", "profile", "report",
+        "source", "build", "kat", "sizes", "survey", "time", "profile", "report", "index",
     ]
     .into_iter()
     .collect();
@@ -938,7 +939,7 @@ fn graph_exports_every_instance_in_every_format() {
     let step_dot = run(&["graph", "pipelines/x86_1.kdl", "--level", "step"]);
     assert_eq!(
         step_dot.stdout.matches("label=").count(),
-        8,
+        9,
         "{}",
         step_dot.stdout
     );

@@ -55,7 +55,7 @@ fn data_needs(kind: StepKind) -> &'static [StepKind] {
         StepKind::Build => &[StepKind::Source],
         StepKind::Kat | StepKind::Time | StepKind::Profile | StepKind::Survey => &[StepKind::Build],
         StepKind::Sizes => &[StepKind::Build],
-        StepKind::Report => &[],
+        StepKind::Report | StepKind::Index => &[],
     }
 }
 
@@ -84,6 +84,7 @@ impl Plan {
                     nodes_of.entry((si, spec.kind)).or_default().push(ix);
                 };
                 match spec.kind.scope() {
+                    StepScope::Campaign => {}
                     StepScope::Submission => add(None, None),
                     StepScope::Instance => {
                         (0..sub.instances.len()).for_each(|i| add(Some(i), None))
@@ -99,7 +100,36 @@ impl Plan {
             }
         }
 
+        // Campaign-level steps (the index): one node, after everything of every submission.
+        let mut campaign_nodes = Vec::new();
+        if !campaign.submissions.is_empty() {
+            for spec in campaign
+                .steps
+                .iter()
+                .filter(|s| s.kind.scope() == StepScope::Campaign)
+            {
+                let id = spec.kind.name().to_string();
+                let ix = graph.add_node(Node {
+                    id: id.clone(),
+                    kind: spec.kind,
+                    submission: 0,
+                    instance: None,
+                    op: None,
+                    exclusive: spec.exclusive,
+                });
+                by_id.insert(id, ix);
+                campaign_nodes.push(ix);
+            }
+        }
+
         let mut edges = BTreeSet::new();
+        for &t in &campaign_nodes {
+            for s in graph.node_indices() {
+                if graph[s].kind.scope() != StepScope::Campaign {
+                    edges.insert((s, t));
+                }
+            }
+        }
         for spec in &campaign.steps {
             let mut needs: Vec<StepKind> = spec.needs.clone();
             needs.extend_from_slice(data_needs(spec.kind));
@@ -110,7 +140,7 @@ impl Plan {
                         .steps
                         .iter()
                         .map(|s| s.kind)
-                        .filter(|k| *k != StepKind::Report),
+                        .filter(|k| k.scope() != StepScope::Campaign && *k != StepKind::Report),
                 );
             }
             for (si, _) in campaign.submissions.iter().enumerate() {
@@ -339,6 +369,19 @@ pub(crate) mod tests {
                 plan.graph[b].id
             );
         }
+    }
+
+    #[test]
+    fn index_comes_after_everything() {
+        let mut c = campaign(2);
+        c.steps
+            .push(step(StepKind::Index, &[StepKind::Report], false));
+        let plan = Plan::build(&c);
+        let index = plan.by_id["index"];
+        assert_eq!(plan.deps(index).count(), plan.graph.node_count() - 1);
+        assert_eq!(plan.execution_order().last(), Some(&index));
+        // The report does not wait for the index (no cycle).
+        assert!(plan.deps(plan.by_id["s/report"]).all(|d| d != index));
     }
 
     #[test]

@@ -196,6 +196,9 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
         StepKind::Report => {
             m.insert("meta".into(), json(&sub.meta));
         }
+        StepKind::Index => {
+            // Renders every submission's records: its inputs are their keys (dependencies).
+        }
     }
     m
 }

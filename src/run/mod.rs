@@ -62,6 +62,12 @@ impl Ctx {
 
     /// Path of a node's record, absolute.
     pub fn record_path(&self, node: &Node) -> PathBuf {
+        if node.kind.scope() == crate::model::StepScope::Campaign {
+            return self
+                .out
+                .join("records")
+                .join(format!("_{}.json", node.kind));
+        }
         let sub = self.submission(node);
         self.out.join(record::record_path(
             node.kind,

@@ -309,7 +309,7 @@ fn blocked_by(
     outcomes: &BTreeMap<NodeIndex, Outcome>,
     kind: StepKind,
 ) -> Option<(Status, String)> {
-    if kind == StepKind::Report {
+    if matches!(kind, StepKind::Report | StepKind::Index) {
         // A report renders whatever exists, failures included.
         return None;
     }

@@ -192,6 +192,7 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
         StepKind::Profile => profile::run(&mut step),
         StepKind::Survey => survey::run(&mut step),
         StepKind::Report => report::run(&mut step),
+        StepKind::Index => report::run_index(&mut step),
     };
     let mut rec = base_record(ctx, ix, done.status, done.reason);
     rec.data = done.data;
@@ -216,7 +217,11 @@ fn base_record(ctx: &Ctx, ix: NodeIndex, status: Status, reason: Option<String>)
         schema: RECORD_SCHEMA,
         id: node.id.clone(),
         kind: node.kind,
-        submission: ctx.submission(node).id.clone(),
+        submission: if node.kind.scope() == crate::model::StepScope::Campaign {
+            String::new()
+        } else {
+            ctx.submission(node).id.clone()
+        },
         instance: ctx.instance(node).map(|i| i.id.clone()),
         op: node.op,
         status,

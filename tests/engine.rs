@@ -1072,6 +1072,7 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
         "good/good/time:enc",
         "good/good/time:dec",
         "good/report",
+        "index",
     ]
     .into_iter()
     .collect();

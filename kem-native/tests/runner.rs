@@ -343,23 +343,6 @@ fn mlkem512_all_kat_matches_liboqs() {
     assert_eq!(rec.rsp_sha256, kats["ML-KEM-512"]["all"].as_str().unwrap());
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("\n\ncount = 99\n") && !text.ends_with("\n\n"));
-    // A reference differing in one hex digit of ct in count 3 is located exactly.
-    let ct3 = text.find("count = 3\n").unwrap();
-    let at = ct3 + text[ct3..].find("ct = ").unwrap() + 5 + 34; // byte 17, high nibble
-    let mut reference = text.clone().into_bytes();
-    reference[at] = if reference[at] == b'0' { b'1' } else { b'0' };
-    let reference = String::from_utf8(reference).unwrap();
-    let d = kem_native::rsp::first_difference(&reference, &text)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        d.to_string(),
-        format!("count 3, field ct: first differing byte 17 (file offset {at})")
-    );
-    assert_eq!(
-        kem_native::rsp::first_difference(&text, &text).unwrap(),
-        None
-    );
     // One count in `all` mode is the `single` file.
     let (_, one) = kat(
         &so,

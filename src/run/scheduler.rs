@@ -234,14 +234,9 @@ pub fn execute(
             stop = true;
             continue;
         }
+        let secs = rec.duration_s;
         let o = finish_record(&ctx, ix, *rec, true);
-        progress.finished(
-            &node.id,
-            o.status,
-            true,
-            o.reason.as_deref(),
-            o_duration(&ctx, ix),
-        );
+        progress.finished(&node.id, o.status, true, o.reason.as_deref(), secs);
         if o.status.is_failure() && opts.fail_fast {
             stop = true;
             stopped_early = true;
@@ -259,10 +254,6 @@ pub fn execute(
         interrupted: exec::cancelled(),
         stopped_early,
     }
-}
-
-fn o_duration(ctx: &Ctx, ix: NodeIndex) -> f64 {
-    ctx.read_record(ctx.node(ix)).map_or(0.0, |r| r.duration_s)
 }
 
 /// Run one step and fill in its record's common fields.

@@ -123,7 +123,14 @@ pub struct BuildData {
     pub cc: String,
     pub cc_version: String,
     pub flags_profile: String,
+    /// The profile's flags and the instance's `cflags`, as given.
     pub flags: Vec<String>,
+    /// Added to every compile of the object after `flags` (`-fPIC`, local binding).
+    #[serde(default)]
+    pub codegen_flags: Vec<String>,
+    /// The link command's flags (before the objects), paths relative to the output folder.
+    #[serde(default)]
+    pub link_flags: Vec<String>,
     /// (source, object) for every compiled instance source, objects as before linking.
     #[serde(default)]
     pub objects: Vec<(PathBuf, PathBuf)>,

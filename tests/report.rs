@@ -427,6 +427,13 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         cc_version: "gcc (Debian 14.2.0-19) 14.2.0".into(),
         flags_profile: "guide".into(),
         flags: vec!["-O3".into(), "-march=native".into()],
+        codegen_flags: vec!["-fPIC".into(), "-fno-semantic-interposition".into()],
+        link_flags: vec![
+            "-O3".into(),
+            "-march=native".into(),
+            "-shared".into(),
+            "-Wl,--version-script=build/fixture/ngcc_exports.map".into(),
+        ],
         objects: Vec::new(),
         primitive_objects: Vec::new(),
         static_bytes: Some(i.static_bytes),

@@ -555,11 +555,63 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             core_cycles.join("; ")
         ));
     }
+    build_commands(doc, sub);
     let missing = not_timed(sub);
     if !missing.is_empty() {
         doc.p("Not timed:");
         doc.list(missing);
     }
+}
+
+/// The compile and link flags the timed objects were really built with, from the build
+/// records (the generated version script named by its file name, not its path).
+fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
+    let mut combos: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for inst in &sub.instances {
+        let Some(b) = inst.build.as_ref().and_then(view::build_data) else {
+            continue;
+        };
+        let compile = b.flags.iter().chain(&b.codegen_flags).cloned();
+        let link = b.link_flags.iter().map(|f| match f.strip_prefix("-Wl,--version-script=") {
+            Some(p) => format!(
+                "-Wl,--version-script={}",
+                std::path::Path::new(p)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ),
+            None => f.clone(),
+        });
+        combos
+            .entry((
+                format!("{} {}", b.cc, compile.collect::<Vec<_>>().join(" ")),
+                link.collect::<Vec<_>>().join(" "),
+            ))
+            .or_default()
+            .push(inst.id.clone());
+    }
+    if combos.is_empty() {
+        return;
+    }
+    doc.p("Objects timed, with the flags of their build records:");
+    doc.list(
+        combos
+            .into_iter()
+            .map(|((compile, link), ids)| {
+                let link = if link.is_empty() {
+                    "flags not recorded".to_string()
+                } else {
+                    code(&link)
+                };
+                format!(
+                    "{}: compiled with {}, linked with {}",
+                    ids.iter().map(|i| code(i)).collect::<Vec<_>>().join(", "),
+                    code(&compile),
+                    link
+                )
+            })
+            .collect(),
+    );
 }
 
 fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {

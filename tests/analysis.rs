@@ -864,3 +864,67 @@ fn survey_other_clean_pqclean_kems_are_provided_only() {
         assert!(!d.provided_used.is_empty(), "{instance}");
     }
 }
+
+/// Issue #9: `bench fidelity`'s reference is a separate static executable built from the
+/// instance's sources (no program interpreter, no DT_NEEDED, so no campaign `.so`), and
+/// it runs.
+#[test]
+fn fidelity_reference_is_a_separate_static_executable() {
+    use ngcc_pipe::bench::{build_reference, static_elf_kind, ReferenceSpec};
+    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+    let root = pqclean("pqcrypto-mlkem-0.1.1");
+    let inst = root.join("crypto_kem/ml-kem-768/clean");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut sources = c_files(&inst);
+    sources.push(root.join("common/fips202.c"));
+    let spec = ReferenceSpec {
+        cc: "gcc".into(),
+        flags: vec!["-O2".into()],
+        includes: vec![
+            format!("-I{}", inst.display()),
+            format!("-I{}", root.join("common").display()),
+        ],
+        sources,
+        namespace: "PQCLEAN_MLKEM768_CLEAN_".into(),
+        drng: "PQCLEAN_randombytes".into(),
+        api: kem_native::api::parse_api_h(
+            &std::fs::read_to_string(inst.join("api.h")).unwrap(),
+            "PQCLEAN_MLKEM768_CLEAN_",
+        )
+        .unwrap(),
+    };
+    let (exe, command) = build_reference(&spec, tmp.path()).unwrap();
+    assert!(command.iter().any(|a| a == "-static"), "{command:?}");
+    assert!(!command.iter().any(|a| a.ends_with(".so")), "{command:?}");
+    let kind = static_elf_kind(&exe).unwrap();
+    assert!(kind.contains("statically linked"), "{kind}");
+
+    // Read the ELF here too: an executable with no interpreter and no dynamic section.
+    let data = std::fs::read(&exe).unwrap();
+    let elf = ElfFile64::<object::Endianness>::parse(&*data).unwrap();
+    let endian = elf.endian();
+    assert!(matches!(
+        elf.elf_header().e_type(endian),
+        object::elf::ET_EXEC | object::elf::ET_DYN
+    ));
+    for ph in elf.elf_program_headers() {
+        assert_ne!(ph.p_type(endian), object::elf::PT_INTERP);
+        assert!(ph.dynamic(endian, &*data).unwrap().is_none_or(|d| d
+            .iter()
+            .all(|e| object::read::elf::Dyn::tag(e, endian) != object::elf::DT_NEEDED)));
+    }
+    // A dynamically linked executable (this test) is refused.
+    let own = std::env::current_exe().unwrap();
+    assert!(static_elf_kind(&own).is_err());
+
+    for op in ["keygen", "enc", "dec"] {
+        let out = Command::new(&exe).args([op, "3"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let cycles: f64 = text
+            .trim()
+            .strip_prefix("cycles_per_op=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{op}: {text}"));
+        assert!(cycles > 0.0, "{op}: {cycles}");
+    }
+}

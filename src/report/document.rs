@@ -572,16 +572,19 @@ fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
             continue;
         };
         let compile = b.flags.iter().chain(&b.codegen_flags).cloned();
-        let link = b.link_flags.iter().map(|f| match f.strip_prefix("-Wl,--version-script=") {
-            Some(p) => format!(
-                "-Wl,--version-script={}",
-                std::path::Path::new(p)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            ),
-            None => f.clone(),
-        });
+        let link = b
+            .link_flags
+            .iter()
+            .map(|f| match f.strip_prefix("-Wl,--version-script=") {
+                Some(p) => format!(
+                    "-Wl,--version-script={}",
+                    std::path::Path::new(p)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                ),
+                None => f.clone(),
+            });
         combos
             .entry((
                 format!("{} {}", b.cc, compile.collect::<Vec<_>>().join(" ")),

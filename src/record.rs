@@ -236,6 +236,10 @@ pub struct TimeSummary {
     pub sample_outliers: usize,
     /// cv > 2%.
     pub unstable: bool,
+    /// Trial indices that lasted less than half or more than twice the target trial length
+    /// (calibration fooled, or the machine interfered).
+    #[serde(default)]
+    pub off_target_trials: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -367,6 +367,7 @@ fn time_output(
             target_trial_ns: 1_000_000_000,
             batch_iters: (iters / 10).max(1),
             batch_ns: 100_000_000,
+            batches_ns: vec![100_000_000; 5],
             iters,
             min_iters: 20,
         },

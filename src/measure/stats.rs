@@ -19,6 +19,8 @@
 //!   (B. Iglewicz and D. Hoaglin, "How to Detect and Handle Outliers", ASQC 1993). When the
 //!   MAD is 0 no point is called an outlier (the score is undefined).
 //! - **Unstable**: CV above 2% ([`UNSTABLE_CV`]).
+//! - **Off-target trials** ([`off_target`]): trials that lasted less than half or more
+//!   than twice the target trial length.
 //!
 //! ## Is a difference beyond noise? ([`compare_samples`])
 //! Two measurements of the same operation (e.g. two systems, or two runs) each give a few
@@ -195,7 +197,22 @@ pub fn summarize(out: &TimeOutput) -> TimeSummary {
         trial_outliers: outliers(&cyc),
         sample_outliers: outliers(&samples).len(),
         unstable: cv > UNSTABLE_CV,
+        off_target_trials: off_target(out),
     }
+}
+
+/// Indices of trials shorter than half or longer than twice the target trial length.
+pub fn off_target(out: &TimeOutput) -> Vec<usize> {
+    let target = out.calibration.target_trial_ns as f64;
+    out.trials
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            let ns = t.ns as f64;
+            target > 0.0 && (ns < target / 2.0 || ns > target * 2.0)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Parameters of the noise-aware comparison (see the module doc).
@@ -483,6 +500,7 @@ mod tests {
                 target_trial_ns: 1_000_000,
                 batch_iters: 10,
                 batch_ns: 1,
+                batches_ns: Vec::new(),
                 iters: 10,
                 min_iters: 20,
             },
@@ -547,6 +565,22 @@ mod tests {
         assert_eq!(s.sample_q3, Some(107.5));
         // |dev| 10 5 0 0 5 10 900 -> MAD 5; M(1000) = 0.6745*900/5 = 121 -> one outlier
         assert_eq!(s.sample_outliers, 1);
+    }
+
+    #[test]
+    fn off_target_trials_are_under_half_or_over_twice_the_target() {
+        // target 1 ms: 0.3 ms and 2.5 ms are off target, 0.5 ms and 2 ms are not
+        let out = output(
+            &[
+                (10, 1, 300_000),
+                (10, 1, 500_000),
+                (10, 1, 1_000_000),
+                (10, 1, 2_000_000),
+                (10, 1, 2_500_000),
+            ],
+            &[],
+        );
+        assert_eq!(summarize(&out).off_target_trials, vec![0, 4]);
     }
 
     #[test]

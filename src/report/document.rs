@@ -504,6 +504,18 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                         .join(", ")
                 ));
             }
+            if !s.off_target_trials.is_empty() {
+                let target = td.output.calibration.target_trial_ns as f64;
+                flags.push(format!(
+                    "trial length off target: {}",
+                    s.off_target_trials
+                        .iter()
+                        .filter_map(|&i| td.output.trials.get(i))
+                        .map(|t| format!("{:.2}×", t.ns as f64 / target))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
             t.row(vec![
                 code(&inst.id),
                 op.name().to_string(),
@@ -545,7 +557,9 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             "Cycles are {} ticks per operation; mean = total ticks / total iterations; \
              CV and min/quartiles are over the per-operation cycles of the trials, \
              the single-call column over calls timed one by one; \
-             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5. \
+             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5; \
+             \"trial length off target\" gives trials that lasted less than half or more than twice \
+             the requested trial length (as a multiple of it). \
              Core cycles (perf_event_open): {}.",
             counters
                 .iter()

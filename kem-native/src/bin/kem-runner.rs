@@ -247,6 +247,7 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
                 target_trial_ns: cfg.trial_ns,
                 batch_iters: 0,
                 batch_ns: 0,
+                batches_ns: Vec::new(),
                 iters: 0,
                 min_iters: cfg.min_iters,
             },

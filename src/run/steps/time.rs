@@ -28,9 +28,22 @@ pub fn run(step: &mut Step) -> Done {
         Err(stop) => return stop.into(),
     };
     let summary = crate::measure::stats::summarize(&output);
-    let reason = summary
-        .unstable
-        .then(|| format!("unstable: CV across trials {:.1}% > 2%", summary.cv * 100.0));
+    let mut notes = Vec::new();
+    if summary.unstable {
+        notes.push(format!(
+            "unstable: CV across trials {:.1}% > 2%",
+            summary.cv * 100.0
+        ));
+    }
+    if !summary.off_target_trials.is_empty() {
+        notes.push(format!(
+            "{} of {} trials lasted less than half or more than twice the target {:.0} ms",
+            summary.off_target_trials.len(),
+            summary.trials,
+            output.calibration.target_trial_ns as f64 / 1e6
+        ));
+    }
+    let reason = (!notes.is_empty()).then(|| notes.join("; "));
     Done {
         status: Status::Ok,
         reason,

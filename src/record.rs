@@ -240,6 +240,10 @@ pub struct TimeSummary {
     /// (calibration fooled, or the machine interfered).
     #[serde(default)]
     pub off_target_trials: Vec<usize>,
+    /// Measured counter rate: total ticks over total monotonic ns of the trials, in GHz
+    /// (for the TSC, the rate of reference cycles).
+    #[serde(default)]
+    pub counter_ghz: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -19,6 +19,7 @@
 //!   (B. Iglewicz and D. Hoaglin, "How to Detect and Handle Outliers", ASQC 1993). When the
 //!   MAD is 0 no point is called an outlier (the score is undefined).
 //! - **Unstable**: CV above 2% ([`UNSTABLE_CV`]).
+//! - **Counter rate**: total ticks over total monotonic ns of all trials, in GHz.
 //! - **Off-target trials** ([`off_target`]): trials that lasted less than half or more
 //!   than twice the target trial length.
 //!
@@ -198,6 +199,7 @@ pub fn summarize(out: &TimeOutput) -> TimeSummary {
         sample_outliers: outliers(&samples).len(),
         unstable: cv > UNSTABLE_CV,
         off_target_trials: off_target(out),
+        counter_ghz: (total_ns > 0.0).then(|| total_cycles / total_ns),
     }
 }
 
@@ -559,6 +561,8 @@ mod tests {
         assert!(close(s.cv, 2.5f64.sqrt() / 100.0));
         assert!(!s.unstable);
         assert!(s.trial_outliers.is_empty());
+        // 5000 ticks in 2500 ns: 2 GHz
+        assert!(close(s.counter_ghz.unwrap(), 2.0));
         // samples sorted: 90 95 100 100 105 110 1000 -> median 100, q1 h=1.5 -> 97.5, q3 h=4.5 -> 107.5
         assert_eq!(s.sample_median, Some(100.0));
         assert_eq!(s.sample_q1, Some(97.5));

@@ -2,7 +2,8 @@
 //!
 //! Columns, exactly: system, submission, instance, op, kat, mean_cycles, mean_ns,
 //! ops_per_s, median_trial_ns, trials, iters, cv, static_bytes, baseline_rss_kib,
-//! peak_rss_kib, stack_bytes, pk, sk, ct, ss, hash_share, drng_share. Unknown values are
+//! peak_rss_kib, stack_bytes, pk, sk, ct, ss, hash_share, drng_share, counter_ghz (the
+//! measured counter rate). Unknown values are
 //! empty cells; an instance without timed or profiled operations gets one row with an empty
 //! `op`. Cycles and ns have one decimal, ops/s three, cv and shares six (fractions).
 
@@ -13,7 +14,7 @@ use super::view::CampaignView;
 use super::Renderer;
 
 /// Header line of `results.csv`.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 23] = [
     "system",
     "submission",
     "instance",
@@ -36,6 +37,7 @@ pub const COLUMNS: [&str; 22] = [
     "ss",
     "hash_share",
     "drng_share",
+    "counter_ghz",
 ];
 
 /// The CSV renderer.
@@ -93,7 +95,7 @@ pub fn to_csv(results: &Results) -> String {
                     i(o.stack_bytes),
                 ]);
                 r.extend(sizes.iter().cloned());
-                r.extend([f(o.hash_share, 6), f(o.drng_share, 6)]);
+                r.extend([f(o.hash_share, 6), f(o.drng_share, 6), f(o.counter_ghz, 4)]);
                 rows.push(r);
             }
             if rows.is_empty() {
@@ -102,7 +104,7 @@ pub fn to_csv(results: &Results) -> String {
                 r.push(i(inst.static_bytes));
                 r.extend(std::iter::repeat_n(String::new(), 3));
                 r.extend(sizes.iter().cloned());
-                r.extend([String::new(), String::new()]);
+                r.extend([String::new(), String::new(), String::new()]);
                 rows.push(r);
             }
             for r in rows {
@@ -149,7 +151,7 @@ mod tests {
             to_csv(&r),
             "system,submission,instance,op,kat,mean_cycles,mean_ns,ops_per_s,median_trial_ns,\
              trials,iters,cv,static_bytes,baseline_rss_kib,peak_rss_kib,stack_bytes,pk,sk,ct,ss,\
-             hash_share,drng_share\n"
+             hash_share,drng_share,counter_ghz\n"
         );
     }
 }

@@ -249,6 +249,7 @@ fn environment(doc: &mut Doc, view: &CampaignView) {
             or_unknown(env.build_tool.as_deref())
         ),
     ]);
+    t.row(vec!["cycle counter".into(), cycle_counter(view)]);
     t.row(vec![
         "load average (1 min)".into(),
         env.loadavg
@@ -281,6 +282,60 @@ fn environment(doc: &mut Doc, view: &CampaignView) {
                 .collect(),
         );
     }
+}
+
+/// What a cycle is in this campaign: the counter of the timing records, its measured rate
+/// (median over the records of ticks / monotonic ns of the trials), and whether perf core
+/// cycles were available.
+fn cycle_counter(view: &CampaignView) -> String {
+    let mut counters: Vec<String> = Vec::new();
+    let mut rates: Vec<f64> = Vec::new();
+    let mut core = false;
+    for inst in view.submissions.iter().flat_map(|s| &s.instances) {
+        for (op, _) in &inst.time {
+            let Some(td) = inst.time_ok(*op) else {
+                continue;
+            };
+            if !counters.contains(&td.output.counter) {
+                counters.push(td.output.counter.clone());
+            }
+            rates.extend(td.summary.counter_ghz);
+            core |= matches!(
+                td.output.core_cycles,
+                kem_native::output::CoreCycles::Available
+            );
+        }
+    }
+    if counters.is_empty() {
+        return "no timing record".to_string();
+    }
+    let name = |c: &str| match c {
+        "rdtsc" => "TSC (`rdtsc`)".to_string(),
+        "cntvct_el0" => "generic timer (`cntvct_el0`)".to_string(),
+        other => code(other),
+    };
+    let rate = match crate::measure::stats::median(&rates) {
+        Some(g) => format!(
+            "measured rate {g:.2} GHz (ticks / monotonic ns over the timed trials, median of {} records)",
+            rates.len()
+        ),
+        None => "rate not measured".to_string(),
+    };
+    let what = if core {
+        "perf core cycles were recorded beside them in every trial"
+    } else if counters.iter().any(|c| c == "rdtsc") {
+        "TSC ticks are reference cycles at this constant rate, not core cycles (perf core cycles were not available)"
+    } else {
+        "counter ticks, not core cycles (perf core cycles were not available)"
+    };
+    format!(
+        "{}; {rate}; {what}",
+        counters
+            .iter()
+            .map(|c| name(c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn kat_mode_names(sub: &SubmissionView) -> Vec<String> {

@@ -42,7 +42,8 @@ are counter ticks per operation; times are nanoseconds per operation.
         "trials", "iters", "cv", "unstable", "min_cycles", "q1_cycles", "q3_cycles",
         "max_cycles", "trial_cycles": [per-op cycles of every trial],
         "baseline_rss_kib", "peak_rss_kib", "stack_bytes",
-        "hash_share", "drng_share", "calls_per_op": [["shake256", 2.0], ...]
+        "hash_share", "drng_share", "calls_per_op": [["shake256", 2.0], ...],
+        "counter_ghz": measured counter rate (ticks / monotonic ns of the trials)
       } ]
     } ]
   } ]
@@ -118,6 +119,7 @@ pub struct ResultOp {
     pub hash_share: Option<f64>,
     pub drng_share: Option<f64>,
     pub calls_per_op: Vec<(String, f64)>,
+    pub counter_ghz: Option<f64>,
 }
 
 impl ResultInstance {
@@ -233,6 +235,7 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         hash_share: p.map(|p| p.hash_share),
         drng_share: p.map(|p| p.drng_share),
         calls_per_op: p.map(calls_named).unwrap_or_default(),
+        counter_ghz: s.and_then(|s| s.counter_ghz),
     }
 }
 

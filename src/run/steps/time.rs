@@ -1,9 +1,46 @@
 //! `time` (exclusive): one kem-runner process per instance and operation, pinned to the
 //! bench core, calibrated, warmed up, `trials` trials; every raw trial and single-call
 //! sample is kept in the record beside the summary statistics and the environment.
+//!
+//! The record comes from a process that also runs the KEM, so it is checked before it is
+//! believed: a record whose batch mean disagrees with its own single-call samples by more
+//! than 3x, or whose trials claim more time than the runner process lasted, is failed as
+//! implausible (its data kept as evidence, kept out of the reports).
+
+use std::time::Duration;
 
 use super::{runner_job, Done, Step};
 use crate::record::{Status, StepData, TimeData, TimeOutput};
+
+/// Why a timing record cannot be what the runner measured, if it cannot: its batch mean
+/// and its single-call median disagree by more than 3x (with the single call's own counter
+/// overhead as slack), or its trials add up to more time than the process ran.
+pub fn implausible(out: &TimeOutput, elapsed: Duration) -> Option<String> {
+    let iters: u64 = out.trials.iter().map(|t| t.iters).sum();
+    let cycles: u64 = out.trials.iter().map(|t| t.cycles).sum();
+    let trial_ns: u64 = out.trials.iter().map(|t| t.ns).sum();
+    if trial_ns as u128 > elapsed.as_nanos() {
+        return Some(format!(
+            "implausible timing record: its trials add up to {:.3} s but kem-runner ran {:.3} s",
+            trial_ns as f64 / 1e9,
+            elapsed.as_secs_f64()
+        ));
+    }
+    if iters == 0 || out.samples.is_empty() {
+        return None;
+    }
+    let batch = cycles as f64 / iters as f64;
+    let mut samples = out.samples.clone();
+    samples.sort_unstable();
+    let single = samples[samples.len() / 2] as f64;
+    let slack = out.overhead.single_call_cycles.max(0.0);
+    let (lo, hi) = (batch.min(single), batch.max(single));
+    (hi > 3.0 * lo + slack).then(|| {
+        format!(
+            "implausible timing record: batch mean {batch:.0} cycles/op and single-call median {single:.0} cycles disagree by more than 3x"
+        )
+    })
+}
 
 pub fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
@@ -23,16 +60,24 @@ pub fn run(step: &mut Step) -> Done {
         p.samples.to_string(),
     ];
     let object = ctx.out.join(&build.object);
-    let output: TimeOutput = match runner_job(step, "time", &object, &build, &extra) {
-        Ok(o) => o,
-        Err(stop) => return stop.into(),
-    };
+    let (output, elapsed): (TimeOutput, _) =
+        match runner_job(step, "time", &object, &build, &extra) {
+            Ok(o) => o,
+            Err(stop) => return stop.into(),
+        };
     let summary = crate::measure::stats::summarize(&output);
-    let reason = summary
-        .unstable
-        .then(|| format!("unstable: CV across trials {:.1}% > 2%", summary.cv * 100.0));
+    let implausible = implausible(&output, elapsed);
+    let reason = implausible.clone().or_else(|| {
+        summary
+            .unstable
+            .then(|| format!("unstable: CV across trials {:.1}% > 2%", summary.cv * 100.0))
+    });
     Done {
-        status: Status::Ok,
+        status: if implausible.is_some() {
+            Status::Failed
+        } else {
+            Status::Ok
+        },
         reason,
         data: Some(StepData::Time(Box::new(TimeData {
             output,
@@ -42,5 +87,42 @@ pub fn run(step: &mut Step) -> Done {
             object_sha256: build.object_sha256,
             environment: ctx.env.clone(),
         }))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(batch_per_op: u64, single: u64) -> TimeOutput {
+        let json = format!(
+            r#"{{"op":"keygen","sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}},"pinned_cpu":null,"pin_error":null,
+"counter":"rdtsc","rng":"ctr-drbg","core_cycles":{{"status":"unavailable","reason":"x"}},
+"calibration":{{"target_trial_ns":1,"batch_iters":1,"batch_ns":1,"iters":100,"min_iters":1}},
+"warmup_iters":1,"trials":[{{"iters":100,"cycles":{},"ns":1000000,"core_cycles":null}}],
+"samples":[{single},{single},{single}],
+"overhead":{{"cycles_per_call":1.0,"ns_per_call":1.0,"single_call_cycles":40.0}},
+"memory":{{"baseline_rss_kib":null,"peak_rss_kib":null,"stack_bytes":null,"stack_painted_bytes":0}},"failure":null}}"#,
+            batch_per_op * 100
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    #[test]
+    fn batch_and_single_calls_must_agree_within_3x() {
+        let long = Duration::from_secs(1);
+        assert_eq!(implausible(&record(10_000, 11_000), long), None);
+        assert_eq!(implausible(&record(10_000, 29_000), long), None);
+        let r = implausible(&record(1, 10_000), long).unwrap();
+        assert!(r.contains("batch mean 1 cycles/op"), "{r}");
+        assert!(implausible(&record(40_000, 10_000), long).is_some());
+        // The single call's counter overhead is slack for tiny operations.
+        assert_eq!(implausible(&record(10, 60), long), None);
+    }
+
+    #[test]
+    fn trials_cannot_last_longer_than_the_process() {
+        let r = implausible(&record(10_000, 10_000), Duration::from_micros(10)).unwrap();
+        assert!(r.contains("trials add up to 0.001 s"), "{r}");
     }
 }

@@ -439,8 +439,10 @@ fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
     } else {
         PathBuf::from("kem-runner")
     };
+    // Absolute, so that commands run in the sandbox's own working folder find them.
+    let runner = std::path::absolute(&runner).unwrap_or(runner);
     Ok(Ctx {
-        out: campaign.outputs.clone(),
+        out: std::path::absolute(&campaign.outputs).unwrap_or_else(|_| campaign.outputs.clone()),
         campaign,
         plan,
         facts,

@@ -192,18 +192,23 @@ impl Sandbox {
             Some(bwrap) => {
                 let mut cmd = Command::new(bwrap);
                 cmd.args(bwrap_base(home().as_deref()));
-                for p in &jail.read {
+                for p in jail.read.iter().filter_map(|p| std::path::absolute(p).ok()) {
                     if p.exists() {
-                        cmd.arg("--ro-bind").arg(p).arg(p);
+                        cmd.arg("--ro-bind").arg(&p).arg(&p);
                     }
                 }
-                for p in &jail.write {
-                    cmd.arg("--bind").arg(p).arg(p);
+                for p in jail.write.iter().filter_map(|p| std::path::absolute(p).ok()) {
+                    cmd.arg("--bind").arg(&p).arg(&p);
                 }
                 for (k, v) in &env {
                     cmd.args(["--setenv", k, v]);
                 }
                 cmd.arg("--chdir").arg(&jail.cwd);
+                let program = if program.components().count() > 1 {
+                    std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf())
+                } else {
+                    program.to_path_buf()
+                };
                 cmd.arg("--").arg(program).args(args);
                 cmd
             }

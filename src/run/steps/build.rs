@@ -202,7 +202,8 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         });
     }
     let source = step.source().map_err(Stop::failed)?;
-    let root = source.root.clone();
+    // Absolute: the compiler runs in the sandbox with the build folder as working folder.
+    let root = std::path::absolute(&source.root).map_err(|e| Stop::failed(e.to_string()))?;
     let spec = ctx.spec(StepKind::Build).expect("build step is declared");
     let profile_name = spec.params.flags.clone().unwrap_or_default();
     let profile = ctx

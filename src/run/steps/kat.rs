@@ -121,7 +121,10 @@ fn run_kat(
         "--lib".into(),
         object.display().to_string(),
         "--api".into(),
-        build.api_h.display().to_string(),
+        std::path::absolute(&build.api_h)
+            .unwrap_or_else(|_| build.api_h.clone())
+            .display()
+            .to_string(),
         "--ns".into(),
         build.namespace.clone(),
         "--rng".into(),

@@ -124,7 +124,14 @@ impl<'a> Step<'a> {
         self.commands.push(shown.clone());
         self.contained = true;
         let mut cmd = self.ctx.sandbox.command(program, args, jail);
-        exec::run_observed(&mut cmd, &shown, self.deadline, log, on_stderr_line)
+        let mut out = exec::run_observed(&mut cmd, &shown, self.deadline, log, on_stderr_line)?;
+        if self.ctx.sandbox.contained() {
+            // bubblewrap exits with 128 + N when the process it ran was killed by signal N.
+            if let exec::Exit::Code(c @ 129..=192) = out.exit {
+                out.exit = exec::Exit::Signal(c - 128);
+            }
+        }
+        Ok(out)
     }
 
     /// A fresh, empty scratch folder for this step's contained processes
@@ -140,8 +147,9 @@ impl<'a> Step<'a> {
     /// The jail of a kem-runner job: it reads the runner, the object and its `api.h`, and
     /// writes only `scratch`.
     pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
+        let api_h = std::path::absolute(api_h).unwrap_or_else(|_| api_h.to_path_buf());
         Jail {
-            read: vec![self.ctx.runner.clone(), object.to_path_buf(), api_h.to_path_buf()],
+            read: vec![self.ctx.runner.clone(), object.to_path_buf(), api_h],
             write: vec![scratch.to_path_buf()],
             cwd: scratch.to_path_buf(),
             memory: self.memory(),
@@ -338,7 +346,10 @@ pub fn runner_job<T: RunnerRecord>(
         "--lib".into(),
         object.display().to_string(),
         "--api".into(),
-        build.api_h.display().to_string(),
+        std::path::absolute(&build.api_h)
+            .unwrap_or_else(|_| build.api_h.clone())
+            .display()
+            .to_string(),
         "--ns".into(),
         build.namespace.clone(),
         "--op".into(),

@@ -12,22 +12,34 @@ use std::time::Duration;
 use super::{runner_job, Done, Step};
 use crate::record::{Status, StepData, TimeData, TimeOutput};
 
-/// Why a timing record cannot be what the runner measured, if it cannot: its batch mean
-/// and its single-call median disagree by more than 3x (with the single call's own counter
-/// overhead as slack), or its trials add up to more time than the process ran.
-pub fn implausible(out: &TimeOutput, elapsed: Duration) -> Option<String> {
+/// How far a timing record can be believed.
+#[derive(Debug, PartialEq)]
+pub enum Plausibility {
+    Plausible,
+    /// Batch mean more than 3x the single-call median: what preemption of the bench core
+    /// does to whole trials; kept, with this reason.
+    Disturbed(String),
+    /// Batch mean below a third of the single-call median, or trials longer than the
+    /// process: not what the runner can have measured; the step fails.
+    Implausible(String),
+}
+
+/// Check a timing record against itself and against the runner's wall-clock time: batch
+/// mean and single-call median must agree within 3x (the single call's own counter
+/// overhead as slack), and the trials cannot add up to more time than the process ran.
+pub fn plausibility(out: &TimeOutput, elapsed: Duration) -> Plausibility {
     let iters: u64 = out.trials.iter().map(|t| t.iters).sum();
     let cycles: u64 = out.trials.iter().map(|t| t.cycles).sum();
     let trial_ns: u64 = out.trials.iter().map(|t| t.ns).sum();
     if trial_ns as u128 > elapsed.as_nanos() {
-        return Some(format!(
+        return Plausibility::Implausible(format!(
             "implausible timing record: its trials add up to {:.3} s but kem-runner ran {:.3} s",
             trial_ns as f64 / 1e9,
             elapsed.as_secs_f64()
         ));
     }
     if iters == 0 || out.samples.is_empty() {
-        return None;
+        return Plausibility::Plausible;
     }
     let batch = cycles as f64 / iters as f64;
     let mut samples = out.samples.clone();
@@ -35,11 +47,19 @@ pub fn implausible(out: &TimeOutput, elapsed: Duration) -> Option<String> {
     let single = samples[samples.len() / 2] as f64;
     let slack = out.overhead.single_call_cycles.max(0.0);
     let (lo, hi) = (batch.min(single), batch.max(single));
-    (hi > 3.0 * lo + slack).then(|| {
-        format!(
-            "implausible timing record: batch mean {batch:.0} cycles/op and single-call median {single:.0} cycles disagree by more than 3x"
-        )
-    })
+    if hi <= 3.0 * lo + slack {
+        return Plausibility::Plausible;
+    }
+    let what = format!(
+        "batch mean {batch:.0} cycles/op and single-call median {single:.0} cycles disagree by more than 3x"
+    );
+    if batch < single {
+        Plausibility::Implausible(format!("implausible timing record: {what}"))
+    } else {
+        Plausibility::Disturbed(format!(
+            "implausible timing record: {what} (trials disturbed: is the bench core shared?)"
+        ))
+    }
 }
 
 pub fn run(step: &mut Step) -> Done {
@@ -66,18 +86,17 @@ pub fn run(step: &mut Step) -> Done {
             Err(stop) => return stop.into(),
         };
     let summary = crate::measure::stats::summarize(&output);
-    let implausible = implausible(&output, elapsed);
-    let reason = implausible.clone().or_else(|| {
-        summary
-            .unstable
-            .then(|| format!("unstable: CV across trials {:.1}% > 2%", summary.cv * 100.0))
-    });
+    let check = plausibility(&output, elapsed);
+    let unstable = summary
+        .unstable
+        .then(|| format!("unstable: CV across trials {:.1}% > 2%", summary.cv * 100.0));
+    let (status, reason) = match check {
+        Plausibility::Plausible => (Status::Ok, unstable),
+        Plausibility::Disturbed(r) => (Status::Ok, Some(r)),
+        Plausibility::Implausible(r) => (Status::Failed, Some(r)),
+    };
     Done {
-        status: if implausible.is_some() {
-            Status::Failed
-        } else {
-            Status::Ok
-        },
+        status,
         reason,
         data: Some(StepData::Time(Box::new(TimeData {
             output,
@@ -111,18 +130,28 @@ mod tests {
     #[test]
     fn batch_and_single_calls_must_agree_within_3x() {
         let long = Duration::from_secs(1);
-        assert_eq!(implausible(&record(10_000, 11_000), long), None);
-        assert_eq!(implausible(&record(10_000, 29_000), long), None);
-        let r = implausible(&record(1, 10_000), long).unwrap();
+        use Plausibility::*;
+        assert_eq!(plausibility(&record(10_000, 11_000), long), Plausible);
+        assert_eq!(plausibility(&record(10_000, 29_000), long), Plausible);
+        let Implausible(r) = plausibility(&record(1, 10_000), long) else {
+            panic!("a batch far faster than single calls is implausible")
+        };
         assert!(r.contains("batch mean 1 cycles/op"), "{r}");
-        assert!(implausible(&record(40_000, 10_000), long).is_some());
+        let Disturbed(r) = plausibility(&record(40_000, 10_000), long) else {
+            panic!("a batch far slower than single calls is flagged")
+        };
+        assert!(r.contains("disturbed"), "{r}");
         // The single call's counter overhead is slack for tiny operations.
-        assert_eq!(implausible(&record(10, 60), long), None);
+        assert_eq!(plausibility(&record(10, 60), long), Plausible);
     }
 
     #[test]
     fn trials_cannot_last_longer_than_the_process() {
-        let r = implausible(&record(10_000, 10_000), Duration::from_micros(10)).unwrap();
+        let Plausibility::Implausible(r) =
+            plausibility(&record(10_000, 10_000), Duration::from_micros(10))
+        else {
+            panic!("trials longer than the process")
+        };
         assert!(r.contains("trials add up to 0.001 s"), "{r}");
     }
 }

@@ -95,6 +95,19 @@ fn verify_rsp(rsp: &Path, claimed: &KatOutput, counts: u32, build: &BuildData) -
     Ok(sha)
 }
 
+/// The last two lines the KEM itself wrote on stderr (not the runner's `calling ...`
+/// lines), each cut at 200 characters, for the reason of a failed KAT.
+fn kem_said(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(kem_native::kat::CALLING))
+        .map(|l| l.chars().take(200).collect())
+        .collect();
+    (!lines.is_empty()).then(|| lines[lines.len().saturating_sub(2)..].join(" / "))
+}
+
 /// One runner KAT job, in the sandbox, writing into a scratch folder; the `.rsp` is
 /// checked and moved to `rsp`. Ok(output) when the runner produced its record (success or
 /// a misbehaving KEM; on success `rsp_sha256` is the engine's own hash of the file),
@@ -143,6 +156,9 @@ fn run_kat(
         .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))
         .and_then(|out| match &out.exit {
             Exit::Code(0) | Exit::Code(1) => Ok(parse_runner::<KatOutput>(&out).and_then(|mut o| {
+                if let (Some(f), Some(said)) = (&mut o.failure, kem_said(&out.stderr)) {
+                    let _ = write!(f, "; the KEM wrote: {said}");
+                }
                 if o.failure.is_none() {
                     o.rsp_sha256 = verify_rsp(&written, &o, counts, build)?;
                     std::fs::rename(&written, rsp)
@@ -175,7 +191,7 @@ fn run_kat(
                 crate::run::exec::tail(&out.stderr, 3)
             ))),
         });
-    let _ = std::fs::remove_dir_all(&scratch);
+    step.drop_scratch(&scratch);
     result
 }
 

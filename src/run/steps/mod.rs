@@ -144,6 +144,19 @@ impl<'a> Step<'a> {
         Ok(dir)
     }
 
+    /// Remove a scratch folder made by [`Step::scratch`] and its parents left empty.
+    pub fn drop_scratch(&self, dir: &Path) {
+        let _ = std::fs::remove_dir_all(dir);
+        let top = self.ctx.out.join("scratch");
+        let mut d = dir.parent();
+        while let Some(p) = d.filter(|p| p.starts_with(&top)) {
+            if std::fs::remove_dir(p).is_err() {
+                break;
+            }
+            d = p.parent();
+        }
+    }
+
     /// The jail of a kem-runner job: it reads the runner, the object and its `api.h`, and
     /// writes only `scratch`.
     pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
@@ -371,7 +384,7 @@ pub fn runner_job<T: RunnerRecord>(
     let out = step
         .exec_contained(&runner, &args, &jail, &mut log, &show)
         .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")));
-    let _ = std::fs::remove_dir_all(&scratch);
+    step.drop_scratch(&scratch);
     let out = out?;
     let elapsed = started.elapsed();
     let rec: T = match &out.exit {

@@ -181,7 +181,10 @@ impl<'a> Step<'a> {
 
     /// Address-space limit of this step's contained processes.
     pub fn memory(&self) -> u64 {
-        super::sandbox::DEFAULT_MEMORY
+        self.ctx
+            .spec(self.node.kind)
+            .and_then(|s| s.params.memory)
+            .unwrap_or(super::sandbox::DEFAULT_MEMORY)
     }
 
     /// Open a log under the output folder (relative path) and remember it.

@@ -430,7 +430,7 @@ fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
         env_fingerprint: crate::measure::env::fingerprint(&env),
     };
     if need_runner {
-        env.sandbox = Some(sandbox.info.clone());
+        env.sandbox = Some(Box::new(sandbox.info.clone()));
     }
     let plan = Plan::build(&campaign);
     let inputs = keys::all_inputs(&campaign, &plan, &facts);

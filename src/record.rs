@@ -355,7 +355,7 @@ pub struct Environment {
     pub warnings: Vec<EnvWarning>,
     /// The sandbox submission code ran in (absent in records from before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<SandboxInfo>,
+    pub sandbox: Option<Box<SandboxInfo>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

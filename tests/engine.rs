@@ -13,9 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ngcc_pipe::model::{KatMode, Op, StepKind};
-use ngcc_pipe::record::{
-    self, KatStatus, RspDiff, Status, StepData, StepRecord, Verdict,
-};
+use ngcc_pipe::record::{self, KatStatus, RspDiff, Status, StepData, StepRecord, Verdict};
 use sha2::{Digest, Sha256};
 
 mod common;

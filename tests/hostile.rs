@@ -91,10 +91,16 @@ const KAT_CASES: [(&str, Option<(Status, &str)>); 11] = [
     ),
     (
         "loopback",
-        Some((Status::Failed, "connect 127.0.0.1:47613: Connection refused")),
+        Some((
+            Status::Failed,
+            "connect 127.0.0.1:47613: Connection refused",
+        )),
     ),
     ("daemon", None),
-    ("pipe-holder", Some((Status::TimedOut, "timed out after 8 s"))),
+    (
+        "pipe-holder",
+        Some((Status::TimedOut, "timed out after 8 s")),
+    ),
     ("kill-parent", None),
     (
         "forged-kat",
@@ -105,7 +111,10 @@ const KAT_CASES: [(&str, Option<(Status, &str)>); 11] = [
     ("stderr-flood", None),
     (
         "malloc-30g",
-        Some((Status::Failed, "malloc(30 GiB) failed: Cannot allocate memory")),
+        Some((
+            Status::Failed,
+            "malloc(30 GiB) failed: Cannot allocate memory",
+        )),
     ),
 ];
 
@@ -227,7 +236,13 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
     }
     // Forged timing records are not believed.
     for op in OPS {
-        let t = rec(&out, StepKind::Time, "forged-time", Some("forged-time"), Some(op));
+        let t = rec(
+            &out,
+            StepKind::Time,
+            "forged-time",
+            Some("forged-time"),
+            Some(op),
+        );
         c.check(
             t.status == Status::Failed
                 && t.reason
@@ -245,7 +260,9 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
         "`loopback` reached the listener on 127.0.0.1".to_string()
     });
     let left = settled_survivors(&out);
-    c.check(left.is_empty(), || format!("processes outlived the run: {left:?}"));
+    c.check(left.is_empty(), || {
+        format!("processes outlived the run: {left:?}")
+    });
 
     // 256 MB on stderr: the log keeps 2 MiB and says so; the engine stays small.
     let log = std::fs::read(out.join("kat/stderr-flood/stderr-flood.log")).unwrap_or_default();
@@ -260,7 +277,13 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
         format!("engine peak RSS {peak_kib} KiB (want < 200 MiB)")
     });
     // The pipe holder's KAT ends at its timeout, not when its child lets go of the pipes.
-    let ph = rec(&out, StepKind::Kat, "pipe-holder", Some("pipe-holder"), None);
+    let ph = rec(
+        &out,
+        StepKind::Kat,
+        "pipe-holder",
+        Some("pipe-holder"),
+        None,
+    );
     c.check(ph.duration_s < 8.0 + 3.0, || {
         format!("pipe-holder KAT took {} s (timeout 8 s)", ph.duration_s)
     });
@@ -285,10 +308,7 @@ fn ctrl_c_exits_within_two_seconds_while_a_child_holds_the_pipes() {
         .expect("ngcc-pipe starts");
     // Wait until the KEM's pipe-holding child exists (after source and build).
     let until = Instant::now() + Duration::from_secs(120);
-    while !survivors(&out)
-        .iter()
-        .any(|p| p.contains("ngcc-hostile-p"))
-    {
+    while !survivors(&out).iter().any(|p| p.contains("ngcc-hostile-p")) {
         assert!(
             child.try_wait().expect("wait").is_none(),
             "the run ended before the pipe holder started"
@@ -313,7 +333,10 @@ fn ctrl_c_exits_within_two_seconds_while_a_child_holds_the_pipes() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let took = sent.elapsed();
-    assert!(took < Duration::from_secs(2), "exit took {took:?} after Ctrl-C");
+    assert!(
+        took < Duration::from_secs(2),
+        "exit took {took:?} after Ctrl-C"
+    );
     assert_eq!(status.code(), Some(130));
     let left = settled_survivors(&out);
     assert!(left.is_empty(), "processes outlived the run: {left:?}");

@@ -764,7 +764,9 @@ mod tests {
         assert_eq!(parse_bytes("1t"), Ok(1 << 40));
         assert!(parse_bytes("1M").unwrap_err().contains("below 64M"));
         assert!(parse_bytes("4GB").unwrap_err().contains("not a size"));
-        assert!(parse_bytes("99999999999T").unwrap_err().contains("too large"));
+        assert!(parse_bytes("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
     }
 
     #[test]

@@ -404,13 +404,9 @@ mod tests {
         let far = Instant::now() + Duration::from_secs(30);
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "echo a >&2; echo b >&2; echo out"]);
-        let out = run_observed(
-            &mut cmd,
-            &["sh".to_string()],
-            far,
-            &mut log,
-            &|l| seen.lock().unwrap().push(l.to_string()),
-        )
+        let out = run_observed(&mut cmd, &["sh".to_string()], far, &mut log, &|l| {
+            seen.lock().unwrap().push(l.to_string())
+        })
         .unwrap();
         assert_eq!(out.stderr, b"a\nb\n");
         assert_eq!(*seen.lock().unwrap(), vec!["a", "b"]);
@@ -430,7 +426,11 @@ mod tests {
         .unwrap();
         assert_eq!(out.exit, Exit::Code(0));
         assert_eq!(out.stdout, b"started\n");
-        assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -438,7 +438,10 @@ mod tests {
         let mut c = Capture::new(4);
         c.push(b"abcdefghij");
         c.push(b"kl");
-        assert_eq!(c.bytes(), b"abcd\n[... 4 bytes cut by ngcc-pipe: only the first and last MiB are kept ...]\nijkl");
+        assert_eq!(
+            c.bytes(),
+            b"abcd\n[... 4 bytes cut by ngcc-pipe: only the first and last MiB are kept ...]\nijkl"
+        );
         let mut small = Capture::new(4);
         small.push(b"abc");
         small.push(b"def");

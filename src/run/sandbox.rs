@@ -180,7 +180,8 @@ impl Sandbox {
 
     /// A command that runs `program` with `args` inside the jail.
     pub fn command(&self, program: &Path, args: &[String], jail: &Jail) -> Command {
-        let path_var = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+        let path_var =
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
         let env = [
             ("PATH", path_var.as_str()),
             ("LC_ALL", "C"),
@@ -197,7 +198,11 @@ impl Sandbox {
                         cmd.arg("--ro-bind").arg(&p).arg(&p);
                     }
                 }
-                for p in jail.write.iter().filter_map(|p| std::path::absolute(p).ok()) {
+                for p in jail
+                    .write
+                    .iter()
+                    .filter_map(|p| std::path::absolute(p).ok())
+                {
                     cmd.arg("--bind").arg(&p).arg(&p);
                 }
                 for (k, v) in &env {
@@ -303,9 +308,15 @@ mod tests {
             "cat ../input && echo ok > out && touch ../outside; ls /root | wc -l; env | sort",
         );
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.starts_with("in0\n"), "input unreadable or /root not empty: {text}");
+        assert!(
+            text.starts_with("in0\n"),
+            "input unreadable or /root not empty: {text}"
+        );
         assert!(!text.contains("CARGO"), "environment leaked: {text}");
-        assert_eq!(std::fs::read_to_string(d.path().join("rw/out")).unwrap(), "ok\n");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("rw/out")).unwrap(),
+            "ok\n"
+        );
         assert!(!d.path().join("outside").exists());
     }
 
@@ -318,7 +329,12 @@ mod tests {
         for sb in [Sandbox::detect(), Sandbox::unavailable("test")] {
             let out = sh(&sb, &j, "ulimit -v; ulimit -n");
             let text = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(text, format!("{}\n{OPEN_FILES}\n", (1u64 << 30) / 1024), "{:?}", sb.info);
+            assert_eq!(
+                text,
+                format!("{}\n{OPEN_FILES}\n", (1u64 << 30) / 1024),
+                "{:?}",
+                sb.info
+            );
         }
         assert!(!Sandbox::unavailable("x").info.missing.is_empty());
     }

@@ -68,7 +68,13 @@ pub fn s(p: &Path) -> String {
 }
 
 /// A step's record in an output folder (panics with the path when it is missing).
-pub fn rec(out: &Path, kind: StepKind, sub: &str, inst: Option<&str>, op: Option<Op>) -> StepRecord {
+pub fn rec(
+    out: &Path,
+    kind: StepKind,
+    sub: &str,
+    inst: Option<&str>,
+    op: Option<Op>,
+) -> StepRecord {
     try_rec(out, kind, sub, inst, op).unwrap_or_else(|| {
         panic!(
             "no record {}",
@@ -121,4 +127,3 @@ impl Checks {
         );
     }
 }
-

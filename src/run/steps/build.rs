@@ -14,8 +14,8 @@ use super::{Done, Step, Stop};
 use crate::model::StepKind;
 use crate::record::{BuildData, Status, StepData};
 use crate::run::exec::{self, Exit};
-use crate::run::sandbox::Jail;
 use crate::run::keys::sha256_hex;
+use crate::run::sandbox::Jail;
 
 /// The objects compiled for one key, once: filled by the first caller, awaited by the rest.
 type ObjectsCell = Arc<OnceLock<Result<Vec<PathBuf>, String>>>;
@@ -155,7 +155,13 @@ impl Compiler<'_, '_> {
     fn run(&mut self, args: Vec<String>, what: impl FnOnce() -> String) -> Result<(), Stop> {
         let out = self
             .step
-            .exec_contained(Path::new(&self.cc), &args, &self.jail, &mut self.log, &|_| {})
+            .exec_contained(
+                Path::new(&self.cc),
+                &args,
+                &self.jail,
+                &mut self.log,
+                &|_| {},
+            )
             .map_err(|e| Stop::failed(format!("cannot run `{}`: {e}", self.cc)))?;
         match out.exit {
             Exit::Code(0) => Ok(()),
@@ -339,7 +345,12 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
     let mut link = profile.flags.clone();
     link.extend(["-shared".into(), "-Wl,-z,defs".into(), "-o".into()]);
     link.push(object.display().to_string());
-    link.extend(objects.iter().chain(&prim_objects).map(|o| o.display().to_string()));
+    link.extend(
+        objects
+            .iter()
+            .chain(&prim_objects)
+            .map(|o| o.display().to_string()),
+    );
     link.push(shim_obj.display().to_string());
     c.run(link, || format!("link error for {}", object.display()))?;
 

@@ -59,12 +59,18 @@ fn rsp_name(instance: &str, mode: KatMode, suffix: &str) -> String {
 /// runner's record is not trusted (the KEM runs in the same process and could forge it).
 /// The file must exist, parse, hold `counts` entries with pk/sk/ct/ss of the sizes api.h
 /// declares, and hash to what the record claims.
-fn verify_rsp(rsp: &Path, claimed: &KatOutput, counts: u32, build: &BuildData) -> Result<String, String> {
+fn verify_rsp(
+    rsp: &Path,
+    claimed: &KatOutput,
+    counts: u32,
+    build: &BuildData,
+) -> Result<String, String> {
     let bytes = std::fs::read(rsp).map_err(|e| {
         format!("kem-runner reported success but its .rsp file cannot be read ({e}); record not trusted")
     })?;
     let sha = sha256_hex(&bytes);
-    let text = String::from_utf8(bytes).map_err(|_| "the .rsp file is not UTF-8 text".to_string())?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| "the .rsp file is not UTF-8 text".to_string())?;
     let entries =
         crate::rsp::parse_rsp(&text).map_err(|e| format!("the .rsp file does not parse: {e}"))?;
     if entries.len() != counts as usize {
@@ -75,7 +81,12 @@ fn verify_rsp(rsp: &Path, claimed: &KatOutput, counts: u32, build: &BuildData) -
     }
     let api = &build.api;
     for e in &entries {
-        for (field, want) in [("pk", api.pk), ("sk", api.sk), ("ct", api.ct), ("ss", api.ss)] {
+        for (field, want) in [
+            ("pk", api.pk),
+            ("sk", api.sk),
+            ("ct", api.ct),
+            ("ss", api.ss),
+        ] {
             let got = e.field(field).map(|v| v.len() as u64);
             if got != Some(want) {
                 return Err(format!(
@@ -155,19 +166,21 @@ fn run_kat(
     let result = out
         .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))
         .and_then(|out| match &out.exit {
-            Exit::Code(0) | Exit::Code(1) => Ok(parse_runner::<KatOutput>(&out).and_then(|mut o| {
-                if let (Some(f), Some(said)) = (&mut o.failure, kem_said(&out.stderr)) {
-                    let _ = write!(f, "; the KEM wrote: {said}");
-                }
-                if o.failure.is_none() {
-                    o.rsp_sha256 = verify_rsp(&written, &o, counts, build)?;
-                    std::fs::rename(&written, rsp)
-                        .or_else(|_| std::fs::copy(&written, rsp).map(|_| ()))
-                        .map_err(|e| format!("cannot keep the .rsp file: {e}"))?;
-                    o.rsp_path = rsp.display().to_string();
-                }
-                Ok(o)
-            })),
+            Exit::Code(0) | Exit::Code(1) => {
+                Ok(parse_runner::<KatOutput>(&out).and_then(|mut o| {
+                    if let (Some(f), Some(said)) = (&mut o.failure, kem_said(&out.stderr)) {
+                        let _ = write!(f, "; the KEM wrote: {said}");
+                    }
+                    if o.failure.is_none() {
+                        o.rsp_sha256 = verify_rsp(&written, &o, counts, build)?;
+                        std::fs::rename(&written, rsp)
+                            .or_else(|_| std::fs::copy(&written, rsp).map(|_| ()))
+                            .map_err(|e| format!("cannot keep the .rsp file: {e}"))?;
+                        o.rsp_path = rsp.display().to_string();
+                    }
+                    Ok(o)
+                }))
+            }
             Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
             Exit::Signal(_) => {
                 // The runner names each call on stderr just before making it.
@@ -234,9 +247,7 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
         let want = expected.get(&manifest_name(&inst.id, mode)).cloned();
         let res = run_kat(step, &object, &build, mode, counts, &rsp, &mut log)?;
         if rsp.is_file() {
-            if rsp.is_file() {
-                step.artefacts.push(ctx.rel(&rsp));
-            }
+            step.artefacts.push(ctx.rel(&rsp));
         }
         let mut r = KatModeResult {
             mode,
@@ -344,10 +355,8 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
                 &mut log,
             )?;
             if rsp.is_file() {
-            if rsp.is_file() {
                 step.artefacts.push(ctx.rel(&rsp));
             }
-        }
             let got = match res {
                 Ok(out) if out.failure.is_none() => out.rsp_sha256,
                 Ok(out) => format!("failed: {}", out.failure.unwrap_or_default()),

@@ -103,7 +103,11 @@ impl<'a> Step<'a> {
     }
 
     /// Run a command with the step's deadline, logging it.
-    pub fn exec(&mut self, cmd: &mut Command, log: &mut exec::Log) -> std::io::Result<exec::Output> {
+    pub fn exec(
+        &mut self,
+        cmd: &mut Command,
+        log: &mut exec::Log,
+    ) -> std::io::Result<exec::Output> {
         self.commands.push(exec::argv(cmd));
         exec::run(cmd, self.deadline, log)
     }
@@ -395,14 +399,10 @@ pub fn runner_job<T: RunnerRecord>(
         exec::Exit::TimedOut => return Err(Stop::timed_out(step.timeout_text())),
         exec::Exit::Code(1) => {
             return Err(match parse_runner::<T>(&out) {
-                Ok(rec) if rec.failure().is_some() => Stop::failed(format!(
-                    "{op}: {}",
-                    rec.failure().unwrap_or_default()
-                )),
-                _ => Stop::failed(format!(
-                    "{op}: exit code 1; {}",
-                    exec::tail(&out.stderr, 3)
-                )),
+                Ok(rec) if rec.failure().is_some() => {
+                    Stop::failed(format!("{op}: {}", rec.failure().unwrap_or_default()))
+                }
+                _ => Stop::failed(format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3))),
             })
         }
         exec::Exit::Signal(_) => {
@@ -430,7 +430,11 @@ pub fn parse_runner<T: for<'de> serde::Deserialize<'de>>(out: &exec::Output) -> 
     serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
             "kem-runner wrote no valid record ({e}{}); {}: {}",
-            if out.truncated { "; output cut at its size limit" } else { "" },
+            if out.truncated {
+                "; output cut at its size limit"
+            } else {
+                ""
+            },
             out.exit.describe(),
             exec::tail(&out.stderr, 3)
         )

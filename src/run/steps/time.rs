@@ -80,11 +80,11 @@ pub fn run(step: &mut Step) -> Done {
         p.samples.to_string(),
     ];
     let object = ctx.out.join(&build.object);
-    let (output, elapsed): (TimeOutput, _) =
-        match runner_job(step, "time", &object, &build, &extra) {
-            Ok(o) => o,
-            Err(stop) => return stop.into(),
-        };
+    let (output, elapsed): (TimeOutput, _) = match runner_job(step, "time", &object, &build, &extra)
+    {
+        Ok(o) => o,
+        Err(stop) => return stop.into(),
+    };
     let summary = crate::measure::stats::summarize(&output);
     let check = plausibility(&output, elapsed);
     let unstable = summary

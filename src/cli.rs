@@ -419,11 +419,19 @@ fn locate_runner() -> Result<PathBuf, String> {
 
 /// Everything a run, dry run or explain needs. `need_runner`: a real run.
 fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
-    let env = crate::measure::env::capture(&campaign.system);
+    let mut env = crate::measure::env::capture(&campaign.system);
+    let sandbox = if need_runner {
+        run::sandbox::Sandbox::detect()
+    } else {
+        run::sandbox::Sandbox::unavailable("not probed: nothing runs")
+    };
     let facts = keys::Facts {
         cc_version: cc_version(&campaign.system.cc),
         env_fingerprint: crate::measure::env::fingerprint(&env),
     };
+    if need_runner {
+        env.sandbox = Some(Box::new(sandbox.info.clone()));
+    }
     let plan = Plan::build(&campaign);
     let inputs = keys::all_inputs(&campaign, &plan, &facts);
     let runner = if need_runner {
@@ -431,8 +439,10 @@ fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
     } else {
         PathBuf::from("kem-runner")
     };
+    // Absolute, so that commands run in the sandbox's own working folder find them.
+    let runner = std::path::absolute(&runner).unwrap_or(runner);
     Ok(Ctx {
-        out: campaign.outputs.clone(),
+        out: std::path::absolute(&campaign.outputs).unwrap_or_else(|_| campaign.outputs.clone()),
         campaign,
         plan,
         facts,
@@ -440,6 +450,7 @@ fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
         inputs,
         cpu_flags: crate::measure::env::cpu_flags(),
         runner,
+        sandbox,
         shared_objects: Default::default(),
         progress: Default::default(),
     })

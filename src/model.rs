@@ -215,6 +215,10 @@ pub struct StepParams {
     pub iters: u64,
     /// kat: which KAT modes to generate (`modes="single all"`).
     pub kat_modes: Vec<KatMode>,
+    /// build, kat, time, profile: address-space limit of the sandboxed processes, bytes
+    /// (`memory="8G"`); `None`: the default, 4 GiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u64>,
 }
 
 impl Default for StepParams {
@@ -228,6 +232,7 @@ impl Default for StepParams {
             samples: 101,
             iters: 20,
             kat_modes: vec![KatMode::Single],
+            memory: None,
         }
     }
 }

@@ -84,7 +84,21 @@ pub struct StepRecord {
     pub logs: Vec<PathBuf>,
     /// Artefacts produced (objects, .rsp files), relative to the system's output folder.
     pub artefacts: Vec<PathBuf>,
+    /// The containment its processes ran in (steps that run submission code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInfo>,
     pub data: Option<StepData>,
+}
+
+/// How processes that run submission-controlled code are contained.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    /// `bubblewrap 0.8.0`, or `none`.
+    pub tool: String,
+    /// Protections in force.
+    pub protections: Vec<String>,
+    /// Protections not in force, with why; empty when the sandbox is complete.
+    pub missing: Vec<String>,
 }
 
 /// Kind-specific results.
@@ -354,6 +368,9 @@ pub struct Environment {
     pub loadavg: Option<f64>,
     /// Conditions that spoil timing, each with its fix.
     pub warnings: Vec<EnvWarning>,
+    /// The sandbox submission code ran in (absent in records from before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Box<SandboxInfo>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,109 +9,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ngcc_pipe::model::{KatMode, Op, StepKind};
-use ngcc_pipe::record::{
-    self, CampaignRecord, KatData, KatStatus, RspDiff, Status, StepData, StepRecord, Verdict,
-};
+use ngcc_pipe::record::{self, KatStatus, RspDiff, Status, StepData, StepRecord, Verdict};
 use sha2::{Digest, Sha256};
+
+mod common;
+use common::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-/// The repository root (tests run with it as working directory).
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `ngcc-pipe` with the repository as working directory and the runner beside it.
-fn ngcc() -> Command {
-    let exe = Path::new(env!("CARGO_BIN_EXE_ngcc-pipe"));
-    let mut cmd = Command::new(exe);
-    cmd.current_dir(repo()).env("NO_COLOR", "1");
-    if let Some(runner) = exe.parent().map(|d| d.join("kem-runner")) {
-        if runner.is_file() {
-            cmd.env("NGCC_KEM_RUNNER", runner);
-        }
-    }
-    cmd
-}
-
-/// A finished `ngcc-pipe` invocation.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    secs: f64,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        format!(
-            "exit {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
-    let t0 = Instant::now();
-    let out: Output = ngcc().args(args).output().expect("ngcc-pipe starts");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        secs: t0.elapsed().as_secs_f64(),
-    }
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("ngcc-engine-test-")
-        .tempdir()
-        .expect("temp dir")
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-/// A step's record in an output folder (panics with the path when it is missing).
-fn rec(out: &Path, kind: StepKind, sub: &str, inst: Option<&str>, op: Option<Op>) -> StepRecord {
-    try_rec(out, kind, sub, inst, op).unwrap_or_else(|| {
-        panic!(
-            "no record {}",
-            out.join(record::record_path(kind, sub, inst, op)).display()
-        )
-    })
-}
-
-fn try_rec(
-    out: &Path,
-    kind: StepKind,
-    sub: &str,
-    inst: Option<&str>,
-    op: Option<Op>,
-) -> Option<StepRecord> {
-    let path = out.join(record::record_path(kind, sub, inst, op));
-    record::read_json(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn campaign_json(out: &Path) -> CampaignRecord {
-    record::read_json(&out.join("campaign.json"))
-        .expect("campaign.json is valid JSON")
-        .expect("campaign.json exists")
-}
-
-fn kat_data(r: &StepRecord) -> &KatData {
-    match &r.data {
-        Some(StepData::Kat(k)) => k,
-        other => panic!("{}: no KAT data: {other:?}", r.id),
-    }
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create dir");
@@ -151,27 +61,6 @@ fn record_files(out: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-/// Collects failed checks so one run reports every problem at once.
-#[derive(Default)]
-struct Checks(Vec<String>);
-
-impl Checks {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-
-    fn done(self, context: &str) {
-        assert!(
-            self.0.is_empty(),
-            "{} problem(s):\n  - {}\n{context}",
-            self.0.len(),
-            self.0.join("\n  - ")
-        );
-    }
 }
 
 const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];

@@ -232,6 +232,7 @@ fn environment(arm: bool) -> Environment {
             build_tool: None,
             loadavg: Some(0.12),
             warnings: vec![],
+            sandbox: None,
         };
     }
     Environment {
@@ -263,6 +264,7 @@ fn environment(arm: bool) -> Environment {
                 fix: "boot with `isolcpus=2 nohz_full=2`".into(),
             },
         ],
+        sandbox: None,
     }
 }
 
@@ -314,6 +316,7 @@ fn base_record(
         env_fingerprint: if arm { "arm-env" } else { "x86-env" }.into(),
         logs: vec![],
         artefacts: vec![],
+        sandbox: None,
         data,
     }
 }

@@ -359,20 +359,42 @@ pub(crate) fn duration_value(cx: &mut Cx<'_>, e: &KdlEntry, what: &str) -> Optio
     }
 }
 
+/// A size such as `4G`, `512M`, `65536K` (binary multiples) or bytes; at least 64 MiB.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        Some((i, 'T' | 't')) => (&t[..i], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (write e.g. `4G`, `512M`)"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("`{text}` is too large"))?;
+    if bytes < 64 << 20 {
+        return Err(format!("`{text}` is below 64M, too little to load a KEM"));
+    }
+    Ok(bytes)
+}
+
 fn allowed_props(kind: StepKind) -> Vec<&'static str> {
     let mut v = COMMON_PROPS.to_vec();
     v.extend_from_slice(match kind {
-        StepKind::Build => &["flags"],
-        StepKind::Kat => &["modes"],
-        StepKind::Time => &["ops", "trials", "trial", "min-iters", "samples"],
-        StepKind::Profile => &["ops", "iters"],
+        StepKind::Build => &["flags", "memory"],
+        StepKind::Kat => &["modes", "memory"],
+        StepKind::Time => &["ops", "trials", "trial", "min-iters", "samples", "memory"],
+        StepKind::Profile => &["ops", "iters", "memory"],
         _ => &[],
     });
     v
 }
 
 /// All parameter names that exist on some step kind (to tell "does not apply" from "unknown").
-const ALL_STEP_PROPS: [&str; 11] = [
+const ALL_STEP_PROPS: [&str; 12] = [
     "needs",
     "exclusive",
     "timeout",
@@ -384,6 +406,7 @@ const ALL_STEP_PROPS: [&str; 11] = [
     "min-iters",
     "samples",
     "iters",
+    "memory",
 ];
 
 fn lower_step<'n>(
@@ -528,6 +551,17 @@ fn lower_step<'n>(
         .and_then(|e| cx.expect_int_as::<u64>(e, "iters", 1))
     {
         params.iters = v;
+    }
+    if let Some(e) = props.get("memory") {
+        if let Some(text) = cx.expect_string(e, "memory") {
+            match parse_bytes(&text) {
+                Ok(b) => params.memory = Some(b),
+                Err(msg) => {
+                    let span = cx.value_span(e);
+                    cx.error(span, "bad size", format!("bad `memory`: {msg}"));
+                }
+            }
+        }
     }
     // A broken step still takes part in duplicate/needs checks; the campaign fails anyway.
     Some(StepDraft {
@@ -722,6 +756,18 @@ fn cycle_path(steps: &[StepDraft<'_>], start: usize, members: &[usize]) -> Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_for_memory() {
+        assert_eq!(parse_bytes("4G"), Ok(4 << 30));
+        assert_eq!(parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1t"), Ok(1 << 40));
+        assert!(parse_bytes("1M").unwrap_err().contains("below 64M"));
+        assert!(parse_bytes("4GB").unwrap_err().contains("not a size"));
+        assert!(parse_bytes("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
+    }
 
     #[test]
     fn glob_escaping() {

@@ -250,6 +250,21 @@ fn environment(doc: &mut Doc, view: &CampaignView) {
         ),
     ]);
     t.row(vec!["cycle counter".into(), cycle_counter(view)]);
+    if let Some(sb) = &env.sandbox {
+        t.row(vec![
+            "sandbox for submission code".into(),
+            if sb.missing.is_empty() {
+                format!("{}: {}", sb.tool, sb.protections.join("; "))
+            } else {
+                format!(
+                    "{}: {}; not in force: {}",
+                    sb.tool,
+                    sb.protections.join("; "),
+                    sb.missing.join("; ")
+                )
+            },
+        ]);
+    }
     t.row(vec![
         "load average (1 min)".into(),
         env.loadavg

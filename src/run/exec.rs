@@ -1,17 +1,32 @@
 //! Running child processes for steps: each in its own process group, with a deadline, its
-//! output appended to the step's log, and killed (group and all) on timeout or Ctrl-C.
+//! output captured within a fixed bound and appended to the step's log, and killed (group
+//! and all; with the sandbox, its whole PID namespace) on timeout, Ctrl-C or step end.
+//!
+//! Nothing here waits for a pipe to close after the child is gone: a descendant that keeps
+//! the pipes open (outside a sandbox) cannot hold up a step or Ctrl-C. Captured output and
+//! logs keep their first and last [`CAP`] bytes with the cut marked, so a KEM that writes
+//! gigabytes costs the engine a few MiB of memory and disk.
 
+use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// Set by the Ctrl-C handler; every running child is killed when it flips.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);
+
+/// Bytes kept at the start and at the end of a captured stream and of a log.
+pub const CAP: usize = 1 << 20;
+/// Longest stderr line passed to an observer (longer lines are cut).
+const LINE_CAP: usize = 64 << 10;
+/// How long the output readers may take to drain the pipes once the child is gone.
+const DRAIN: Duration = Duration::from_millis(500);
 
 /// Whether the run was interrupted.
 pub fn cancelled() -> bool {
@@ -51,8 +66,12 @@ impl Exit {
 #[derive(Debug)]
 pub struct Output {
     pub exit: Exit,
+    /// stdout, with the middle cut out (and marked) beyond 2 x [`CAP`] bytes.
     pub stdout: Vec<u8>,
+    /// stderr, likewise.
     pub stderr: Vec<u8>,
+    /// Whether either stream was cut.
+    pub truncated: bool,
 }
 
 /// The argv of a command, for records.
@@ -63,21 +82,168 @@ pub fn argv(cmd: &Command) -> Vec<String> {
         .collect()
 }
 
-/// Run `cmd` until it exits or `deadline` passes. stdout and stderr are captured in full and
-/// also appended to `log` (with the command line first). The child gets its own process
-/// group, so a timeout or Ctrl-C kills everything it started.
-pub fn run(cmd: &mut Command, deadline: Instant, log: &mut File) -> std::io::Result<Output> {
-    run_observed(cmd, deadline, log, &|_| {})
+/// A stream kept within a bound: its first `head_cap` bytes, its last `tail_cap` bytes,
+/// and how many bytes in between were dropped.
+#[derive(Debug)]
+pub struct Capture {
+    head_cap: usize,
+    tail_cap: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    cut: u64,
 }
 
-/// [`run`], calling `on_stderr_line` with every stderr line as it arrives (progress).
+impl Capture {
+    /// Keep the first and the last `cap` bytes.
+    pub fn new(cap: usize) -> Capture {
+        Capture {
+            head_cap: cap,
+            tail_cap: cap,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            cut: 0,
+        }
+    }
+
+    pub fn push(&mut self, mut data: &[u8]) {
+        let n = data.len().min(self.head_cap - self.head.len());
+        self.head.extend_from_slice(&data[..n]);
+        data = &data[n..];
+        if data.len() >= self.tail_cap {
+            self.cut += (self.tail.len() + data.len() - self.tail_cap) as u64;
+            self.tail.clear();
+            self.tail.extend(&data[data.len() - self.tail_cap..]);
+            return;
+        }
+        let over = (self.tail.len() + data.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..over);
+        self.cut += over as u64;
+        self.tail.extend(data);
+    }
+
+    /// Whether bytes were dropped.
+    pub fn truncated(&self) -> bool {
+        self.cut > 0
+    }
+
+    /// Head, the cut marker (if any), tail.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = self.head.clone();
+        if self.cut > 0 {
+            if !out.is_empty() && !out.ends_with(b"\n") {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(cut_marker(self.cut).as_bytes());
+        }
+        out.extend(self.tail.iter());
+        out
+    }
+}
+
+fn cut_marker(bytes: u64) -> String {
+    format!("[... {bytes} bytes cut by ngcc-pipe: only the first and last MiB are kept ...]\n")
+}
+
+/// A step's log file, capped like a [`Capture`]: the first [`CAP`] bytes go straight to
+/// the file, the last [`CAP`] bytes are held in memory and written (after the cut marker)
+/// when the log is dropped.
+pub struct Log {
+    file: File,
+    written: usize,
+    rest: Capture,
+}
+
+impl Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let direct = buf.len().min(CAP - self.written);
+        if direct > 0 {
+            self.file.write_all(&buf[..direct])?;
+            self.written += direct;
+        }
+        self.rest.push(&buf[direct..]);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        let _ = self.file.write_all(&self.rest.bytes());
+    }
+}
+
+/// Open (truncate) a step's log file.
+pub fn open_log(path: &Path) -> std::io::Result<Log> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    Ok(Log {
+        file: File::create(path)?,
+        written: 0,
+        rest: Capture {
+            head_cap: 0,
+            ..Capture::new(CAP)
+        },
+    })
+}
+
+/// Run `cmd` until it exits or `deadline` passes. stdout and stderr are captured (within
+/// the bound) and appended to `log`, with the command line first. The child gets its own
+/// process group, so a timeout, Ctrl-C or the end of the step kills everything it started
+/// that stayed in the group.
+pub fn run(cmd: &mut Command, deadline: Instant, log: &mut Log) -> std::io::Result<Output> {
+    let shown = argv(cmd);
+    run_observed(cmd, &shown, deadline, log, &|_| {})
+}
+
+/// Read a pipe into a shared capture; each complete stderr line (cut at [`LINE_CAP`]) goes
+/// to `on_line`.
+fn reader(
+    mut pipe: impl Read + Send + 'static,
+    capture: Arc<Mutex<Capture>>,
+    on_line: Option<mpsc::Sender<String>>,
+    done: mpsc::Sender<()>,
+) {
+    thread::spawn(move || {
+        let mut buf = vec![0u8; 64 << 10];
+        let mut line = Vec::new();
+        loop {
+            let n = match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            capture.lock().expect("capture lock").push(&buf[..n]);
+            if let Some(tx) = &on_line {
+                for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+                    if line.len() < LINE_CAP {
+                        let room = LINE_CAP - line.len();
+                        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    }
+                    if chunk.ends_with(b"\n") {
+                        let _ = tx.send(String::from_utf8_lossy(&line).trim_end().to_string());
+                        line.clear();
+                    }
+                }
+            }
+        }
+        let _ = done.send(());
+    });
+}
+
+/// [`run`], logging `shown` as the command line (the command as the user wrote it, not
+/// the sandbox around it) and calling `on_stderr_line` with every stderr line as it
+/// arrives (progress).
 pub fn run_observed(
     cmd: &mut Command,
+    shown: &[String],
     deadline: Instant,
-    log: &mut File,
+    log: &mut Log,
     on_stderr_line: &(dyn Fn(&str) + Sync),
 ) -> std::io::Result<Output> {
-    writeln!(log, "$ {}", shell_line(&argv(cmd)))?;
+    writeln!(log, "$ {}", shell_line(shown))?;
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -85,66 +251,77 @@ pub fn run_observed(
         .process_group(0)
         .spawn()?;
     let pgid = child.id();
-    let mut out_pipe = child.stdout.take().expect("stdout is piped");
-    let err_pipe = child.stderr.take().expect("stderr is piped");
-    let (status, killed, stdout, stderr) = thread::scope(|scope| -> std::io::Result<_> {
-        let out_reader = scope.spawn(move || {
-            let mut buf = Vec::new();
-            let _ = out_pipe.read_to_end(&mut buf);
-            buf
-        });
-        let err_reader = scope.spawn(move || {
-            let mut buf = Vec::new();
-            let mut reader = BufReader::new(err_pipe);
-            let mut line = Vec::new();
-            while let Ok(n) = reader.read_until(b'\n', &mut line) {
-                if n == 0 {
-                    break;
-                }
-                on_stderr_line(String::from_utf8_lossy(&line).trim_end());
-                buf.append(&mut line);
-            }
-            buf
-        });
-        let mut killed = None;
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            let reason = if cancelled() {
-                Some(Exit::Cancelled)
-            } else if Instant::now() >= deadline {
-                Some(Exit::TimedOut)
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                let _ = kem_native::sys::kill_process_group(pgid);
-                killed = Some(reason);
-                break child.wait()?;
-            }
-            thread::sleep(Duration::from_millis(20));
+    let out_cap = Arc::new(Mutex::new(Capture::new(CAP)));
+    let err_cap = Arc::new(Mutex::new(Capture::new(CAP)));
+    let (done_tx, done_rx) = mpsc::channel();
+    let (line_tx, line_rx) = mpsc::channel();
+    reader(
+        child.stdout.take().expect("stdout is piped"),
+        Arc::clone(&out_cap),
+        None,
+        done_tx.clone(),
+    );
+    reader(
+        child.stderr.take().expect("stderr is piped"),
+        Arc::clone(&err_cap),
+        Some(line_tx),
+        done_tx,
+    );
+    let mut killed = None;
+    let status = loop {
+        for line in line_rx.try_iter() {
+            on_stderr_line(&line);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let reason = if cancelled() {
+            Some(Exit::Cancelled)
+        } else if Instant::now() >= deadline {
+            Some(Exit::TimedOut)
+        } else {
+            None
         };
-        let stdout = out_reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        Ok((status, killed, stdout, stderr))
-    })?;
+        if let Some(reason) = reason {
+            let _ = kem_native::sys::kill_process_group(pgid);
+            killed = Some(reason);
+            break child.wait()?;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    // The step is over: whatever it left in its group goes too.
+    let _ = kem_native::sys::kill_process_group(pgid);
+    // Drain what is buffered; a pipe still held open by an escaped descendant is abandoned
+    // (its reader thread ends when the pipe closes).
+    let until = Instant::now() + DRAIN;
+    for _ in 0..2 {
+        if done_rx
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
+            break;
+        }
+    }
+    for line in line_rx.try_iter() {
+        on_stderr_line(&line);
+    }
     let exit = match (killed, status.code(), status.signal()) {
         (Some(k), _, _) => k,
         (None, Some(c), _) => Exit::Code(c),
         (None, None, Some(s)) => Exit::Signal(s),
         (None, None, None) => Exit::Code(-1),
     };
-    if !stdout.is_empty() {
-        log.write_all(&stdout)?;
-        if !stdout.ends_with(b"\n") {
-            writeln!(log)?;
-        }
-    }
-    if !stderr.is_empty() {
-        log.write_all(&stderr)?;
-        if !stderr.ends_with(b"\n") {
-            writeln!(log)?;
+    let (stdout, stderr, truncated) = {
+        let o = out_cap.lock().expect("capture lock");
+        let e = err_cap.lock().expect("capture lock");
+        (o.bytes(), e.bytes(), o.truncated() || e.truncated())
+    };
+    for stream in [&stdout, &stderr] {
+        if !stream.is_empty() {
+            log.write_all(stream)?;
+            if !stream.ends_with(b"\n") {
+                writeln!(log)?;
+            }
         }
     }
     writeln!(log, "# {}", exit.describe())?;
@@ -152,6 +329,7 @@ pub fn run_observed(
         exit,
         stdout,
         stderr,
+        truncated,
     })
 }
 
@@ -179,19 +357,11 @@ pub fn tail(text: &[u8], n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Open (truncate) a step's log file.
-pub fn open_log(path: &Path) -> std::io::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    File::create(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn log() -> (tempfile::TempDir, File) {
+    fn log() -> (tempfile::TempDir, Log) {
         let dir = tempfile::tempdir().unwrap();
         let f = open_log(&dir.path().join("x.log")).unwrap();
         (dir, f)
@@ -232,15 +402,68 @@ mod tests {
         let (_d, mut log) = log();
         let seen = std::sync::Mutex::new(Vec::new());
         let far = Instant::now() + Duration::from_secs(30);
-        let out = run_observed(
-            Command::new("sh").args(["-c", "echo a >&2; echo b >&2; echo out"]),
-            far,
-            &mut log,
-            &|l| seen.lock().unwrap().push(l.to_string()),
-        )
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo a >&2; echo b >&2; echo out"]);
+        let out = run_observed(&mut cmd, &["sh".to_string()], far, &mut log, &|l| {
+            seen.lock().unwrap().push(l.to_string())
+        })
         .unwrap();
         assert_eq!(out.stderr, b"a\nb\n");
         assert_eq!(*seen.lock().unwrap(), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn an_escaped_pipe_holder_does_not_hold_up_the_step() {
+        // setsid leaves the process group, so only the drain bound ends the wait.
+        let (_d, mut log) = log();
+        let start = Instant::now();
+        let far = start + Duration::from_secs(30);
+        let out = run(
+            Command::new("sh").args(["-c", "setsid sleep 5 & echo started"]),
+            far,
+            &mut log,
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(out.stdout, b"started\n");
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn captures_are_bounded_and_marked() {
+        let mut c = Capture::new(4);
+        c.push(b"abcdefghij");
+        c.push(b"kl");
+        assert_eq!(
+            c.bytes(),
+            b"abcd\n[... 4 bytes cut by ngcc-pipe: only the first and last MiB are kept ...]\nijkl"
+        );
+        let mut small = Capture::new(4);
+        small.push(b"abc");
+        small.push(b"def");
+        assert_eq!(small.bytes(), b"abcdef");
+        assert!(!small.truncated());
+
+        let (d, mut log) = log();
+        let far = Instant::now() + Duration::from_secs(30);
+        let out = run(
+            Command::new("sh").args(["-c", "yes x | head -c 5000000 >&2; echo end >&2"]),
+            far,
+            &mut log,
+        )
+        .unwrap();
+        drop(log);
+        assert!(out.truncated);
+        assert!(out.stderr.len() < 2 * CAP + 200, "{}", out.stderr.len());
+        assert!(out.stderr.ends_with(b"x\nx\nend\n"));
+        let kept = std::fs::read(d.path().join("x.log")).unwrap();
+        assert!(kept.len() < 2 * CAP + 400, "{}", kept.len());
+        assert!(String::from_utf8_lossy(&kept).contains("bytes cut by ngcc-pipe"));
+        assert!(kept.ends_with(b"end\n# exit code 0\n"));
     }
 
     #[test]

@@ -10,6 +10,13 @@
 //!                    [--iters 20] [--rng ctr-drbg|os]
 //! ```
 //!
+//! The record goes to the stdout the runner was started with; before it loads the KEM the
+//! runner points file descriptor 1 at stderr, so whatever the KEM prints (a debugging
+//! `printf`, a forged record from a constructor) lands in the log, not in the record.
+//! (Code running in this process can still find the original descriptor and write to it
+//! deliberately: the engine re-derives what it can from files — the KAT's `.rsp` — and
+//! checks timing records for plausibility.)
+//!
 //! Exit 0: success. Exit 1: the KEM misbehaved (the record's `failure` says how; the JSON
 //! is still printed). Exit 2: usage or load error (one line on stderr, no JSON). A crash
 //! of the KEM kills the process; the parent sees the signal.
@@ -24,6 +31,7 @@ use kem_native::profile::{profile_op, ProfileApi};
 use kem_native::timer;
 use kem_native::timing::{prepare, time_op, Op, OpCall, TimeConfig};
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -351,6 +359,13 @@ fn main() -> ExitCode {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
+    let mut record = match kem_native::sys::take_stdout() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("kem-runner: cannot set up the record channel: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = Args::parse(&argv, allowed).and_then(|args| match args.job.as_str() {
         "kat" => job_kat(&args),
         "time" => job_time(&args),
@@ -358,7 +373,10 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(o) => {
-            println!("{}", o.json);
+            if let Err(e) = writeln!(record, "{}", o.json) {
+                eprintln!("kem-runner: cannot write the record: {e}");
+                return ExitCode::from(2);
+            }
             if o.ok {
                 ExitCode::SUCCESS
             } else {

@@ -5,9 +5,7 @@
 //! The primitives are compiled once per (source root, flags) and shared between instances.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::Glob;
@@ -17,6 +15,7 @@ use crate::model::StepKind;
 use crate::record::{BuildData, Status, StepData};
 use crate::run::exec::{self, Exit};
 use crate::run::keys::sha256_hex;
+use crate::run::sandbox::Jail;
 
 /// The objects compiled for one key, once: filled by the first caller, awaited by the rest.
 type ObjectsCell = Arc<OnceLock<Result<Vec<PathBuf>, String>>>;
@@ -157,33 +156,50 @@ pub fn load_segments_size(path: &Path) -> Result<u64, String> {
         .sum())
 }
 
+/// The compiler, run in the sandbox: it reads the source tree and writes only the
+/// instance's build folder and the shared primitives' folder.
 struct Compiler<'s, 'a> {
     step: &'s mut Step<'a>,
     cc: String,
-    log: File,
+    log: exec::Log,
+    jail: Jail,
 }
 
 impl Compiler<'_, '_> {
     /// Compile one source into `obj`; a compile error becomes the step's reason.
     fn compile(&mut self, src: &Path, obj: &Path, flags: &[String]) -> Result<(), Stop> {
-        let mut cmd = Command::new(&self.cc);
-        cmd.args(flags)
-            .args(CODEGEN_FLAGS)
-            .arg("-c")
-            .arg(src)
-            .arg("-o")
-            .arg(obj);
-        self.run(cmd, || format!("compile error in {}", src.display()))
+        let mut args = flags.to_vec();
+        args.extend(CODEGEN_FLAGS.iter().map(|f| f.to_string()));
+        args.extend([
+            "-c".to_string(),
+            src.display().to_string(),
+            "-o".to_string(),
+            obj.display().to_string(),
+        ]);
+        self.run(args, || format!("compile error in {}", src.display()))
     }
 
-    fn run(&mut self, mut cmd: Command, what: impl FnOnce() -> String) -> Result<(), Stop> {
+    fn run(&mut self, args: Vec<String>, what: impl FnOnce() -> String) -> Result<(), Stop> {
         let out = self
             .step
-            .exec(&mut cmd, &mut self.log)
+            .exec_contained(
+                Path::new(&self.cc),
+                &args,
+                &self.jail,
+                &mut self.log,
+                &|_| {},
+            )
             .map_err(|e| Stop::failed(format!("cannot run `{}`: {e}", self.cc)))?;
         match out.exit {
             Exit::Code(0) => Ok(()),
             Exit::TimedOut => Err(Stop::timed_out(self.step.timeout_text())),
+            Exit::Signal(_) => Err(Stop::failed(format!(
+                "{} ({}; {}):\n{}",
+                what(),
+                out.exit.describe(),
+                self.step.limits_note(),
+                exec::tail(&out.stderr, 6)
+            ))),
             other => Err(Stop::failed(format!(
                 "{} ({}):\n{}",
                 what(),
@@ -219,7 +235,8 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         });
     }
     let source = step.source().map_err(Stop::failed)?;
-    let root = source.root.clone();
+    // Absolute: the compiler runs in the sandbox with the build folder as working folder.
+    let root = std::path::absolute(&source.root).map_err(|e| Stop::failed(e.to_string()))?;
     let spec = ctx.spec(StepKind::Build).expect("build step is declared");
     let profile_name = spec.params.flags.clone().unwrap_or_default();
     let profile = ctx
@@ -256,10 +273,38 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         .open_log(log_rel)
         .map_err(|e| Stop::failed(e.to_string()))?;
     let cc = ctx.campaign.system.cc.clone();
+    // Primitives are shared between instances compiled with the same flags.
+    let mut prim_flags = flags.clone();
+    prim_flags.extend(
+        sub.primitives
+            .includes
+            .iter()
+            .map(|i| format!("-I{}", root.join(i).display())),
+    );
+    let prim_key = sha256_hex(
+        format!(
+            "{}|{}|{:?}|{:?}",
+            root.display(),
+            cc,
+            prim_flags,
+            sub.primitives.sources
+        )
+        .as_bytes(),
+    );
+    let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
+    std::fs::create_dir_all(&prim_dir)
+        .map_err(|e| Stop::failed(format!("{}: {e}", prim_dir.display())))?;
+    let jail = Jail {
+        read: vec![root.clone(), ctx.out.clone()],
+        write: vec![build_dir.clone(), prim_dir.clone()],
+        cwd: build_dir.clone(),
+        memory: step.memory(),
+    };
     let mut c = Compiler {
         step,
         cc: cc.clone(),
         log,
+        jail,
     };
 
     // Instance sources.
@@ -279,24 +324,6 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
     }
 
     // Primitives, shared between instances compiled with the same flags.
-    let mut prim_flags = flags.clone();
-    prim_flags.extend(
-        sub.primitives
-            .includes
-            .iter()
-            .map(|i| format!("-I{}", root.join(i).display())),
-    );
-    let prim_key = sha256_hex(
-        format!(
-            "{}|{}|{:?}|{:?}",
-            root.display(),
-            cc,
-            prim_flags,
-            sub.primitives.sources
-        )
-        .as_bytes(),
-    );
-    let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
     let prim_objects = {
         let sources: Vec<PathBuf> = sub
             .primitives
@@ -306,7 +333,6 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
             .collect();
         let mut failure = None;
         let result = ctx.shared_objects.get(&prim_key, || {
-            let _ = std::fs::create_dir_all(&prim_dir);
             let mut objs = Vec::new();
             for (i, src) in sources.iter().enumerate() {
                 let stem = src
@@ -350,14 +376,16 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         format!("-Wl,--version-script={}", map.display()),
     ];
     let object = build_dir.join(format!("{}.so", inst.id));
-    let mut link = Command::new(&cc);
-    link.args(&profile.flags)
-        .args(&link_flags)
-        .arg("-o")
-        .arg(&object)
-        .args(&objects)
-        .args(&prim_objects)
-        .arg(&shim_obj);
+    let mut link = profile.flags.clone();
+    link.extend(link_flags.iter().cloned());
+    link.extend(["-o".into(), object.display().to_string()]);
+    link.extend(
+        objects
+            .iter()
+            .chain(&prim_objects)
+            .map(|o| o.display().to_string()),
+    );
+    link.push(shim_obj.display().to_string());
     c.run(link, || format!("link error for {}", object.display()))?;
 
     // The profile variant: the same objects plus generated wrappers, linked with --wrap.
@@ -379,19 +407,20 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         wflags.push(format!("-I{}", root.display()));
         c.compile(&wrap_c, &wrap_obj, &wflags)?;
         let prof = build_dir.join(format!("{}.prof.so", inst.id));
-        let mut link = Command::new(&cc);
-        link.args(&profile.flags)
-            .args(&link_flags)
-            .args(crate::profile::wrap_link_flags(
-                &sub.primitives.functions,
-                Some(&drng),
-            ))
-            .arg("-o")
-            .arg(&prof)
-            .args(&objects)
-            .args(&prim_objects)
-            .arg(&shim_obj)
-            .arg(&wrap_obj);
+        let mut link = profile.flags.clone();
+        link.extend(link_flags.iter().cloned());
+        link.extend(crate::profile::wrap_link_flags(
+            &sub.primitives.functions,
+            Some(&drng),
+        ));
+        link.extend(["-o".into(), prof.display().to_string()]);
+        link.extend(
+            objects
+                .iter()
+                .chain(&prim_objects)
+                .chain([&shim_obj, &wrap_obj])
+                .map(|o| o.display().to_string()),
+        );
         c.run(link, || format!("link error for {}", prof.display()))?;
         Some(prof)
     } else {

@@ -10,13 +10,13 @@ pub mod source;
 mod survey;
 mod time;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use petgraph::graph::NodeIndex;
 
+use super::sandbox::Jail;
 use super::{exec, Ctx};
 use crate::graph::Node;
 use crate::model::{Instance, StepKind, Submission};
@@ -89,6 +89,8 @@ pub struct Step<'a> {
     pub commands: Vec<Vec<String>>,
     pub logs: Vec<PathBuf>,
     pub artefacts: Vec<PathBuf>,
+    /// Whether the step ran submission-controlled code (in the sandbox).
+    pub contained: bool,
 }
 
 impl<'a> Step<'a> {
@@ -101,13 +103,96 @@ impl<'a> Step<'a> {
     }
 
     /// Run a command with the step's deadline, logging it.
-    pub fn exec(&mut self, cmd: &mut Command, log: &mut File) -> std::io::Result<exec::Output> {
+    pub fn exec(
+        &mut self,
+        cmd: &mut Command,
+        log: &mut exec::Log,
+    ) -> std::io::Result<exec::Output> {
         self.commands.push(exec::argv(cmd));
         exec::run(cmd, self.deadline, log)
     }
 
+    /// Run `program` with `args` in the sandbox (`jail`) with the step's deadline, logging
+    /// and recording the command as written (not the sandbox around it).
+    pub fn exec_contained(
+        &mut self,
+        program: &Path,
+        args: &[String],
+        jail: &Jail,
+        log: &mut exec::Log,
+        on_stderr_line: &(dyn Fn(&str) + Sync),
+    ) -> std::io::Result<exec::Output> {
+        let shown: Vec<String> = std::iter::once(program.display().to_string())
+            .chain(args.iter().cloned())
+            .collect();
+        self.commands.push(shown.clone());
+        self.contained = true;
+        let mut cmd = self.ctx.sandbox.command(program, args, jail);
+        let mut out = exec::run_observed(&mut cmd, &shown, self.deadline, log, on_stderr_line)?;
+        if self.ctx.sandbox.contained() {
+            // bubblewrap exits with 128 + N when the process it ran was killed by signal N.
+            if let exec::Exit::Code(c @ 129..=192) = out.exit {
+                out.exit = exec::Exit::Signal(c - 128);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A fresh, empty scratch folder for this step's contained processes
+    /// (`scratch/<sub>/<instance>/<name>` under the outputs).
+    pub fn scratch(&self, name: &str) -> Result<PathBuf, Stop> {
+        let dir = self.ctx.out.join("scratch").join(self.slug()).join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Stop::failed(format!("{}: {e}", dir.display())))?;
+        Ok(dir)
+    }
+
+    /// Remove a scratch folder made by [`Step::scratch`] and its parents left empty.
+    pub fn drop_scratch(&self, dir: &Path) {
+        let _ = std::fs::remove_dir_all(dir);
+        let top = self.ctx.out.join("scratch");
+        let mut d = dir.parent();
+        while let Some(p) = d.filter(|p| p.starts_with(&top)) {
+            if std::fs::remove_dir(p).is_err() {
+                break;
+            }
+            d = p.parent();
+        }
+    }
+
+    /// The jail of a kem-runner job: it reads the runner, the object and its `api.h`, and
+    /// writes only `scratch`.
+    pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
+        let api_h = std::path::absolute(api_h).unwrap_or_else(|_| api_h.to_path_buf());
+        Jail {
+            read: vec![self.ctx.runner.clone(), object.to_path_buf(), api_h],
+            write: vec![scratch.to_path_buf()],
+            cwd: scratch.to_path_buf(),
+            memory: self.memory(),
+        }
+    }
+
+    /// The limits a contained process had, for the reason of a crash (a failed allocation
+    /// often ends in SIGSEGV or SIGABRT).
+    pub fn limits_note(&self) -> String {
+        format!(
+            "limits: address space {} MiB, files {} MiB",
+            self.memory() >> 20,
+            super::sandbox::FILE_SIZE >> 20
+        )
+    }
+
+    /// Address-space limit of this step's contained processes.
+    pub fn memory(&self) -> u64 {
+        self.ctx
+            .spec(self.node.kind)
+            .and_then(|s| s.params.memory)
+            .unwrap_or(super::sandbox::DEFAULT_MEMORY)
+    }
+
     /// Open a log under the output folder (relative path) and remember it.
-    pub fn open_log(&mut self, rel: PathBuf) -> std::io::Result<File> {
+    pub fn open_log(&mut self, rel: PathBuf) -> std::io::Result<exec::Log> {
         let f = exec::open_log(&self.ctx.out.join(&rel))?;
         if !self.logs.contains(&rel) {
             self.logs.push(rel);
@@ -154,11 +239,6 @@ impl<'a> Step<'a> {
         }
     }
 
-    /// The kem-runner binary.
-    pub fn runner(&self) -> Command {
-        Command::new(&self.ctx.runner)
-    }
-
     /// Timeout of this step as text.
     pub fn timeout_text(&self) -> String {
         let t = self
@@ -182,6 +262,7 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
         commands: Vec::new(),
         logs: Vec::new(),
         artefacts: Vec::new(),
+        contained: false,
     };
     let done = match node.kind {
         StepKind::Source => source::run(&mut step),
@@ -199,6 +280,9 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
     rec.commands = step.commands;
     rec.logs = step.logs;
     rec.artefacts = step.artefacts;
+    if step.contained {
+        rec.sandbox = Some(ctx.sandbox.info.clone());
+    }
     rec
 }
 
@@ -236,6 +320,7 @@ fn base_record(ctx: &Ctx, ix: NodeIndex, status: Status, reason: Option<String>)
         env_fingerprint: ctx.facts.env_fingerprint.clone(),
         logs: Vec::new(),
         artefacts: Vec::new(),
+        sandbox: None,
         data: None,
     }
 }
@@ -260,14 +345,14 @@ impl RunnerRecord for crate::record::ProfileOutput {
 /// Run one per-operation kem-runner job (`time`, `profile`) on `object`, pinned to the
 /// bench core, with `extra` arguments, logging to `logs/<sub>/<instance>/<job>__<op>.log`.
 /// The KEM's own failure (exit 1 with `failure` set), a crash, a timeout or a runner error
-/// become the step's reason.
+/// become the step's reason. Returns the record and the runner's wall-clock time.
 pub fn runner_job<T: RunnerRecord>(
     step: &mut Step,
     job: &str,
     object: &Path,
     build: &BuildData,
     extra: &[String],
-) -> Result<T, Stop> {
+) -> Result<(T, std::time::Duration), Stop> {
     let op = step.node.op.expect("runner jobs are per operation");
     let log_rel = Path::new("logs")
         .join(step.slug())
@@ -275,51 +360,81 @@ pub fn runner_job<T: RunnerRecord>(
     let mut log = step
         .open_log(log_rel)
         .map_err(|e| Stop::failed(e.to_string()))?;
-    let mut cmd = step.runner();
-    cmd.arg(job)
-        .arg("--lib")
-        .arg(object)
-        .arg("--api")
-        .arg(&build.api_h)
-        .args(["--ns", &build.namespace, "--op", op.name()])
-        .args(["--cpu", &step.ctx.campaign.system.bench_cpu.to_string()])
-        .args(extra);
-    step.commands.push(exec::argv(&cmd));
-    let (ctx, id) = (step.ctx, step.node.id.as_str());
+    let scratch = step.scratch(&format!("{job}__{op}"))?;
+    let mut args: Vec<String> = vec![
+        job.to_string(),
+        "--lib".into(),
+        object.display().to_string(),
+        "--api".into(),
+        std::path::absolute(&build.api_h)
+            .unwrap_or_else(|_| build.api_h.clone())
+            .display()
+            .to_string(),
+        "--ns".into(),
+        build.namespace.clone(),
+        "--op".into(),
+        op.name().to_string(),
+        "--cpu".into(),
+        step.ctx.campaign.system.bench_cpu.to_string(),
+    ];
+    args.extend(extra.iter().cloned());
+    let jail = step.runner_jail(object, &build.api_h, &scratch);
+    let (ctx, id) = (step.ctx, step.node.id.clone());
     let prefix = format!("{} ", kem_native::timing::PROGRESS);
     let show = |line: &str| {
         if let (Some(what), Some(p)) = (line.strip_prefix(&prefix), ctx.progress.get()) {
-            p.update(id, what);
+            p.update(&id, what);
         }
     };
-    let out = exec::run_observed(&mut cmd, step.deadline, &mut log, &show)
-        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))?;
-    match &out.exit {
-        exec::Exit::Code(0) => parse_runner(&out).map_err(Stop::failed),
-        exec::Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
-        exec::Exit::Code(1) => match parse_runner::<T>(&out) {
-            Ok(rec) if rec.failure().is_some() => Err(Stop::failed(format!(
-                "{op}: {}",
-                rec.failure().unwrap_or_default()
-            ))),
-            _ => Err(Stop::failed(format!(
-                "{op}: exit code 1; {}",
+    let runner = ctx.runner.clone();
+    let started = std::time::Instant::now();
+    let out = step
+        .exec_contained(&runner, &args, &jail, &mut log, &show)
+        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")));
+    step.drop_scratch(&scratch);
+    let out = out?;
+    let elapsed = started.elapsed();
+    let rec: T = match &out.exit {
+        exec::Exit::Code(0) => parse_runner(&out).map_err(Stop::failed)?,
+        exec::Exit::TimedOut => return Err(Stop::timed_out(step.timeout_text())),
+        exec::Exit::Code(1) => {
+            return Err(match parse_runner::<T>(&out) {
+                Ok(rec) if rec.failure().is_some() => {
+                    Stop::failed(format!("{op}: {}", rec.failure().unwrap_or_default()))
+                }
+                _ => Stop::failed(format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3))),
+            })
+        }
+        exec::Exit::Signal(_) => {
+            return Err(Stop::failed(format!(
+                "{op}: {} ({}); {}",
+                out.exit.describe(),
+                step.limits_note(),
                 exec::tail(&out.stderr, 3)
-            ))),
-        },
-        other => Err(Stop::failed(format!(
-            "{op}: {}; {}",
-            other.describe(),
-            exec::tail(&out.stderr, 3)
-        ))),
-    }
+            )))
+        }
+        other => {
+            return Err(Stop::failed(format!(
+                "{op}: {}; {}",
+                other.describe(),
+                exec::tail(&out.stderr, 3)
+            )))
+        }
+    };
+    Ok((rec, elapsed))
 }
 
-/// Parse the one JSON record a runner job prints.
+/// Parse the one JSON record a runner job writes on its record channel (the stdout it was
+/// started with; the KEM's own stdout goes to stderr).
 pub fn parse_runner<T: for<'de> serde::Deserialize<'de>>(out: &exec::Output) -> Result<T, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
-            "kem-runner printed no valid record ({e}); {}: {}",
+            "kem-runner wrote no valid record ({e}{}); {}: {}",
+            if out.truncated {
+                "; output cut at its size limit"
+            } else {
+                ""
+            },
             out.exit.describe(),
             exec::tail(&out.stderr, 3)
         )

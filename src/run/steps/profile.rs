@@ -27,7 +27,7 @@ pub fn run(step: &mut Step) -> Done {
     let extra = ["--iters".to_string(), p.iters.to_string()];
     let output: ProfileOutput =
         match runner_job(step, "profile", &ctx.out.join(&prof), &build, &extra) {
-            Ok(o) => o,
+            Ok((o, _)) => o,
             Err(stop) => return stop.into(),
         };
     let summary = crate::profile::summarize(&output);

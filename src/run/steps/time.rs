@@ -1,9 +1,66 @@
 //! `time` (exclusive): one kem-runner process per instance and operation, pinned to the
 //! bench core, calibrated, warmed up, `trials` trials; every raw trial and single-call
 //! sample is kept in the record beside the summary statistics and the environment.
+//!
+//! The record comes from a process that also runs the KEM, so it is checked before it is
+//! believed: a record whose batch mean disagrees with its own single-call samples by more
+//! than 3x, or whose trials claim more time than the runner process lasted, is failed as
+//! implausible (its data kept as evidence, kept out of the reports).
+
+use std::time::Duration;
 
 use super::{runner_job, Done, Step};
 use crate::record::{Status, StepData, TimeData, TimeOutput};
+
+/// How far a timing record can be believed.
+#[derive(Debug, PartialEq)]
+pub enum Plausibility {
+    Plausible,
+    /// Batch mean more than 3x the single-call median: what preemption of the bench core
+    /// does to whole trials; kept, with this reason.
+    Disturbed(String),
+    /// Batch mean below a third of the single-call median, or trials longer than the
+    /// process: not what the runner can have measured; the step fails.
+    Implausible(String),
+}
+
+/// Check a timing record against itself and against the runner's wall-clock time: batch
+/// mean and single-call median must agree within 3x (the single call's own counter
+/// overhead as slack), and the trials cannot add up to more time than the process ran.
+pub fn plausibility(out: &TimeOutput, elapsed: Duration) -> Plausibility {
+    let iters: u64 = out.trials.iter().map(|t| t.iters).sum();
+    let cycles: u64 = out.trials.iter().map(|t| t.cycles).sum();
+    let trial_ns: u64 = out.trials.iter().map(|t| t.ns).sum();
+    if trial_ns as u128 > elapsed.as_nanos() {
+        return Plausibility::Implausible(format!(
+            "implausible timing record: its trials add up to {:.3} s but kem-runner ran {:.3} s",
+            trial_ns as f64 / 1e9,
+            elapsed.as_secs_f64()
+        ));
+    }
+    if iters == 0 || out.samples.is_empty() {
+        return Plausibility::Plausible;
+    }
+    let batch = cycles as f64 / iters as f64;
+    let mut samples = out.samples.clone();
+    samples.sort_unstable();
+    let single = samples[samples.len() / 2] as f64;
+    let slack = out.overhead.single_call_cycles.max(0.0);
+    let (lo, hi) = (batch.min(single), batch.max(single));
+    if hi <= 3.0 * lo + slack {
+        return Plausibility::Plausible;
+    }
+    let what = format!(
+        "batch mean {batch:.0} cycles/op and single-call median {single:.0} cycles disagree by more than 3x"
+    );
+    if batch < single {
+        Plausibility::Implausible(format!("implausible timing record: {what}"))
+    } else {
+        Plausibility::Disturbed(format!(
+            "implausible timing record: {what} (trials disturbed: is the bench core shared?)"
+        ))
+    }
+}
 
 pub fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
@@ -23,11 +80,13 @@ pub fn run(step: &mut Step) -> Done {
         p.samples.to_string(),
     ];
     let object = ctx.out.join(&build.object);
-    let output: TimeOutput = match runner_job(step, "time", &object, &build, &extra) {
+    let (output, elapsed): (TimeOutput, _) = match runner_job(step, "time", &object, &build, &extra)
+    {
         Ok(o) => o,
         Err(stop) => return stop.into(),
     };
     let summary = crate::measure::stats::summarize(&output);
+    let check = plausibility(&output, elapsed);
     let mut notes = Vec::new();
     if summary.unstable {
         notes.push(format!(
@@ -43,9 +102,20 @@ pub fn run(step: &mut Step) -> Done {
             output.calibration.target_trial_ns as f64 / 1e6
         ));
     }
+    let status = match check {
+        Plausibility::Plausible => Status::Ok,
+        Plausibility::Disturbed(r) => {
+            notes.push(r);
+            Status::Ok
+        }
+        Plausibility::Implausible(r) => {
+            notes.insert(0, r);
+            Status::Failed
+        }
+    };
     let reason = (!notes.is_empty()).then(|| notes.join("; "));
     Done {
-        status: Status::Ok,
+        status,
         reason,
         data: Some(StepData::Time(Box::new(TimeData {
             output,
@@ -55,5 +125,52 @@ pub fn run(step: &mut Step) -> Done {
             object_sha256: build.object_sha256,
             environment: ctx.env.clone(),
         }))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(batch_per_op: u64, single: u64) -> TimeOutput {
+        let json = format!(
+            r#"{{"op":"keygen","sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}},"pinned_cpu":null,"pin_error":null,
+"counter":"rdtsc","rng":"ctr-drbg","core_cycles":{{"status":"unavailable","reason":"x"}},
+"calibration":{{"target_trial_ns":1,"batch_iters":1,"batch_ns":1,"iters":100,"min_iters":1}},
+"warmup_iters":1,"trials":[{{"iters":100,"cycles":{},"ns":1000000,"core_cycles":null}}],
+"samples":[{single},{single},{single}],
+"overhead":{{"cycles_per_call":1.0,"ns_per_call":1.0,"single_call_cycles":40.0}},
+"memory":{{"baseline_rss_kib":null,"peak_rss_kib":null,"stack_bytes":null,"stack_painted_bytes":0}},"failure":null}}"#,
+            batch_per_op * 100
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    #[test]
+    fn batch_and_single_calls_must_agree_within_3x() {
+        let long = Duration::from_secs(1);
+        use Plausibility::*;
+        assert_eq!(plausibility(&record(10_000, 11_000), long), Plausible);
+        assert_eq!(plausibility(&record(10_000, 29_000), long), Plausible);
+        let Implausible(r) = plausibility(&record(1, 10_000), long) else {
+            panic!("a batch far faster than single calls is implausible")
+        };
+        assert!(r.contains("batch mean 1 cycles/op"), "{r}");
+        let Disturbed(r) = plausibility(&record(40_000, 10_000), long) else {
+            panic!("a batch far slower than single calls is flagged")
+        };
+        assert!(r.contains("disturbed"), "{r}");
+        // The single call's counter overhead is slack for tiny operations.
+        assert_eq!(plausibility(&record(10, 60), long), Plausible);
+    }
+
+    #[test]
+    fn trials_cannot_last_longer_than_the_process() {
+        let Plausibility::Implausible(r) =
+            plausibility(&record(10_000, 10_000), Duration::from_micros(10))
+        else {
+            panic!("trials longer than the process")
+        };
+        assert!(r.contains("trials add up to 0.001 s"), "{r}");
     }
 }

@@ -344,7 +344,7 @@ const MAX_BATCH: u64 = 1 << 40;
 /// Choose iterations per trial so one trial lasts `trial_ns`, from `batch(n)` (the ns of
 /// `n` back-to-back calls). Double `n` until one batch lasts a tenth of a trial, then time
 /// [`CALIBRATION_BATCHES`] batches of `n` and take their median; when that median is under
-/// a twentieth of a trial (the batch that stopped the doubling was slowed down: a first
+/// a tenth of a trial too (the batch that stopped the doubling was slowed down: a first
 /// call, a page fault, a preemption) double on from there. So one slow batch cannot choose
 /// the iterations, as it did with a 24 ms first batch that made 100 ms trials last 0.3 ms.
 pub fn calibrate(
@@ -365,7 +365,7 @@ pub fn calibrate(
         let mut sorted = batches.clone();
         sorted.sort_unstable();
         let median = sorted[sorted.len() / 2];
-        if median >= tenth / 2 || n >= MAX_BATCH {
+        if median >= tenth || n >= MAX_BATCH {
             let per_op_ns = (median as f64 / n as f64).max(1e-3);
             let iters = ((trial_ns as f64 / per_op_ns).ceil() as u64)
                 .max(min_iters)

@@ -196,6 +196,7 @@ fn fixture_pipeline(
 flags "fixture" "-O2"
 flags "harness-default" "-O2"
 submissions {}
+submissions-root "{}"
 outputs "outputs"
 defaults timeout="60s"
 step "source"
@@ -208,7 +209,8 @@ step "profile" needs="kat" exclusive=#true ops="keygen enc dec" iters=5
 step "report" needs="kat time sizes profile survey"
 step "index" needs="report"
 "#,
-        manifests.join(" ")
+        manifests.join(" "),
+        s(kems)
     )
 }
 

@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+mod cflags;
 mod diag;
 mod duration;
 mod fs;
@@ -37,4 +38,13 @@ pub fn load_campaign(pipeline: &Path) -> Result<Campaign, Diagnostics> {
 /// Like [`load_campaign`], reading through `fs` (e.g. a [`MemFs`] for tests and benchmarks).
 pub fn load_campaign_with(pipeline: &Path, fs: &dyn SourceFs) -> Result<Campaign, Diagnostics> {
     load::load(fs, pipeline)
+}
+
+/// Like [`load_campaign_with`], also returning the notes `check` shows (instances with no
+/// expected KAT hash, ...): things worth knowing that do not stop a run.
+pub fn check_campaign_with(
+    pipeline: &Path,
+    fs: &dyn SourceFs,
+) -> (Result<Campaign, Diagnostics>, Diagnostics) {
+    load::load_with_notes(fs, pipeline)
 }

@@ -7,11 +7,20 @@ use std::path::Path;
 use kdl::KdlNode;
 use miette::SourceSpan;
 
-use super::super::diag::{did_you_mean, Diagnostic, SourceFile};
+use super::super::diag::{closest, did_you_mean, Diagnostic, SourceFile};
 use super::super::fs::normalize;
 use super::super::load::{missing_file, Loader};
 use super::super::reader::{name, name_span, Cx};
-use crate::model::{CatalogSizes, KatRng, KatSettings};
+use super::confined_path;
+use crate::model::{CatalogSizes, Instance, KatMode, KatRng, KatSettings};
+
+/// Where a catalog names an instance: the key, its file (the manifest or a catalog file)
+/// and its span there.
+pub(super) struct KeyAt {
+    pub key: String,
+    pub file: SourceFile,
+    pub span: SourceSpan,
+}
 
 pub(super) fn lower_kat(
     cx: &mut Cx<'_>,
@@ -51,6 +60,7 @@ pub(super) fn lower_kat(
         if let Some(e) = props.get("manifest") {
             manifest_rel = cx.expect_string(e, "manifest")?;
             manifest_span = cx.value_span(e);
+            confined_path(cx, loader, dir, &manifest_rel, e, "kat manifest")?;
         }
         if let Some(e) = props.get("all-count") {
             all_count = cx.expect_int_as::<u32>(e, "all-count", 1);
@@ -58,7 +68,7 @@ pub(super) fn lower_kat(
         if let Some(e) = props.get("reference") {
             reference_dir = cx
                 .expect_string(e, "reference")
-                .map(|r| normalize(&dir.join(r)));
+                .and_then(|r| confined_path(cx, loader, dir, &r, e, "kat reference folder"));
         }
     }
     let manifest = normalize(&dir.join(&manifest_rel));
@@ -90,6 +100,7 @@ pub(super) fn lower_sizes(
     loader: &mut Loader<'_>,
     n: &KdlNode,
     dir: &Path,
+    keys: &mut Vec<KeyAt>,
 ) -> BTreeMap<String, CatalogSizes> {
     cx.no_args(n, "sizes");
     let props = cx.props(n, "`sizes`", &["catalog"]);
@@ -107,9 +118,11 @@ pub(super) fn lower_sizes(
             let Some(rel) = cx.expect_string(e, "catalog") else {
                 return out;
             };
-            let abs = normalize(&dir.join(&rel));
+            let Some(abs) = confined_path(cx, loader, dir, &rel, e, "size catalog") else {
+                return out;
+            };
             match loader.read(&abs) {
-                Ok(csv) => parse_catalog(&csv, &mut loader.diags, &mut out),
+                Ok(csv) => parse_catalog(&csv, &mut loader.diags, &mut out, keys),
                 Err(err) => {
                     let s = cx.value_span(e);
                     let d = missing_file(loader.fs, cx.file, s, "size catalog", &rel, &abs, &err);
@@ -138,6 +151,11 @@ pub(super) fn lower_sizes(
                     }
                 }
                 if let Some((id, e)) = id {
+                    keys.push(KeyAt {
+                        key: id.clone(),
+                        file: cx.file.clone(),
+                        span: cx.value_span(e),
+                    });
                     if out.insert(id.clone(), sz).is_some() {
                         let s = cx.value_span(e);
                         cx.error(
@@ -163,6 +181,7 @@ fn parse_catalog(
     file: &SourceFile,
     diags: &mut Vec<Diagnostic>,
     out: &mut BTreeMap<String, CatalogSizes>,
+    keys: &mut Vec<KeyAt>,
 ) {
     let text = file.text();
     let mut header: Option<Vec<String>> = None;
@@ -214,6 +233,12 @@ fn parse_catalog(
         for (col, cell) in cols.iter().zip(&cells) {
             if col == "instance" {
                 id = Some(cell.to_string());
+                let at = content.find(cell).unwrap_or(0);
+                keys.push(KeyAt {
+                    key: cell.to_string(),
+                    file: file.clone(),
+                    span: SourceSpan::new((start + at).into(), cell.len()),
+                });
                 continue;
             }
             let v = if cell.is_empty() {
@@ -246,4 +271,165 @@ fn parse_catalog(
             out.insert(id, sz);
         }
     }
+}
+
+/// One line of a `kat.sha256` file: `<64 hex digits>  <name>` (sha256sum format, `*name`
+/// accepted); `None` for blank and `#` comment lines. The name's byte range is returned.
+fn kat_line(line: &str) -> Option<Result<(String, std::ops::Range<usize>), String>> {
+    let t = line.trim();
+    if t.is_empty() || t.starts_with('#') {
+        return None;
+    }
+    let lead = line.len() - line.trim_start().len();
+    let Some((hash, rest)) = t.split_once(char::is_whitespace) else {
+        return Some(Err(
+            "expected `<sha256>  <name>` (two fields separated by spaces)".to_string(),
+        ));
+    };
+    if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
+        let shown: String = hash.chars().take(70).collect();
+        return Some(Err(format!(
+            "`{shown}` is not a SHA-256 digest (64 hexadecimal digits)"
+        )));
+    }
+    let name = rest.trim_start().trim_start_matches('*').trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Some(Err(
+            "expected one instance name after the digest (`<instance>` or `<instance>.all`)"
+                .to_string(),
+        ));
+    }
+    let at = lead + t.len() - rest.len() + rest.find(name).unwrap_or(0);
+    Some(Ok((name.to_string(), at..at + name.len())))
+}
+
+/// Checks a `kat.sha256` file against the declared instances: malformed lines and names
+/// that no instance has are errors (with a did-you-mean), instances without a line for a
+/// mode the pipeline runs are notes. Reads the file through the loader (so it is shown
+/// in diagnostics); a file that cannot be read was already reported.
+pub(super) fn check_kat_file(
+    loader: &mut Loader<'_>,
+    manifest: &SourceFile,
+    kat: &KatSettings,
+    instances: &[Instance],
+) {
+    let Ok(file) = loader.read(&kat.manifest) else {
+        return;
+    };
+    let modes = loader.kat_modes.clone();
+    let mut names: Vec<String> = Vec::new();
+    for i in instances {
+        names.push(i.id.clone());
+        names.push(format!("{}.all", i.id));
+    }
+    let mut seen: BTreeMap<String, SourceSpan> = BTreeMap::new();
+    let mut offset = 0;
+    for line in file.text().split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let content = line.trim_end_matches(['\n', '\r']);
+        match kat_line(content) {
+            None => {}
+            Some(Err(msg)) => {
+                let span = SourceSpan::new(start.into(), content.len());
+                loader.diags.push(
+                    Diagnostic::new(&file, format!("malformed kat manifest line: {msg}"))
+                        .label(span, "this line")
+                        .help("each line is `<sha256 of the .rsp>  <instance>` or `<sha256>  <instance>.all`"),
+                );
+            }
+            Some(Ok((name, r))) => {
+                let span = SourceSpan::new((start + r.start).into(), r.len());
+                if let Some(first) = seen.get(&name) {
+                    loader.diags.push(
+                        Diagnostic::new(&file, format!("`{name}` is listed twice"))
+                            .label(span, "listed again")
+                            .label(*first, "first listed here"),
+                    );
+                    continue;
+                }
+                seen.insert(name.clone(), span);
+                if !names.contains(&name) {
+                    loader
+                        .diags
+                        .push(unknown_key(&file, span, &name, "kat manifest", &names));
+                }
+            }
+        }
+    }
+    for i in instances {
+        for mode in &modes {
+            let key = match mode {
+                KatMode::Single => i.id.clone(),
+                KatMode::All => format!("{}.all", i.id),
+            };
+            if !seen.contains_key(&key) {
+                let what = match mode {
+                    KatMode::Single => "single",
+                    KatMode::All => "all",
+                };
+                let at = &i.origin.instance;
+                let shown = loader.fs.display(&kat.manifest);
+                loader.notes.push(
+                    Diagnostic::new(
+                        manifest,
+                        format!(
+                            "instance `{}` has no `{key}` line in {shown}: its `{what}` KAT will be NOKAT",
+                            i.id
+                        ),
+                    )
+                    .label(SourceSpan::new(at.offset.into(), at.len), "declared here")
+                    .as_note(),
+                );
+            }
+        }
+    }
+}
+
+/// Checks that every instance a size catalog names is declared.
+pub(super) fn check_size_keys(loader: &mut Loader<'_>, keys: &[KeyAt], instances: &[Instance]) {
+    let names: Vec<String> = instances.iter().map(|i| i.id.clone()).collect();
+    for k in keys {
+        if !names.contains(&k.key) {
+            loader
+                .diags
+                .push(unknown_key(&k.file, k.span, &k.key, "size catalog", &names));
+        }
+    }
+}
+
+/// "`name` in the kat manifest names no declared instance", with a did-you-mean.
+fn unknown_key(
+    file: &SourceFile,
+    span: SourceSpan,
+    name: &str,
+    what: &str,
+    names: &[String],
+) -> Diagnostic {
+    let guess = closest(name, names.iter().map(String::as_str)).or_else(|| {
+        // Case slips (`kyber512-clean`) are further than two edits apart.
+        names
+            .iter()
+            .find(|n| n.eq_ignore_ascii_case(name))
+            .map(String::as_str)
+    });
+    let help = match guess {
+        Some(g) => format!("did you mean `{g}`?"),
+        None => format!(
+            "the declared instances are {}",
+            super::super::diag::backticked(
+                names
+                    .iter()
+                    .filter(|n| !n.ends_with(".all"))
+                    .take(12)
+                    .map(String::as_str)
+            )
+        ),
+    };
+    Diagnostic::new(
+        file,
+        format!("`{name}` in the {what} names no declared instance"),
+    )
+    .label(span, "no such instance")
+    .help(help)
 }

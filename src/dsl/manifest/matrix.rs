@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 use kdl::{KdlEntry, KdlNode};
 use miette::SourceSpan;
 
+use super::super::cflags::flag_problem;
+use super::super::diag::line_col;
 use super::super::diag::{backticked, did_you_mean};
 use super::super::pipeline::words;
 use super::super::reader::{name, name_span, Cx};
 use super::super::template::{parse_template, undefined_var, Template};
-use super::plain_node;
-use crate::model::Instance;
+use super::{check_id, id_problem, plain_node};
+use crate::model::{Instance, Origin, Pos};
 
 const WHEN_NODES: [&str; 4] = ["cflags", "sources", "requires-cpu", "exclude"];
 /// A matrix larger than this is refused (it is surely a mistake, and memory is finite).
@@ -192,7 +194,23 @@ fn lower_when(cx: &mut Cx<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
             continue;
         }
         plain_node(cx, c);
-        let vals = cx.string_args(c, nm, 1).into_iter().map(|(s, _)| s);
+        let args = cx.string_args(c, nm, 1);
+        if nm == "cflags" {
+            let mut prev: Option<&str> = None;
+            for (flag, e) in &args {
+                if let Some(p) = flag_problem(flag, prev) {
+                    let s = cx.value_span(e);
+                    let d = cx
+                        .diag(format!("compiler option refused: {p}"))
+                        .label(s, "refused")
+                        .help("`cflags` may change code generation, warnings, definitions and include folders, not run programs, load plugins or write elsewhere");
+                    cx.push(d);
+                    ok = false;
+                }
+                prev = Some(flag);
+            }
+        }
+        let vals = args.into_iter().map(|(s, _)| s);
         match nm {
             "cflags" => w.cflags.extend(vals),
             "sources" => w.sources.extend(vals),
@@ -241,6 +259,7 @@ struct InstanceTpl<'n> {
     id: Template,
     dir: Option<Template>,
     namespace: Option<Template>,
+    origin: Origin,
 }
 
 pub(super) fn expand_instances(
@@ -273,11 +292,28 @@ pub(super) fn expand_instances(
         let dir = get("dir");
         let namespace = get("namespace");
         if let (Some((_, e)), Some(id)) = (id, id_t) {
+            let at = |e: Option<&&KdlEntry>| {
+                let s = e.map(|e| cx.value_span(e)).unwrap_or(name_span(n));
+                let (line, col) = line_col(cx.file.text(), s.offset());
+                Pos {
+                    offset: s.offset(),
+                    len: s.len(),
+                    line,
+                    col,
+                }
+            };
+            let origin = Origin {
+                manifest: cx.file.display_name().to_string(),
+                instance: at(Some(&e)),
+                dir: at(props.get("dir")),
+                namespace: at(props.get("namespace")),
+            };
             tpls.push(InstanceTpl {
                 id_entry: e,
                 id,
                 dir,
                 namespace,
+                origin,
             });
         }
     }
@@ -289,6 +325,7 @@ pub(super) fn expand_instances(
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut reported: Vec<String> = Vec::new();
     let mut self_reported: Vec<usize> = Vec::new();
+    let mut bad_ids: Vec<usize> = Vec::new();
     for (ti, t) in tpls.iter().enumerate() {
         for (ci, vars) in combos.iter().enumerate() {
             // Variables were checked above, so expansion cannot fail here.
@@ -306,13 +343,13 @@ pub(super) fn expand_instances(
                 continue;
             }
             seen.insert(id.clone(), (ti, ci));
-            if id.contains('/') || id.trim().is_empty() {
-                let s = cx.value_span(t.id_entry);
-                cx.error(
-                    s,
-                    "invalid id",
-                    format!("instance id `{id}` must be non-empty and must not contain `/`"),
-                );
+            // One report per template (it is the same mistake in every combination).
+            if id_problem(&id).is_some() {
+                if !bad_ids.contains(&ti) {
+                    bad_ids.push(ti);
+                    let s = cx.value_span(t.id_entry);
+                    check_id(cx, &id, s, "instance id");
+                }
                 continue;
             }
             let expand = |t: &Option<Template>| t.as_ref().and_then(|t| t.expand(vars).ok());
@@ -328,6 +365,7 @@ pub(super) fn expand_instances(
                 requires_cpu: Vec::new(),
                 exclude: Vec::new(),
                 vars: vars.clone(),
+                origin: t.origin.clone(),
             };
             for w in &whens {
                 let applies = w

@@ -8,7 +8,7 @@ mod matrix;
 mod primitives;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kdl::{KdlDocument, KdlEntry, KdlNode};
 use miette::SourceSpan;
@@ -18,7 +18,7 @@ use super::fs::normalize;
 use super::load::Loader;
 use super::reader::{args, name, name_span, Cx};
 use crate::model::{Primitives, ReportMeta, Source, Submission};
-use catalog::{lower_kat, lower_sizes};
+use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};
 use matrix::{expand_instances, lower_matrix};
 use primitives::lower_primitives_node;
 
@@ -87,7 +87,8 @@ fn lower_doc(
         None => "`submission`".to_string(),
     };
     if let Some((id, e)) = &id {
-        check_id(cx, id, e, "submission id");
+        let s = cx.value_span(e);
+        check_id(cx, id, s, "submission id");
     }
     let children = cx.expect_children(n, "submission")?;
     let dir = cx
@@ -177,10 +178,12 @@ fn lower_doc(
         None => Some(Primitives::default()),
     };
     let kat = lower_kat(cx, loader, one("kat"), sub_span, &dir);
+    let mut size_keys = Vec::new();
     let sizes = match one("sizes") {
-        Some(s) => lower_sizes(cx, loader, s, &dir),
+        Some(s) => lower_sizes(cx, loader, s, &dir, &mut size_keys),
         None => BTreeMap::new(),
     };
+    let before_instances = cx.diags.len();
     let matrix = match one("matrix") {
         Some(m) => lower_matrix(cx, m),
         None => Some(Vec::new()),
@@ -200,6 +203,13 @@ fn lower_doc(
         }
         None => Vec::new(),
     };
+    // Catalog keys are checked against the instances when they all expanded.
+    if matrix.is_some() && !typos.contains(&"instance") && cx.diags.len() == before_instances {
+        if let Some(kat) = &kat {
+            check_kat_file(loader, cx.file, kat, &instances);
+        }
+        check_size_keys(loader, &size_keys, &instances);
+    }
 
     let (id, id_entry) = id?;
     let id_span = cx.value_span(id_entry);
@@ -219,16 +229,97 @@ fn lower_doc(
     ))
 }
 
-/// Ids end up in step ids `submission/instance/step`: no `/`, not empty.
-fn check_id(cx: &mut Cx<'_>, id: &str, e: &KdlEntry, what: &str) {
-    if id.trim().is_empty() || id.contains('/') {
-        let s = cx.value_span(e);
-        cx.error(
-            s,
-            "invalid id",
-            format!("{what} `{id}` must be non-empty and must not contain `/`"),
-        );
+/// What is wrong with an id, if anything. Ids name folders under the outputs and appear in
+/// step ids `submission/instance/step`: letters, digits and `-_.+`, no `..`.
+pub(crate) fn id_problem(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("must not be empty")
+    } else if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+    {
+        Some("may use only letters, digits, `-`, `_`, `.` and `+`")
+    } else if id.contains("..") || id == "." {
+        Some("must not be `.` or contain `..`")
+    } else {
+        None
     }
+}
+
+/// Reports an invalid id at `span`; false when it was invalid.
+fn check_id(cx: &mut Cx<'_>, id: &str, span: SourceSpan, what: &str) -> bool {
+    match id_problem(id) {
+        Some(p) => {
+            let d = cx
+                .diag(format!("{what} `{id}` {p}"))
+                .label(span, "invalid id")
+                .help("ids name folders under the outputs and parts of step ids");
+            cx.push(d);
+            false
+        }
+        None => true,
+    }
+}
+
+/// A path named in a manifest (`kat manifest=`, `sizes catalog=`, `primitives include=`,
+/// `kat reference=`), resolved against the manifest's folder. It must stay inside that
+/// folder or inside the pipeline's `submissions-root` when one is set; links are followed
+/// before comparing. An escape is reported at `e` and gives `None`.
+pub(super) fn confined_path(
+    cx: &mut Cx<'_>,
+    loader: &Loader<'_>,
+    dir: &Path,
+    rel: &str,
+    e: &KdlEntry,
+    what: &str,
+) -> Option<PathBuf> {
+    let abs = normalize(&dir.join(rel));
+    let fs = loader.fs;
+    let real = fs.canonical(&abs);
+    let inside = |root: &Path| real.starts_with(fs.canonical(root));
+    if inside(dir) || loader.submissions_root.as_deref().is_some_and(inside) {
+        return Some(abs);
+    }
+    let (root, root_name) = match &loader.submissions_root {
+        Some(r) => (
+            r.as_path(),
+            "the manifest's folder and the pipeline's `submissions-root`",
+        ),
+        None => (dir, "the manifest's folder"),
+    };
+    let span = cx.value_span(e);
+    let help = if loader.submissions_root.is_some() {
+        format!("keep the file under {}", fs.display(root))
+    } else {
+        "keep the file beside the manifest, or let the pipeline allow a wider folder with `submissions-root \"../submissions\"`".to_string()
+    };
+    let d = cx
+        .diag(format!(
+            "{what} `{rel}` is outside {root_name} ({})",
+            fs.display(root)
+        ))
+        .label(span, "outside the allowed folder")
+        .help(help);
+    cx.push(d);
+    None
+}
+
+/// A crates.io package name: ASCII letters, digits, `-` and `_`, starting with a letter,
+/// at most 64 characters (the registry's rule).
+fn crate_name_ok(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// A relative path without `..`, `.` or a root: it stays inside the folder it is joined to.
+pub(super) fn plain_relative(p: &str) -> bool {
+    !p.is_empty()
+        && Path::new(p)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
 /// A node with only arguments (no properties, no children).
@@ -290,16 +381,51 @@ fn lower_source(cx: &mut Cx<'_>, loader: &Loader<'_>, n: &KdlNode, dir: &Path) -
             Some(Source::Path { path: abs })
         }
         (None, Some(c)) => {
-            let name = cx.expect_string(c, "crate");
+            let name = cx.expect_string(c, "crate").filter(|name| {
+                let ok = crate_name_ok(name);
+                if !ok {
+                    let s = cx.value_span(c);
+                    cx.error(
+                        s,
+                        "not a crate name",
+                        format!("`{name}` is not a crates.io package name (letters, digits, `-`, `_`; starting with a letter)"),
+                    );
+                }
+                ok
+            });
             let version = match props.get("version") {
-                Some(v) => cx.expect_string(v, "version"),
+                Some(v) => cx.expect_string(v, "version").filter(|ver| {
+                    let parsed = semver::Version::parse(ver);
+                    if let Err(err) = &parsed {
+                        let s = cx.value_span(v);
+                        let d = cx
+                            .diag(format!(
+                                "crate version `{ver}` is not an exact semver version: {err}"
+                            ))
+                            .label(s, "not a version")
+                            .help("give the exact version published on crates.io, e.g. `0.1.1`");
+                        cx.push(d);
+                    }
+                    parsed.is_ok()
+                }),
                 None => {
                     cx.missing_prop(n, "version", "`source crate=...`");
                     None
                 }
             };
             let root = match props.get("root") {
-                Some(r) => cx.expect_string(r, "root"),
+                Some(r) => cx.expect_string(r, "root").filter(|root| {
+                    let ok = plain_relative(root);
+                    if !ok {
+                        let s = cx.value_span(r);
+                        cx.error(
+                            s,
+                            "leaves the crate",
+                            format!("`root` `{root}` must be a folder inside the crate (relative, no `..`)"),
+                        );
+                    }
+                    ok
+                }),
                 None => Some(String::new()),
             };
             Some(Source::Crate {

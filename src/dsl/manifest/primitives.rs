@@ -6,9 +6,9 @@ use std::path::Path;
 use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
-use super::super::fs::normalize;
 use super::super::load::Loader;
 use super::super::reader::{name, name_span, Cx};
+use super::confined_path;
 use crate::model::{PrimitiveFn, Primitives};
 
 const PRIMITIVES_NODES: [&str; 5] = ["sources", "include", "header", "hash", "drng"];
@@ -33,7 +33,7 @@ pub(super) fn lower_primitives_node(
         }
         (Some(e), None) => {
             let rel = cx.expect_string(e, "include")?;
-            let abs = normalize(&dir.join(&rel));
+            let abs = confined_path(cx, loader, dir, &rel, e, "primitives file")?;
             if let Some(cached) = loader.primitives.get(&abs) {
                 return cached.clone();
             }

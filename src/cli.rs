@@ -457,6 +457,7 @@ fn run_campaign(
         eprintln!("\ninterrupted: stopping running steps; finished steps are kept, `run` again to continue");
     });
     std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
+    let _lock = run::lock::OutputsLock::acquire(&ctx.out)?;
     for w in &ctx.env.warnings {
         if verbosity != Verbosity::Quiet {
             eprintln!("warning: {} (fix: {})", w.what, w.fix);

@@ -1463,3 +1463,124 @@ fn example_kems_pass_their_kats() {
     );
     c.done(&r.show());
 }
+
+// ---------------------------------------------------------------------------------------
+// Hostile input (issue #10 items 5-6): refused by `check` and `run`, nothing written
+// ---------------------------------------------------------------------------------------
+
+/// Every file under `dir`, relative, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Issue #10: `..` ids, a crate version with `/../`, `-wrapper`, a catalog outside the
+/// manifest's folder, an absurd trial. Each is refused at its line by `check` (exit 2) and
+/// by `run` (exit 2), nothing is written, and the catalog's content is not shown.
+#[test]
+fn hostile_manifests_are_refused_and_write_nothing() {
+    let kems = repo().join("tests/fixtures/kems");
+    let cases: [(&str, &str, &str, &str); 6] = [
+        ("dots-submission", "submission \"good\"", "submission \"..\"", "manifest.kdl:2:12"),
+        ("dots-instance", "instance \"good\"", "instance \"..\"", "manifest.kdl:10:14"),
+        (
+            "crate-version",
+            "source path=\"..\"",
+            "source crate=\"pqcrypto-mlkem\" version=\"1/../../x\"",
+            "manifest.kdl:6:43",
+        ),
+        (
+            "wrapper",
+            "    instance \"good\" dir=\"good\" namespace=\"FIX_GOOD_\"\n",
+            "    matrix impl=\"ref\"\n    instance \"good\" dir=\"good\" namespace=\"FIX_GOOD_\"\n    when impl=\"ref\" {\n        cflags \"-wrapper\" \"/bin/sh,-c,touch /tmp/ngcc-wrapper-ran\"\n    }\n",
+            "manifest.kdl:13:16",
+        ),
+        ("catalog", "catalog=\"sizes.csv\"", "catalog=\"/etc/passwd\"", "manifest.kdl:9:19"),
+        ("catalog-up", "catalog=\"sizes.csv\"", "catalog=\"../../../../../../etc/passwd\"", "manifest.kdl:9:19"),
+    ];
+    let good = std::fs::read_to_string(kems.join("good/manifest.kdl")).unwrap();
+    for (name, from, to, at) in cases {
+        let tmp = tempdir();
+        let sub = tmp.path().join("subs").join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        assert!(good.contains(from), "{from}");
+        let manifest = good
+            .replace(from, to)
+            .replace(
+                "source path=\"..\"",
+                &format!("source path=\"{}\"", s(&kems)),
+            )
+            .replace(
+                "include=\"../primitives.kdl\"",
+                "include=\"primitives.kdl\"",
+            );
+        std::fs::write(sub.join("manifest.kdl"), manifest).unwrap();
+        for f in ["kat.sha256", "sizes.csv"] {
+            std::fs::copy(kems.join("good").join(f), sub.join(f)).unwrap();
+        }
+        std::fs::copy(kems.join("primitives.kdl"), sub.join("primitives.kdl")).unwrap();
+        let mut text = fixture_pipeline(name, &kems, &[], "single", "5ms");
+        text = text
+            .replace(
+                "submissions \n",
+                &format!("submissions \"{}\"\n", s(&sub.join("manifest.kdl"))),
+            )
+            .replace(&format!("submissions-root \"{}\"\n", s(&kems)), "");
+        let pipeline = tmp.path().join("p.kdl");
+        std::fs::write(&pipeline, text).unwrap();
+        let before = tree(tmp.path());
+
+        let r = run(&["check", &s(&pipeline)]);
+        assert_eq!(r.code, 2, "{name}: {}", r.show());
+        assert!(
+            r.stderr.contains(at),
+            "{name}: expected {at} in {}",
+            r.show()
+        );
+        assert!(
+            !r.stderr.contains("root:"),
+            "{name} showed /etc/passwd: {}",
+            r.show()
+        );
+        let out = tmp.path().join("out");
+        let r = run(&["run", &s(&pipeline), "--outputs", &s(&out)]);
+        assert_eq!(r.code, 2, "{name}: {}", r.show());
+        assert_eq!(tree(tmp.path()), before, "{name}: files were written");
+    }
+    assert!(!Path::new("/tmp/ngcc-wrapper-ran").exists());
+}
+
+/// Issue #10: a second `run` on an outputs folder in use exits 2 naming the holder, and
+/// runs nothing.
+#[test]
+fn second_run_on_locked_outputs_exits_2() {
+    let kems = repo().join("tests/fixtures/kems");
+    let tmp = tempdir();
+    let pipeline = tmp.path().join("p.kdl");
+    std::fs::write(
+        &pipeline,
+        fixture_pipeline("locked", &kems, &["good"], "single", "5ms"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let held = ngcc_pipe::run::lock::OutputsLock::acquire(&out).unwrap();
+    let r = run(&["run", &s(&pipeline), "--outputs", &s(&out)]);
+    assert_eq!(r.code, 2, "{}", r.show());
+    let want = format!("in use by process {}", std::process::id());
+    assert!(r.stderr.contains(&want), "{}", r.show());
+    assert_eq!(tree(&out), [".lock"], "the second run wrote something");
+    drop(held);
+}

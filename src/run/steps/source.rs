@@ -49,7 +49,11 @@ pub fn run(step: &mut Step) -> Done {
 /// Write a throwaway cargo project under `scratch` whose only dependency is `name` at
 /// exactly `version`; returns its manifest.
 fn fetch_project(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, String> {
-    let dir = scratch.join(format!("{name}-{version}"));
+    let leaf = format!("{name}-{version}");
+    if !super::stays_inside(Path::new(&leaf)) || leaf.contains('/') {
+        return Err(format!("refused: `{leaf}` is not a plain folder name"));
+    }
+    let dir = scratch.join(leaf);
     std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
     let manifest = dir.join("Cargo.toml");
     let text = format!(

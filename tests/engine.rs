@@ -1163,11 +1163,12 @@ fn missing_cpu_flag_makes_an_instance_unsupported_not_failed() {
     matrix impl="ref"
     instance "nocpu" dir="good" namespace="FIX_GOOD_"
     when impl="ref" {{
-        requires-cpu "ngcc_no_such_flag"
+        requires-cpu "{absent}"
     }}
 }}
 "#,
-            root = s(&kems)
+            root = s(&kems),
+            absent = ABSENT_CPU_FLAG
         ),
     )
     .unwrap();
@@ -1189,7 +1190,7 @@ fn missing_cpu_flag_makes_an_instance_unsupported_not_failed() {
         build
             .reason
             .as_deref()
-            .is_some_and(|w| w.contains("ngcc_no_such_flag")),
+            .is_some_and(|w| w.contains(ABSENT_CPU_FLAG)),
         "{:?}",
         build.reason
     );
@@ -1468,6 +1469,13 @@ fn example_kems_pass_their_kats() {
 // Hostile input (issue #10 items 5-6): refused by `check` and `run`, nothing written
 // ---------------------------------------------------------------------------------------
 
+/// A real /proc/cpuinfo feature name this machine cannot have (the other architecture's).
+const ABSENT_CPU_FLAG: &str = if cfg!(target_arch = "x86_64") {
+    "sve2"
+} else {
+    "avx512f"
+};
+
 /// Every file under `dir`, relative, sorted.
 fn tree(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
@@ -1583,4 +1591,114 @@ fn second_run_on_locked_outputs_exits_2() {
     assert!(r.stderr.contains(&want), "{}", r.show());
     assert_eq!(tree(&out), [".lock"], "the second run wrote something");
     drop(held);
+}
+
+/// Issue #12: planted mistakes are named at their manifest lines, all in one go: a typo'd
+/// kat key and a gcc-style CPU flag by `check`; a wrong namespace and a wrong `dir` by
+/// `check --deep` (which reads the sources).
+#[test]
+fn check_names_planted_mistakes_at_their_lines() {
+    let kems = repo().join("tests/fixtures/kems");
+    let tmp = tempdir();
+    let sub = tmp.path().join("planted");
+    std::fs::create_dir_all(&sub).unwrap();
+    let manifest = |body: &str| {
+        format!(
+            "submission \"planted\" {{\n    algorithm \"Planted\"\n    source path=\"{}\"\n    primitives include=\"{}/primitives.kdl\"\n    kat rng=\"nist\" manifest=\"kat.sha256\"\n{body}}}\n",
+            s(&kems),
+            s(&kems)
+        )
+    };
+    let hash = "71212ed169c745ff45cf36e87283a83fad0ff63ce7a71d1f930218d32b82a24d";
+    std::fs::write(
+        sub.join("kat.sha256"),
+        format!("{hash}  good-ref\n{hash}  good_opt\nnot-a-hash good-ref.all\n"),
+    )
+    .unwrap();
+    let mut text = fixture_pipeline("planted", &kems, &[], "single", "5ms");
+    text = text.replace(
+        "submissions \n",
+        &format!("submissions \"{}\"\n", s(&sub.join("manifest.kdl"))),
+    );
+    let pipeline = tmp.path().join("p.kdl");
+    std::fs::write(&pipeline, text).unwrap();
+    let m = s(&sub.join("manifest.kdl"));
+    let k = s(&sub.join("kat.sha256"));
+
+    // 1. Without sources: kat keys and CPU flag names.
+    std::fs::write(
+        sub.join("manifest.kdl"),
+        manifest("    matrix impl=\"ref opt\"\n    instance \"good-{impl}\" dir=\"good\" namespace=\"FIX_GOOD_\"\n    when impl=\"opt\" {\n        requires-cpu \"pclmul\" \"bmi\"\n    }\n"),
+    )
+    .unwrap();
+    let r = run(&["check", &s(&pipeline)]);
+    assert_eq!(r.code, 2, "{}", r.show());
+    for (at, what) in [
+        (
+            format!("{k}:2:67"),
+            "`good_opt` in the kat manifest names no declared instance",
+        ),
+        (format!("{k}:3:1"), "malformed kat manifest line"),
+        (format!("{m}:9:22"), "`pclmul` is not a CPU feature name"),
+        (format!("{m}:9:31"), "`bmi` is not a CPU feature name"),
+    ] {
+        assert!(
+            r.stderr.contains(&at) && r.stderr.contains(what),
+            "{at} {what}\n{}",
+            r.show()
+        );
+    }
+    assert!(
+        r.stderr.contains("did you mean `good-opt`?"),
+        "{}",
+        r.show()
+    );
+    assert!(
+        r.stderr.contains("did you mean `pclmulqdq`?"),
+        "{}",
+        r.show()
+    );
+    assert!(r.stderr.contains("did you mean `bmi1`?"), "{}", r.show());
+
+    // 2. With sources: a wrong namespace and a wrong folder.
+    std::fs::write(
+        sub.join("kat.sha256"),
+        format!("{hash}  good-ref\n{hash}  good-opt\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        sub.join("manifest.kdl"),
+        manifest("    instance \"good-ref\" dir=\"good\" namespace=\"FIX_GOD_\"\n    instance \"good-opt\" dir=\"goood\" namespace=\"FIX_GOOD_\"\n"),
+    )
+    .unwrap();
+    let r = run(&["check", &s(&pipeline)]);
+    assert_eq!(r.code, 0, "plain check does not read sources: {}", r.show());
+    let r = run(&[
+        "check",
+        "--deep",
+        &s(&pipeline),
+        "--outputs",
+        &s(&tmp.path().join("out")),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.show());
+    let col = |line: &str, word: &str| line.find(word).unwrap() + 1;
+    let ns_line = "    instance \"good-ref\" dir=\"good\" namespace=\"FIX_GOD_\"";
+    let dir_line = "    instance \"good-opt\" dir=\"goood\" namespace=\"FIX_GOOD_\"";
+    let ns_at = format!("{m}:6:{}", col(ns_line, "\"FIX_GOD_"));
+    assert!(r.stderr.contains(&ns_at), "{ns_at}\n{}", r.show());
+    assert!(
+        r.stderr.contains("namespace `FIX_GOD_` not found in")
+            && r.stderr.contains("it uses")
+            && r.stderr.contains("`FIX_GOOD_`"),
+        "{}",
+        r.show()
+    );
+    let dir_at = format!("{m}:7:{}", col(dir_line, "\"goood"));
+    assert!(r.stderr.contains(&dir_at), "{dir_at}\n{}", r.show());
+    assert!(
+        r.stderr.contains("folder `goood` does not exist"),
+        "{}",
+        r.show()
+    );
+    assert!(r.stdout.contains("planted/good-ref: kem.c"), "{}", r.show());
 }

@@ -275,6 +275,12 @@ pub struct Diagnostics {
 const RENDER_WIDTH: usize = 100;
 
 impl Diagnostics {
+    /// Adds more diagnostics (kept in file order).
+    pub fn extend(&mut self, more: Diagnostics) {
+        self.items.extend(more.items);
+        self.items.sort_by_key(|d| d.sort_key());
+    }
+
     pub(crate) fn new(mut items: Vec<Diagnostic>) -> Self {
         items.sort_by_key(|d| d.sort_key());
         Diagnostics { items }
@@ -319,11 +325,15 @@ impl Diagnostics {
             out.push_str(&one);
             out.push('\n');
         }
-        let n = self.items.len();
-        out.push_str(&format!(
-            "{n} problem{} found\n",
-            if n == 1 { "" } else { "s" }
-        ));
+        let notes = self.items.iter().filter(|d| d.note).count();
+        let n = self.items.len() - notes;
+        let plural = |k: usize| if k == 1 { "" } else { "s" };
+        if n > 0 || notes == 0 {
+            out.push_str(&format!("{n} problem{} found\n", plural(n)));
+        }
+        if notes > 0 {
+            out.push_str(&format!("{notes} note{}\n", plural(notes)));
+        }
         out
     }
 }

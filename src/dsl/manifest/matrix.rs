@@ -7,6 +7,7 @@ use kdl::{KdlEntry, KdlNode};
 use miette::SourceSpan;
 
 use super::super::cflags::flag_problem;
+use super::super::cpu_flags;
 use super::super::diag::line_col;
 use super::super::diag::{backticked, did_you_mean};
 use super::super::pipeline::words;
@@ -210,6 +211,25 @@ fn lower_when(cx: &mut Cx<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
                 prev = Some(flag);
             }
         }
+        if nm == "requires-cpu" {
+            for (flag, e) in &args {
+                if cpu_flags::known(flag) {
+                    continue;
+                }
+                let s = cx.value_span(e);
+                let d = cx
+                    .diag(format!(
+                        "`{flag}` is not a CPU feature name that /proc/cpuinfo uses"
+                    ))
+                    .label(s, "unknown CPU feature")
+                    .help(match cpu_flags::suggestion(flag) {
+                        Some(g) => format!("did you mean `{g}`? (`requires-cpu` takes the names of /proc/cpuinfo's `flags`, not gcc's `-m` names)"),
+                        None => "`requires-cpu` takes the names of /proc/cpuinfo's `flags` (x86) or `Features` (Arm)".to_string(),
+                    });
+                cx.push(d);
+                ok = false;
+            }
+        }
         let vals = args.into_iter().map(|(s, _)| s);
         match nm {
             "cflags" => w.cflags.extend(vals),
@@ -269,7 +289,7 @@ pub(super) fn expand_instances(
     m: &Matrix,
     sub_span: SourceSpan,
     what: &str,
-) -> Vec<Instance> {
+) -> (Vec<Instance>, bool) {
     let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
     if nodes.is_empty() {
         cx.missing_node(sub_span, "instance", what);
@@ -382,7 +402,14 @@ pub(super) fn expand_instances(
             out.push(inst);
         }
     }
-    out
+    // Every declared id expanded (so catalog keys can be checked against them).
+    let complete = tpls.len() == nodes.len()
+        && tpls
+            .iter()
+            .all(|t| t.dir.is_some() && t.namespace.is_some())
+        && bad_ids.is_empty()
+        && reported.is_empty();
+    (out, complete)
 }
 
 fn describe_combo(c: &BTreeMap<String, String>, m: &Matrix) -> String {

@@ -183,7 +183,6 @@ fn lower_doc(
         Some(s) => lower_sizes(cx, loader, s, &dir, &mut size_keys),
         None => BTreeMap::new(),
     };
-    let before_instances = cx.diags.len();
     let matrix = match one("matrix") {
         Some(m) => lower_matrix(cx, m),
         None => Some(Vec::new()),
@@ -196,15 +195,16 @@ fn lower_doc(
                 }
             }
             if typos.contains(&"instance") {
-                Vec::new()
+                (Vec::new(), false)
             } else {
                 expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what)
             }
         }
-        None => Vec::new(),
+        None => (Vec::new(), false),
     };
+    let (instances, ids_complete) = instances;
     // Catalog keys are checked against the instances when they all expanded.
-    if matrix.is_some() && !typos.contains(&"instance") && cx.diags.len() == before_instances {
+    if ids_complete {
         if let Some(kat) = &kat {
             check_kat_file(loader, cx.file, kat, &instances);
         }

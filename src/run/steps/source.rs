@@ -115,6 +115,30 @@ pub fn fetch_crate(scratch: &Path, name: &str, version: &str) -> Result<PathBuf,
     ))
 }
 
+/// The folder a submission's instance `dir`s are relative to: the `path` folder, or the
+/// crate fetched like the `source` step does (under `scratch`) joined with its `root`.
+/// For `check --deep`.
+pub fn resolve_root(source: &Source, scratch: &Path) -> Result<PathBuf, String> {
+    match source {
+        Source::Path { path } => Ok(path.clone()),
+        Source::Crate {
+            name,
+            version,
+            root,
+        } => {
+            let dir = fetch_crate(scratch, name, version)?.join(root);
+            if dir.is_dir() {
+                Ok(dir)
+            } else {
+                Err(format!(
+                    "crate `{name}` {version} has no folder `{root}` ({})",
+                    dir.display()
+                ))
+            }
+        }
+    }
+}
+
 /// Fetch `name` at exactly `version`; returns its unpacked folder and its checksum.
 fn fetch(step: &mut Step, name: &str, version: &str) -> Result<(PathBuf, Option<String>), String> {
     let manifest = fetch_project(&step.ctx.out.join("cache").join("crates"), name, version)?;

@@ -172,7 +172,7 @@ impl Diagnostic {
     }
 
     /// Marks this as a note: shown by `check`, but the campaign still loads.
-    pub(crate) fn as_note(mut self) -> Self {
+    pub(crate) fn note(mut self) -> Self {
         self.note = true;
         self
     }

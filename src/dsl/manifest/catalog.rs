@@ -379,7 +379,7 @@ pub(super) fn check_kat_file(
                         ),
                     )
                     .label(SourceSpan::new(at.offset.into(), at.len), "declared here")
-                    .as_note(),
+                    .note(),
                 );
             }
         }

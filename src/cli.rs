@@ -64,8 +64,15 @@ enum Cmd {
         verbose: bool,
     },
     /// Validate a pipeline and every manifest it pulls in.
-    #[command(after_help = "Example:\n  ngcc-pipe check pipelines/x86_1.kdl")]
-    Check { pipeline: PathBuf },
+    #[command(
+        after_help = "Examples:\n  ngcc-pipe check pipelines/x86_1.kdl\n  ngcc-pipe check --deep pipelines/x86_1.kdl"
+    )]
+    Check {
+        pipeline: PathBuf,
+        /// Also fetch the sources: instance folders, api.h namespaces, the files a build compiles.
+        #[arg(long)]
+        deep: bool,
+    },
     /// Export the step graph.
     #[command(
         after_help = "Examples:\n  ngcc-pipe graph pipelines/x86_1.kdl --format dot | dot -Tsvg > graph.svg\n  ngcc-pipe graph pipelines/x86_1.kdl --format mermaid --level step\n  ngcc-pipe graph pipelines/x86_1.kdl --format json --only 'ml-kem/ML-KEM-768-clean/*'"
@@ -184,11 +191,43 @@ fn load(pipeline: &Path, outputs: Option<&Path>) -> Result<Campaign, i32> {
 
 fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
     match cmd {
-        Cmd::Check { pipeline } => {
-            let c = match load(&pipeline, outputs) {
+        Cmd::Check { pipeline, deep } => {
+            let (loaded, mut problems) = crate::dsl::check_campaign(&pipeline);
+            let mut c = match loaded {
                 Ok(c) => c,
-                Err(code) => return Ok(code),
+                Err(errors) => {
+                    problems.extend(errors);
+                    eprint!("{}", problems.render(color()));
+                    return Ok(2);
+                }
             };
+            if let Some(dir) = outputs {
+                c.outputs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            }
+            if deep {
+                let scratch = c.outputs.join("cache").join("crates");
+                let roots = c
+                    .submissions
+                    .iter()
+                    .map(|s| {
+                        (
+                            s.id.clone(),
+                            run::steps::source::resolve_root(&s.source, &scratch),
+                        )
+                    })
+                    .collect();
+                let report = crate::dsl::deep_check(&c, &roots, &crate::dsl::RealFs::new());
+                for line in &report.listing {
+                    println!("{line}");
+                }
+                problems.extend(report.problems);
+            }
+            if !problems.is_empty() {
+                eprint!("{}", problems.render(color()));
+                if problems.iter().any(|d| !d.is_note()) {
+                    return Ok(2);
+                }
+            }
             let instances: usize = c.submissions.iter().map(|s| s.instances.len()).sum();
             let plan = Plan::build(&c);
             println!(
@@ -468,6 +507,7 @@ fn run_campaign(
         eprintln!("\ninterrupted: stopping running steps; finished steps are kept, `run` again to continue");
     });
     std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
+    let _lock = run::lock::OutputsLock::acquire(&ctx.out)?;
     for w in &ctx.env.warnings {
         if verbosity != Verbosity::Quiet {
             eprintln!("warning: {} (fix: {})", w.what, w.fix);

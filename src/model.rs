@@ -382,4 +382,37 @@ pub struct Instance {
     pub exclude: Vec<String>,
     /// The matrix values that produced this instance.
     pub vars: BTreeMap<String, String>,
+    /// Where the manifest declares it (for messages; not part of any cache key).
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// Where an instance is declared: the manifest and the spans of its `instance` line's id,
+/// `dir=` and `namespace=` values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The manifest as shown in messages (relative to the working directory when possible).
+    pub manifest: String,
+    /// The id template of the `instance` node.
+    pub instance: Pos,
+    /// The `dir=` value.
+    pub dir: Pos,
+    /// The `namespace=` value.
+    pub namespace: Pos,
+}
+
+impl Origin {
+    /// `manifest:line:col` of one of its positions.
+    pub fn at(&self, pos: &Pos) -> String {
+        format!("{}:{}:{}", self.manifest, pos.line, pos.col)
+    }
+}
+
+/// A span in a file: byte offset and length, and the 1-based line and column it starts at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pos {
+    pub offset: usize,
+    pub len: usize,
+    pub line: usize,
+    pub col: usize,
 }

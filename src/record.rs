@@ -407,22 +407,28 @@ pub struct CampaignStep {
     pub ran: bool,
 }
 
-/// Write `bytes` to `path` atomically: a temp file beside it, fsync, rename.
+/// Write `bytes` to `path` atomically: a temp file beside it, fsync, rename. The temp
+/// file is removed on every error path (a full disk, a failed rename): `tempfile` deletes
+/// it when it is dropped without being persisted.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!(
-        "{}.tmp{}",
-        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
-        std::process::id()
-    ));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Readable like any file the engine writes (tempfile's default is 0600).
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Serialize `value` as pretty JSON and write it atomically.
@@ -460,4 +466,32 @@ pub fn record_path(
         (None, _) => format!("_{kind}.json"),
     };
     PathBuf::from(dir).join(submission).join(file)
+}
+
+#[cfg(test)]
+mod atomic_tests {
+    use super::*;
+
+    /// Issue #10: after a failed write, no `*.tmp` file stays beside the target.
+    #[test]
+    fn failed_atomic_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target is a non-empty folder: the final rename fails.
+        let target = dir.path().join("rec.json");
+        std::fs::create_dir_all(target.join("x")).unwrap();
+        assert!(write_atomic(&target, b"{}").is_err());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["rec.json"], "left behind: {names:?}");
+        // And a good write leaves only the file, readable by others.
+        let ok = dir.path().join("ok.json");
+        write_atomic(&ok, b"{}").unwrap();
+        assert_eq!(std::fs::read(&ok).unwrap(), b"{}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&ok).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
 }

@@ -76,6 +76,7 @@ fn instance(id: &str, level: &str, imp: Option<&str>) -> Instance {
         requires_cpu: vec![],
         exclude: vec![],
         vars,
+        origin: Default::default(),
     }
 }
 

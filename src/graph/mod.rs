@@ -284,6 +284,7 @@ pub(crate) mod tests {
                 requires_cpu: vec![],
                 exclude: vec![],
                 vars: BTreeMap::new(),
+                origin: Default::default(),
             })
             .collect();
         Campaign {

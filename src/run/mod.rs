@@ -3,6 +3,7 @@
 
 pub mod exec;
 pub mod keys;
+pub mod lock;
 pub mod plan;
 pub mod progress;
 pub mod sandbox;

@@ -211,7 +211,19 @@ impl Compiler<'_, '_> {
 }
 
 pub fn run(step: &mut Step) -> Done {
-    build(step).unwrap_or_else(Done::from)
+    let mut done = build(step).unwrap_or_else(Done::from);
+    // A failed build names the manifest lines behind it: the instance, its folder, its flags.
+    let o = &step.instance().origin;
+    if done.status == Status::Failed && !o.manifest.is_empty() {
+        if let Some(r) = &mut done.reason {
+            r.push_str(&format!(
+                " (instance declared at {}, dir= at {})",
+                o.at(&o.instance),
+                o.at(&o.dir)
+            ));
+        }
+    }
+    done
 }
 
 fn build(step: &mut Step) -> Result<Done, Stop> {

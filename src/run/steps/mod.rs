@@ -193,6 +193,12 @@ impl<'a> Step<'a> {
 
     /// Open a log under the output folder (relative path) and remember it.
     pub fn open_log(&mut self, rel: PathBuf) -> std::io::Result<exec::Log> {
+        if !stays_inside(&rel) {
+            return Err(std::io::Error::other(format!(
+                "refused: log path {} leaves the outputs folder",
+                rel.display()
+            )));
+        }
         let f = exec::open_log(&self.ctx.out.join(&rel))?;
         if !self.logs.contains(&rel) {
             self.logs.push(rel);
@@ -250,6 +256,14 @@ impl<'a> Step<'a> {
     }
 }
 
+/// True when `rel` names something inside the folder it is joined to: relative, only
+/// plain names (no `..`, no root). Ids are validated by the DSL; this is the last guard
+/// before anything is written.
+pub fn stays_inside(rel: &Path) -> bool {
+    rel.components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 /// Run the step at `ix` and return its record (status, data, commands, logs).
 pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
     let node = ctx.node(ix);
@@ -264,7 +278,12 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
         artefacts: Vec::new(),
         contained: false,
     };
+    let record_rel = ctx.rel(&ctx.record_path(node));
     let done = match node.kind {
+        _ if !stays_inside(&step.slug()) || !stays_inside(&record_rel) => Done::failed(format!(
+            "refused: output paths of `{}` would leave the outputs folder",
+            node.id
+        )),
         StepKind::Source => source::run(&mut step),
         StepKind::Build => build::run(&mut step),
         StepKind::Kat => kat::run(&mut step),

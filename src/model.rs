@@ -377,4 +377,6 @@ pub struct Instance {
     pub exclude: Vec<String>,
     /// The matrix values that produced this instance.
     pub vars: BTreeMap<String, String>,
+    /// NIST security category (1-5) from the manifest's `nist-category`, if given.
+    pub nist_category: Option<u8>,
 }

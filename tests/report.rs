@@ -76,6 +76,12 @@ fn instance(id: &str, level: &str, imp: Option<&str>) -> Instance {
         requires_cpu: vec![],
         exclude: vec![],
         vars,
+        // as the bundled manifests give them (ML-KEM-512 and qube-128 are category 1, ...)
+        nist_category: match level {
+            "512" | "128" => Some(1),
+            "768" | "192" => Some(3),
+            _ => Some(5),
+        },
     }
 }
 

@@ -19,7 +19,7 @@ use crate::model::{
     Submission,
 };
 
-const SUBMISSION_NODES: [&str; 13] = [
+const SUBMISSION_NODES: [&str; 14] = [
     "algorithm",
     "category",
     "function",
@@ -33,8 +33,9 @@ const SUBMISSION_NODES: [&str; 13] = [
     "matrix",
     "instance",
     "when",
+    "nist-category",
 ];
-const REPEATABLE: [&str; 4] = ["note", "link", "instance", "when"];
+const REPEATABLE: [&str; 5] = ["note", "link", "instance", "when", "nist-category"];
 const PRIMITIVES_NODES: [&str; 5] = ["sources", "include", "header", "hash", "drng"];
 const WHEN_NODES: [&str; 4] = ["cflags", "sources", "requires-cpu", "exclude"];
 /// A matrix larger than this is refused (it is surely a mistake, and memory is finite).
@@ -196,7 +197,10 @@ fn lower_doc(
             if typos.contains(&"instance") {
                 Vec::new()
             } else {
-                expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what)
+                let mut instances =
+                    expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what);
+                super::category::apply(cx, &all("nist-category"), matrix, &mut instances);
+                instances
             }
         }
         None => Vec::new(),
@@ -997,6 +1001,7 @@ fn expand_instances(
                 requires_cpu: Vec::new(),
                 exclude: Vec::new(),
                 vars: vars.clone(),
+                nist_category: None,
             };
             for w in &whens {
                 let applies = w

@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+mod category;
 mod diag;
 mod duration;
 mod fs;

@@ -284,6 +284,7 @@ pub(crate) mod tests {
                 requires_cpu: vec![],
                 exclude: vec![],
                 vars: BTreeMap::new(),
+                nist_category: None,
             })
             .collect();
         Campaign {

@@ -921,6 +921,7 @@ fn campaign_record(ctx: &Ctx, arch: &str) -> CampaignRecord {
         environment: environment(ctx.arm),
         env_fingerprint: if ctx.arm { "arm-env" } else { "x86-env" }.into(),
         steps,
+        tool: Some("ngcc-pipe 0.1.0 (git 0123456789ab)".into()),
     }
 }
 
@@ -1143,7 +1144,9 @@ fn missing_records_say_did_not_run() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("x86_1");
     std::fs::create_dir_all(&out).unwrap();
-    let view = CampaignView::load(&x86_campaign(), &out).unwrap();
+    let mut c = x86_campaign();
+    c.pipeline_path = tmp.path().join("pipelines/x86_1.kdl");
+    let view = CampaignView::load(&c, &out).unwrap();
     let files = report::render_submission(&view, "ml-kem");
     let md = file(&files, "reports/ml-kem.md");
     assert!(md.contains("The `kat` step did not run for this submission: no records"));

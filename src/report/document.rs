@@ -166,14 +166,7 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         (None, None) => {}
     }
     items.push(format!("Algorithm: {}", meta.algorithm));
-    let versions = if !meta.versions.is_empty() {
-        meta.versions.join(", ")
-    } else if !sub.impls.is_empty() {
-        sub.impls.join(", ")
-    } else {
-        UNKNOWN.to_string()
-    };
-    items.push(format!("Implementation versions measured: {versions}"));
+    items.push(versions_measured(sub));
     items.push(format!(
         "Parameter sets: {}",
         sub.instances
@@ -197,6 +190,76 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         items.push(format!("Links: {}", links.join(", ")));
     }
     doc.list(items);
+}
+
+/// "Implementation versions measured: clean; not measured: avx2 (unsupported on this
+/// machine)". A version is measured when one of its instances (matrix variable `impl`) has
+/// a successful timing record; without an `impl` variable every declared version is listed.
+fn versions_measured(sub: &SubmissionView) -> String {
+    let declared = if !sub.meta.versions.is_empty() {
+        &sub.meta.versions
+    } else {
+        &sub.impls
+    };
+    if declared.is_empty() {
+        return format!("Implementation versions measured: {UNKNOWN}");
+    }
+    let of = |v: &String| {
+        sub.instances
+            .iter()
+            .filter(|i| i.vars.get("impl") == Some(v))
+            .collect::<Vec<_>>()
+    };
+    if sub.impls.is_empty() || declared.iter().all(|v| of(v).is_empty()) {
+        return format!("Implementation versions measured: {}", declared.join(", "));
+    }
+    let mut measured = Vec::new();
+    let mut not = Vec::new();
+    for v in declared {
+        let insts = of(v);
+        let timed = insts
+            .iter()
+            .any(|i| i.time.iter().any(|(op, _)| i.time_ok(*op).is_some()));
+        if timed {
+            measured.push(v.clone());
+            continue;
+        }
+        let unsupported = !insts.is_empty()
+            && insts.iter().all(|i| {
+                i.records()
+                    .into_iter()
+                    .any(|r| r.status == Status::Unsupported)
+            });
+        not.push(if unsupported {
+            format!("{v} (unsupported on this machine)")
+        } else if insts.is_empty() {
+            format!("{v} (no instance)")
+        } else {
+            format!("{v} (no successful timing)")
+        });
+    }
+    let mut line = format!(
+        "Implementation versions measured: {}",
+        if measured.is_empty() {
+            "none".to_string()
+        } else {
+            measured.join(", ")
+        }
+    );
+    if !not.is_empty() {
+        line.push_str(&format!("; not measured: {}", not.join(", ")));
+    }
+    line
+}
+
+/// SMT control values of `/sys/devices/system/cpu/smt/control` in words.
+fn smt_words(v: Option<&str>) -> String {
+    match v {
+        Some("notsupported") => "not supported".to_string(),
+        Some("notimplemented") => "not implemented".to_string(),
+        Some("forceoff") => "forced off".to_string(),
+        other => or_unknown(other),
+    }
 }
 
 fn environment(doc: &mut Doc, view: &CampaignView) {
@@ -224,7 +287,7 @@ fn environment(doc: &mut Doc, view: &CampaignView) {
             "{clock}, governor {}, turbo {}, SMT {}",
             or_unknown(env.governor.as_deref()),
             or_unknown(env.turbo.as_deref()),
-            or_unknown(env.smt.as_deref())
+            smt_words(env.smt.as_deref())
         ),
     ]);
     t.row(vec![
@@ -338,13 +401,6 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
         head,
         rows: Vec::new(),
     };
-    let notes: String = sub
-        .meta
-        .notes
-        .iter()
-        .map(|n| format!(" {}", sentence(n)))
-        .collect();
-    let mut notes_used = false;
     let mut foot = Footnotes::default();
     for inst in &sub.instances {
         let flags = match inst.build.as_ref() {
@@ -396,10 +452,6 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
                                     diff.offset
                                 ));
                             }
-                            if m.status != KatStatus::Fail && !notes.is_empty() {
-                                text.push_str(&notes);
-                                notes_used = true;
-                            }
                             let status = results::kat_status_name(m.status);
                             format!("{status} {}", foot.mark(text))
                         }
@@ -412,10 +464,8 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
     }
     doc.table(t);
     foot.write(doc);
-    if !notes_used {
-        for n in &sub.meta.notes {
-            doc.p(format!("Note: {}", sentence(n)));
-        }
+    for n in &sub.meta.notes {
+        doc.p(format!("Note: {}", sentence(n)));
     }
     let failed_profile: Vec<String> = sub
         .instances

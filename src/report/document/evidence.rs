@@ -11,8 +11,17 @@ pub(super) fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView)
     doc.p(format!(
         "Paths are relative to the system's output folder ({}); each JSON record holds its \
          commands, environment, inputs hash and raw trials.",
-        code(&format!("outputs/{}/", view.system))
+        code(&format!("{}/", view.out_dir_shown.trim_end_matches('/')))
     ));
+    if let Some(c) = &view.campaign {
+        doc.p(format!(
+            "Measured with {}; command: {}.",
+            c.tool
+                .as_deref()
+                .unwrap_or("an ngcc-pipe version that did not record itself"),
+            code(&c.command.join(" "))
+        ));
+    }
     let file = |p: &std::path::Path| {
         let s = p.to_string_lossy().replace('\\', "/");
         link(&code(&s), &format!("../{s}"))

@@ -9,7 +9,7 @@ use crate::record::{KatStatus, Status, StepRecord};
 use super::{breadcrumb, status_text, UNKNOWN};
 use crate::report::doc::{code, link, Doc, Table};
 use crate::report::format::{self as fmt, DASH};
-use crate::report::results::{self, Results};
+use crate::report::results::{self, ResultInstance, Results};
 use crate::report::view::{self, CampaignView};
 
 /// Per-instance row cells of the campaign index for one system's results.
@@ -52,7 +52,7 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
             t.row(vec![
                 link(&sub.id, &format!("{prefix}{}.{link_ext}", sub.id)),
                 code(&inst.id),
-                inst.kat.clone().unwrap_or_else(|| "did not run".into()),
+                kat_evidence(inst),
                 cyc(Op::Keygen),
                 cyc(Op::Enc),
                 cyc(Op::Dec),
@@ -63,6 +63,44 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
         }
     }
     t
+}
+
+/// The best KAT evidence of an instance: "PASS" when every mode passed, "PASS (single), no
+/// all-KAT hash" when the others had no expected hash, else each mode's status.
+fn kat_evidence(inst: &ResultInstance) -> String {
+    let modes = &inst.kat_modes;
+    if modes.is_empty() {
+        return inst.kat.clone().unwrap_or_else(|| "did not run".into());
+    }
+    let with = |st: KatStatus| -> Vec<&str> {
+        modes
+            .iter()
+            .filter(|m| m.status == st)
+            .map(|m| m.mode.as_str())
+            .collect()
+    };
+    let (pass, nokat) = (with(KatStatus::Pass), with(KatStatus::Nokat));
+    if pass.len() == modes.len() {
+        "PASS".to_string()
+    } else if !pass.is_empty() && pass.len() + nokat.len() == modes.len() {
+        format!(
+            "PASS ({}), no {} hash",
+            pass.join(", "),
+            nokat
+                .iter()
+                .map(|m| format!("{m}-KAT"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
+    } else if modes.len() == 1 {
+        results::kat_status_name(modes[0].status).to_string()
+    } else {
+        modes
+            .iter()
+            .map(|m| format!("{} {}", results::kat_status_name(m.status), m.mode))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// The campaign index (`reports/index.md`): one row per instance, links, failures.
@@ -172,7 +210,11 @@ pub fn failures(doc: &mut Doc, view: &CampaignView) {
             match view::kat_data(r) {
                 // a KAT with results: one line per mode that did not pass
                 Some(d) => {
-                    for m in d.modes.iter().filter(|m| m.status != KatStatus::Pass) {
+                    // a mode without an expected hash is no failure when another passed
+                    let passed = d.modes.iter().any(|m| m.status == KatStatus::Pass);
+                    for m in d.modes.iter().filter(|m| {
+                        m.status != KatStatus::Pass && !(passed && m.status == KatStatus::Nokat)
+                    }) {
                         failed.insert(
                             format!("{} ({})", r.id, m.mode.name()),
                             format!(
@@ -241,4 +283,52 @@ pub fn other_system_table(results: &Results) -> Table {
 /// The index table of this system, with links relative to `reports/`.
 pub fn this_system_table(results: &Results) -> Table {
     index_table(results, "md", "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::results::KatModeStatus;
+
+    fn inst(modes: &[(&str, KatStatus)]) -> ResultInstance {
+        ResultInstance {
+            id: "K".into(),
+            level: None,
+            kat: None,
+            kat_modes: modes
+                .iter()
+                .map(|(m, s)| KatModeStatus {
+                    mode: m.to_string(),
+                    status: *s,
+                })
+                .collect(),
+            build_flags: None,
+            static_bytes: None,
+            pk: None,
+            sk: None,
+            ct: None,
+            ss: None,
+            survey: None,
+            ops: vec![],
+        }
+    }
+
+    #[test]
+    fn kat_evidence_shows_the_best_evidence() {
+        use KatStatus::*;
+        assert_eq!(
+            kat_evidence(&inst(&[("single", Pass), ("all", Pass)])),
+            "PASS"
+        );
+        assert_eq!(
+            kat_evidence(&inst(&[("single", Pass), ("all", Nokat)])),
+            "PASS (single), no all-KAT hash"
+        );
+        assert_eq!(kat_evidence(&inst(&[("single", Nokat)])), "NOKAT");
+        assert_eq!(
+            kat_evidence(&inst(&[("single", Pass), ("all", Mismatch)])),
+            "PASS single, MISMATCH all"
+        );
+        assert_eq!(kat_evidence(&inst(&[])), "did not run");
+    }
 }

@@ -1,6 +1,9 @@
 //! The symmetric-primitives section: survey verdict and evidence, hash/DRNG shares.
 
+use std::collections::BTreeMap;
+
 use crate::model::StepKind;
+use crate::record::{ProfileData, SurveyData};
 
 use super::{did_not_run, status_text};
 use crate::report::doc::{code, Doc, Table};
@@ -45,7 +48,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
             doc.p(format!(
                 "Survey verdict: {} — {}",
                 first.verdict.name(),
-                first.summary
+                summary_text(first)
             ));
         } else {
             let mut t = Table::new(&["instance", "survey verdict", "summary"]);
@@ -55,7 +58,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
                         Some(s) => t.row(vec![
                             code(&inst.id),
                             s.verdict.name().into(),
-                            s.summary.clone(),
+                            summary_text(s),
                         ]),
                         None => t.row(vec![code(&inst.id), DASH.into(), status_text(r)]),
                     },
@@ -110,11 +113,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
                 ));
             }
             if !s.provided_used.is_empty() {
-                items.push(format!(
-                    "{}: provided primitives referenced: {}",
-                    code(&inst.id),
-                    s.provided_used.join(", ")
-                ));
+                items.push(referenced_and_called(inst, s));
             }
         }
         if !items.is_empty() {
@@ -162,7 +161,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
                     fmt::share(p.hash_share),
                     by_family(&p.family_shares),
                     fmt::share(p.drng_share),
-                    fmt::calls_list(&results::calls_named(p)),
+                    calls_by_family(p),
                 ]),
                 None => {
                     let why = r
@@ -205,6 +204,106 @@ fn by_family(shares: &[(String, f64)]) -> String {
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v.iter()
         .map(|(f, x)| format!("{f} {}", fmt::share(*x)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The survey summary without the verdict it starts with ("provided-only: ...").
+fn summary_text(s: &SurveyData) -> String {
+    let v = s.verdict.name();
+    [format!("{v}: "), format!("{v} — ")]
+        .iter()
+        .find_map(|p| s.summary.strip_prefix(p.as_str()))
+        .unwrap_or(&s.summary)
+        .to_string()
+}
+
+/// Provided primitives the object references (survey) against those the profiled
+/// operations called (profile): a referenced function may be called by nothing.
+fn referenced_and_called(inst: &InstanceView, s: &SurveyData) -> String {
+    let mut line = format!(
+        "{}: provided primitives referenced by the object: {}",
+        code(&inst.id),
+        s.provided_used.join(", ")
+    );
+    let profiles: Vec<&ProfileData> = inst
+        .profile
+        .iter()
+        .filter_map(|(op, _)| inst.profile_ok(*op))
+        .collect();
+    if profiles.is_empty() {
+        return line;
+    }
+    let called = |sym: &str| {
+        profiles
+            .iter()
+            .any(|p| p.calls_per_op.iter().any(|(c, n)| c == sym && *n > 0.0))
+    };
+    let (used, unused): (Vec<&str>, Vec<&str>) = s
+        .provided_used
+        .iter()
+        .map(String::as_str)
+        .partition(|sym| called(sym));
+    let ops: Vec<&str> = inst
+        .profile
+        .iter()
+        .filter(|(op, _)| inst.profile_ok(*op).is_some())
+        .map(|(op, _)| op.name())
+        .collect();
+    line.push_str(&format!(
+        "; called by {}: {}",
+        ops.join("/"),
+        if used.is_empty() {
+            "none".to_string()
+        } else {
+            used.join(", ")
+        }
+    ));
+    if !unused.is_empty() {
+        line.push_str(&format!(
+            "; referenced but never called: {}",
+            unused.join(", ")
+        ));
+    }
+    line
+}
+
+/// Calls per operation grouped by family, as the seed reports do ("drng 1, keccak 15
+/// (shake128_absorb 4, shake256 4, ...)"): families by name, functions by name within.
+fn calls_by_family(p: &ProfileData) -> String {
+    let family_of = |sym: &str| {
+        p.output
+            .symbols
+            .iter()
+            .find(|s| s.symbol == sym)
+            .map(|s| s.family.clone())
+            .unwrap_or_else(|| "other".to_string())
+    };
+    let mut fams: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
+    for (name, n) in results::calls_named(p) {
+        let fam = if name == "drng" {
+            "drng".to_string()
+        } else {
+            family_of(&name)
+        };
+        fams.entry(fam).or_default().push((name, n));
+    }
+    if fams.is_empty() {
+        return DASH.to_string();
+    }
+    fams.into_iter()
+        .map(|(fam, mut calls)| {
+            let total: f64 = calls.iter().map(|(_, n)| n).sum();
+            if fam == "drng" {
+                return format!("drng {}", fmt::calls(total));
+            }
+            calls.sort_by(|a, b| a.0.cmp(&b.0));
+            let detail: Vec<String> = calls
+                .iter()
+                .map(|(f, n)| format!("{f} {}", fmt::calls(*n)))
+                .collect();
+            format!("{fam} {} ({})", fmt::calls(total), detail.join(", "))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -8,6 +8,7 @@
 //! one level below the system folder); links to other reports end in `.md` and the HTML
 //! renderer rewrites them to `.html`.
 
+mod categories;
 mod evidence;
 mod index;
 mod primitives;
@@ -617,6 +618,11 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                 .join(", "),
             core_cycles.join("; ")
         ));
+    }
+    let slow = categories::slower_than_clean(&categories::speedups(sub));
+    if !slow.is_empty() {
+        doc.p("Optimized implementation slower than its clean one (mean cycles):");
+        doc.list(slow);
     }
     let missing = not_timed(sub);
     if !missing.is_empty() {

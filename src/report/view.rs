@@ -50,6 +50,8 @@ pub struct SubmissionView {
     pub primitive_families: Vec<String>,
     /// The DRNG symbol, if declared.
     pub drng_symbol: Option<String>,
+    /// Sources of the provided primitives, relative to the source root.
+    pub primitive_sources: Vec<String>,
     /// Values of the `impl` matrix variable, in first-seen order (fallback for versions).
     pub impls: Vec<String>,
     pub source: Option<StepRecord>,
@@ -208,6 +210,7 @@ impl CampaignView {
                 kat_manifest: format!("{}/{}", sub.id, manifest_name),
                 primitive_families: families.into_iter().collect(),
                 drng_symbol: sub.primitives.drng.clone(),
+                primitive_sources: sub.primitives.sources.clone(),
                 impls,
                 source,
                 instances,

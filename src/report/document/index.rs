@@ -132,6 +132,7 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
            Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
     );
     doc.table(index_table(results, "md", ""));
+    super::categories::by_category(&mut doc, view, results);
     if !view.other_systems.is_empty() {
         let mut all: Vec<&Results> = view.other_systems.iter().collect();
         all.push(results);
@@ -294,6 +295,7 @@ mod tests {
         ResultInstance {
             id: "K".into(),
             level: None,
+            nist_category: None,
             kat: None,
             kat_modes: modes
                 .iter()

@@ -190,6 +190,9 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
         doc.p("Not profiled:");
         doc.list(missing);
     }
+    if let Some(line) = portable_aes(sub) {
+        doc.p(line);
+    }
 }
 
 /// Per-family shares without the DRNG, by name: "aes 69%, keccak 10%"; "–" when unknown.
@@ -306,4 +309,39 @@ fn calls_by_family(p: &ProfileData) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A note when profiled operations call the `aes` family and the provided primitives
+/// compile PQClean's `common/aes.c`: the portable constant-time C AES (from BearSSL), which
+/// uses no AES-NI instruction (its source has no intrinsics, whatever `-march` says).
+fn portable_aes(sub: &SubmissionView) -> Option<String> {
+    if !sub
+        .primitive_sources
+        .iter()
+        .any(|s| s == "common/aes.c" || s.ends_with("/common/aes.c"))
+    {
+        return None;
+    }
+    let users: Vec<String> = sub
+        .instances
+        .iter()
+        .filter(|i| {
+            i.profile.iter().any(|(op, _)| {
+                i.profile_ok(*op).is_some_and(|p| {
+                    p.family_shares
+                        .iter()
+                        .any(|(f, share)| f == "aes" && *share > 0.0)
+                })
+            })
+        })
+        .map(|i| code(&i.id))
+        .collect();
+    if users.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "AES in {} is PQClean's portable constant-time C implementation ({}, from BearSSL):          it uses no AES-NI instructions, so AES-based instances run slower here than they          would with hardware AES.",
+        users.join(", "),
+        code("common/aes.c")
+    ))
 }

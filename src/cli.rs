@@ -525,6 +525,7 @@ fn run_campaign(
         environment: ctx.env.clone(),
         env_fingerprint: ctx.facts.env_fingerprint.clone(),
         steps: Vec::new(),
+        tool: Some(crate::tool_version()),
     };
     record::write_json(&campaign_json, &rec)
         .map_err(|e| format!("{}: {e}", campaign_json.display()))?;

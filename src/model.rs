@@ -385,6 +385,8 @@ pub struct Instance {
     /// Where the manifest declares it (for messages; not part of any cache key).
     #[serde(skip)]
     pub origin: Origin,
+    /// NIST security category (1-5) from the manifest's `nist-category`, if given.
+    pub nist_category: Option<u8>,
 }
 
 /// Where an instance is declared: the manifest and the spans of its `instance` line's id,

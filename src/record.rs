@@ -394,6 +394,9 @@ pub struct CampaignRecord {
     pub environment: Environment,
     pub env_fingerprint: String,
     pub steps: Vec<CampaignStep>,
+    /// The tool that ran the campaign ([`crate::tool_version`]); absent in older records.
+    #[serde(default)]
+    pub tool: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

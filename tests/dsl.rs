@@ -429,6 +429,34 @@ error_case!(kat_manifest_outside_manifest_folder, 1, manifest: ("manifest=\"kat.
 error_case!(absurd_trial, 1, pipeline: ("trial=\"1s\"", "trial=\"1000000h\""));
 error_case!(absurd_timeout, 1, pipeline: ("step \"kat\" needs=\"build\"", "step \"kat\" needs=\"build\" timeout=\"9000h\""));
 error_case!(submissions_root_missing, 1, pipeline: ("outputs", "submissions-root \"../nope\"\noutputs"));
+error_case!(bad_nist_category, 1, manifest: ("}\n", "    nist-category 7\n}\n"));
+error_case!(nist_category_unknown_value, 1, manifest: ("}\n", "    nist-category 3 level=\"2\"\n}\n"));
+error_case!(nist_category_twice, 1, manifest: ("}\n", "    nist-category 1\n    nist-category 3 level=\"3\"\n}\n"));
+
+#[test]
+fn nist_category_by_matrix_value() {
+    let m = edit(
+        MANIFEST,
+        "}\n",
+        "    nist-category 1 level=\"1\"\n    nist-category 3 level=\"3\" impl=\"clean\"\n}\n",
+    );
+    let c = load_campaign_with(Path::new("/c/pipelines/p.kdl"), &campaign_fs(PIPELINE, &m))
+        .unwrap_or_else(|d| panic!("{d}"));
+    let got: Vec<(&str, Option<u8>)> = c.submissions[0]
+        .instances
+        .iter()
+        .map(|i| (i.id.as_str(), i.nist_category))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("A-1-clean", Some(1)),
+            ("A-1-avx2", Some(1)),
+            ("A-3-clean", Some(3)),
+            ("A-3-avx2", None)
+        ]
+    );
+}
 
 #[test]
 fn duplicate_submission_ids() {

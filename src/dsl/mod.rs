@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+mod category;
 mod cflags;
 mod cpu_flags;
 mod deep;

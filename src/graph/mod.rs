@@ -285,6 +285,7 @@ pub(crate) mod tests {
                 exclude: vec![],
                 vars: BTreeMap::new(),
                 origin: Default::default(),
+                nist_category: None,
             })
             .collect();
         Campaign {

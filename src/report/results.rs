@@ -30,7 +30,7 @@ are counter ticks per operation; times are nanoseconds per operation.
   "submissions": [ {
     "id": "ml-kem", "algorithm": "ML-KEM",
     "instances": [ {
-      "id": "ML-KEM-512-clean", "level": 512 | null,
+      "id": "ML-KEM-512-clean", "level": 512 | null, "nist_category": 1 | null,
       "kat": "PASS" | "MISMATCH" | "NOKAT" | "FAIL" | "skipped" | "failed" | ... | null,
       "kat_modes": [ { "mode": "single", "status": "PASS" } ],
       "build_flags": "guide" | null, "static_bytes": 12345 | null,
@@ -82,6 +82,9 @@ pub struct KatModeStatus {
 pub struct ResultInstance {
     pub id: String,
     pub level: Option<u64>,
+    /// NIST security category from the manifest (absent in older results files).
+    #[serde(default)]
+    pub nist_category: Option<u8>,
     pub kat: Option<String>,
     pub kat_modes: Vec<KatModeStatus>,
     pub build_flags: Option<String>,
@@ -267,6 +270,7 @@ impl Results {
                         ResultInstance {
                             id: inst.id.clone(),
                             level: inst.level,
+                            nist_category: inst.nist_category,
                             kat: kat_word(inst),
                             kat_modes: inst
                                 .kat

@@ -385,6 +385,7 @@ pub(super) fn expand_instances(
                 requires_cpu: Vec::new(),
                 exclude: Vec::new(),
                 vars: vars.clone(),
+                nist_category: None,
                 origin: t.origin.clone(),
             };
             for w in &whens {

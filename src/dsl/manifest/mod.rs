@@ -22,7 +22,7 @@ use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};
 use matrix::{expand_instances, lower_matrix};
 use primitives::lower_primitives_node;
 
-const SUBMISSION_NODES: [&str; 13] = [
+const SUBMISSION_NODES: [&str; 14] = [
     "algorithm",
     "category",
     "function",
@@ -36,8 +36,9 @@ const SUBMISSION_NODES: [&str; 13] = [
     "matrix",
     "instance",
     "when",
+    "nist-category",
 ];
-const REPEATABLE: [&str; 4] = ["note", "link", "instance", "when"];
+const REPEATABLE: [&str; 5] = ["note", "link", "instance", "when", "nist-category"];
 
 /// Lowers one manifest; returns the submission and the span of its id, or `None` when
 /// something was wrong (reported).
@@ -197,7 +198,10 @@ fn lower_doc(
             if typos.contains(&"instance") {
                 (Vec::new(), false)
             } else {
-                expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what)
+                let mut instances =
+                    expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what);
+                crate::dsl::category::apply(cx, &all("nist-category"), matrix, &mut instances.0);
+                instances
             }
         }
         None => (Vec::new(), false),

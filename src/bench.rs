@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::graph::Plan;
 use crate::run::keys;
+use crate::run::sandbox::{Jail, Sandbox, DEFAULT_MEMORY};
 
 /// Write a campaign of `submissions` x `per_sub` instances (per_sub = a x b matrix) into `dir`.
 pub fn generate(
@@ -141,7 +142,11 @@ pub struct ReferenceSpec {
 
 /// Compile and link the static reference executable into `dir`; returns its path and the
 /// command line.
-pub fn build_reference(spec: &ReferenceSpec, dir: &Path) -> Result<(PathBuf, Vec<String>), String> {
+pub fn build_reference(
+    spec: &ReferenceSpec,
+    dir: &Path,
+    sandbox: &Sandbox,
+) -> Result<(PathBuf, Vec<String>), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let src = dir.join("minimal_loop.c");
     let exe = dir.join("minimal_loop");
@@ -164,8 +169,23 @@ pub fn build_reference(spec: &ReferenceSpec, dir: &Path) -> Result<(PathBuf, Vec
         src.display().to_string(),
     ]);
     args.extend(spec.sources.iter().map(|p| p.display().to_string()));
-    let out = std::process::Command::new(&spec.cc)
-        .args(&args)
+    // The compiler reads submission-controlled sources and flags: it runs contained, like
+    // the build step's, reading the sources and include folders and writing only `dir`.
+    let mut read: Vec<PathBuf> = spec.sources.clone();
+    read.extend(
+        spec.includes
+            .iter()
+            .filter_map(|i| i.strip_prefix("-I"))
+            .map(PathBuf::from),
+    );
+    let jail = Jail {
+        read,
+        write: vec![dir.to_path_buf()],
+        cwd: dir.to_path_buf(),
+        memory: DEFAULT_MEMORY,
+    };
+    let out = sandbox
+        .command(Path::new(&spec.cc), &args, &jail)
         .output()
         .map_err(|e| format!("cannot run `{}`: {e}", spec.cc))?;
     if !out.status.success() {
@@ -277,7 +297,6 @@ pub fn fidelity(
 ) -> Result<Fidelity, String> {
     use crate::model::{Op, StepKind};
     use crate::record::{StepData, TimeOutput};
-    use std::process::Command;
 
     let ix = ctx
         .plan
@@ -328,12 +347,24 @@ pub fn fidelity(
         api: build.api.clone(),
     };
     let dir = ctx.out.join("bench").join(instance.replace('/', "__"));
-    let (exe, _) = build_reference(&spec, &dir)?;
+    let (exe, _) = build_reference(&spec, &dir, &ctx.sandbox)?;
     let reference_kind = static_elf_kind(&exe)?;
     // Children inherit this thread's affinity: pin to the bench core.
     kem_native::sys::set_thread_affinity(&[ctx.campaign.system.bench_cpu])
         .map_err(|e| e.to_string())?;
     let object = ctx.out.join(&build.object);
+    // Both sides run the submission's code: contained like the campaign's timing steps.
+    let jail = Jail {
+        read: vec![
+            ctx.runner.clone(),
+            object.clone(),
+            build.api_h.clone(),
+            exe.clone(),
+        ],
+        write: vec![dir.clone()],
+        cwd: dir.clone(),
+        memory: DEFAULT_MEMORY,
+    };
     let mut rows = Vec::new();
     for op in Op::ALL {
         let mut row = FidelityRow {
@@ -344,21 +375,34 @@ pub fn fidelity(
         };
         for round in 0..rounds {
             let runner = || -> Result<(f64, u64), String> {
-                let out = Command::new(&ctx.runner)
-                    .arg("time")
-                    .arg("--lib")
-                    .arg(&object)
-                    .arg("--api")
-                    .arg(&build.api_h)
-                    .args(["--ns", &build.namespace, "--op", op.name()])
-                    .args(["--cpu", &ctx.campaign.system.bench_cpu.to_string()])
-                    .args(["--trials", "1", "--samples", "0", "--rng", "os"])
-                    .args([
-                        "--trial-ns",
-                        &trial.as_nanos().to_string(),
-                        "--min-iters",
-                        "20",
-                    ])
+                let args: Vec<String> = [
+                    "time",
+                    "--lib",
+                    &object.display().to_string(),
+                    "--api",
+                    &build.api_h.display().to_string(),
+                    "--ns",
+                    &build.namespace,
+                    "--op",
+                    op.name(),
+                    "--cpu",
+                    &ctx.campaign.system.bench_cpu.to_string(),
+                    "--trials",
+                    "1",
+                    "--samples",
+                    "0",
+                    "--rng",
+                    "os",
+                    "--trial-ns",
+                    &trial.as_nanos().to_string(),
+                    "--min-iters",
+                    "20",
+                ]
+                .map(String::from)
+                .to_vec();
+                let out = ctx
+                    .sandbox
+                    .command(&ctx.runner, &args, &jail)
                     .output()
                     .map_err(|e| e.to_string())?;
                 let t: TimeOutput = serde_json::from_slice(&out.stdout).map_err(|e| {
@@ -368,9 +412,9 @@ pub fn fidelity(
                 Ok((tr.cycles as f64 / tr.iters as f64, tr.iters))
             };
             let minimal = |iters: u64| -> Result<f64, String> {
-                let out = Command::new(&exe)
-                    .arg(op.name())
-                    .arg(iters.to_string())
+                let out = ctx
+                    .sandbox
+                    .command(&exe, &[op.name().to_string(), iters.to_string()], &jail)
                     .output()
                     .map_err(|e| e.to_string())?;
                 let text = String::from_utf8_lossy(&out.stdout);

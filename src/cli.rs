@@ -133,8 +133,9 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         repeats: usize,
     },
-    /// kem-runner against a minimal C rdtsc loop over the same built object (keygen, enc, dec),
-    /// alternating `--rounds` times; the instance must be built first.
+    /// kem-runner on the campaign's object against an independent static executable of the
+    /// same sources and flags with a minimal rdtsc loop (keygen, enc, dec), alternating
+    /// `--rounds` times, both contained; the instance must be built first.
     Fidelity {
         pipeline: PathBuf,
         /// `submission/instance`, e.g. `ml-kem/ML-KEM-768-clean`.

@@ -893,7 +893,8 @@ fn fidelity_reference_is_a_separate_static_executable() {
         )
         .unwrap(),
     };
-    let (exe, command) = build_reference(&spec, tmp.path()).unwrap();
+    let sandbox = ngcc_pipe::run::sandbox::Sandbox::detect();
+    let (exe, command) = build_reference(&spec, tmp.path(), &sandbox).unwrap();
     assert!(command.iter().any(|a| a == "-static"), "{command:?}");
     assert!(!command.iter().any(|a| a.ends_with(".so")), "{command:?}");
     let kind = static_elf_kind(&exe).unwrap();

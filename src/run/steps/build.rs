@@ -382,7 +382,7 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
     // Link the plain object.
     let map = build_dir.join("ngcc_exports.map");
     std::fs::write(&map, export_map(&inst.namespace)).map_err(|e| Stop::failed(e.to_string()))?;
-    let link_flags = vec![
+    let link_flags = [
         "-shared".to_string(),
         "-Wl,-z,defs".to_string(),
         format!("-Wl,--version-script={}", map.display()),

@@ -1,5 +1,7 @@
 //! Running child processes for steps: each in its own process group, with a deadline, its
 //! output appended to the step's log, and killed (group and all) on timeout or Ctrl-C.
+//! [`Served`] is the same for a child that stays alive and answers commands line by line
+//! (the timing session's runners).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -7,6 +9,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -155,6 +158,135 @@ pub fn run_observed(
     })
 }
 
+/// A child that stays alive and answers line by line: commands go to its stdin, its stdout
+/// lines arrive through a reader thread, its stderr goes to the log. It has its own process
+/// group, killed with everything in it when the value is dropped.
+pub struct Served {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    reader: Option<thread::JoinHandle<()>>,
+}
+
+/// Why no answer line came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoLine {
+    /// The child closed its stdout; how it ended.
+    Ended(Exit),
+    /// The deadline passed or the run was interrupted (the child is killed).
+    Killed(Exit),
+}
+
+impl Served {
+    /// Start `cmd` with its stderr appended to `log` (after the command line).
+    pub fn spawn(cmd: &mut Command, log: &mut File) -> std::io::Result<Served> {
+        writeln!(log, "$ {}", shell_line(&argv(cmd)))?;
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log.try_clone()?))
+            .process_group(0)
+            .spawn()?;
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = mpsc::channel();
+        let reader = thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Served {
+            child,
+            stdin,
+            lines,
+            reader: Some(reader),
+        })
+    }
+
+    /// Send one command line.
+    pub fn send(&mut self, command: &str) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("stdin already closed"))?;
+        writeln!(stdin, "{command}")?;
+        stdin.flush()
+    }
+
+    /// The next stdout line that starts with one of `words` (followed by a space); other
+    /// lines (a KEM writing to stdout) are appended to `log` and skipped.
+    pub fn next_line(
+        &mut self,
+        words: &[&str],
+        deadline: Instant,
+        log: &mut File,
+    ) -> Result<(String, String), NoLine> {
+        loop {
+            let wait = deadline
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(200));
+            match self.lines.recv_timeout(wait) {
+                Ok(line) => {
+                    if let Some((w, rest)) = line.split_once(' ') {
+                        if words.contains(&w) {
+                            return Ok((w.to_string(), rest.to_string()));
+                        }
+                    }
+                    let _ = writeln!(log, "{line}");
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(NoLine::Ended(self.wait()));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let why = if cancelled() {
+                        Exit::Cancelled
+                    } else if Instant::now() >= deadline {
+                        Exit::TimedOut
+                    } else {
+                        continue;
+                    };
+                    self.kill();
+                    return Err(NoLine::Killed(why));
+                }
+            }
+        }
+    }
+
+    /// Close stdin and wait for the child to exit.
+    pub fn wait(&mut self) -> Exit {
+        self.stdin = None;
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        match self.child.wait() {
+            Ok(status) => match (status.code(), status.signal()) {
+                (Some(c), _) => Exit::Code(c),
+                (None, Some(s)) => Exit::Signal(s),
+                (None, None) => Exit::Code(-1),
+            },
+            Err(_) => Exit::Code(-1),
+        }
+    }
+
+    /// Kill the child's whole process group and reap it.
+    pub fn kill(&mut self) {
+        let _ = kem_native::sys::kill_process_group(self.child.id());
+        self.stdin = None;
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
 /// A command line as a user would paste it into a shell.
 pub fn shell_line(argv: &[String]) -> String {
     argv.iter()
@@ -265,6 +397,34 @@ mod tests {
         assert_eq!(
             shell_line(&["gcc".into(), "-O2".into(), "a b".into()]),
             "gcc -O2 'a b'"
+        );
+    }
+
+    #[test]
+    fn served_children_answer_line_by_line_and_die_on_timeout() {
+        let (_d, mut log) = log();
+        let far = Instant::now() + Duration::from_secs(30);
+        let script = "echo ready 1; while read c; do echo noise; echo \"got $c\"; done";
+        let mut s = Served::spawn(Command::new("sh").args(["-c", script]), &mut log).unwrap();
+        assert_eq!(
+            s.next_line(&["ready"], far, &mut log).unwrap(),
+            ("ready".to_string(), "1".to_string())
+        );
+        s.send("batch").unwrap();
+        assert_eq!(
+            s.next_line(&["got"], far, &mut log).unwrap(),
+            ("got".to_string(), "batch".to_string())
+        );
+        let soon = Instant::now() + Duration::from_millis(200);
+        assert_eq!(
+            s.next_line(&["got"], soon, &mut log),
+            Err(NoLine::Killed(Exit::TimedOut))
+        );
+        let mut done =
+            Served::spawn(Command::new("sh").args(["-c", "exit 4"]), &mut log).unwrap();
+        assert_eq!(
+            done.next_line(&["ready"], far, &mut log),
+            Err(NoLine::Ended(Exit::Code(4)))
         );
     }
 }

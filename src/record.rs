@@ -229,6 +229,18 @@ pub struct TimeSummary {
     pub sample_outliers: usize,
     /// cv > 2%.
     pub unstable: bool,
+    /// Interleaved rounds (absent for a block of trials): median per-op cycles of the
+    /// rounds used, its 95% bootstrap interval, the rounds and how many were interfered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_low_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_high_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfered_rounds: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -240,6 +252,9 @@ pub struct TimeData {
     pub object_cache_key: String,
     pub object_sha256: String,
     pub environment: Environment,
+    /// The timing session this was measured in (absent for a block of trials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<crate::run::session::Rounds>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -648,6 +648,7 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             object_cache_key: hexish(&format!("{id}.build")),
             object_sha256: hexish(&format!("{id}.so")),
             environment: env.clone(),
+            rounds: None,
         };
         let mut r = base_record(
             ctx.arm,

@@ -208,6 +208,11 @@ pub fn summarize(out: &TimeOutput) -> TimeSummary {
         trial_outliers: outliers(&cyc),
         sample_outliers: outliers(&samples).len(),
         unstable: cv > UNSTABLE_CV,
+        median_cycles: None,
+        ci_low_cycles: None,
+        ci_high_cycles: None,
+        rounds: None,
+        interfered_rounds: None,
     }
 }
 

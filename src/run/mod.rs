@@ -6,6 +6,7 @@ pub mod keys;
 pub mod plan;
 pub mod progress;
 mod scheduler;
+pub mod session;
 pub mod steps;
 
 pub use scheduler::{execute, RunOptions, Summary};

@@ -8,7 +8,7 @@ mod report;
 mod sizes;
 pub mod source;
 mod survey;
-mod time;
+pub mod time;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -170,11 +170,10 @@ impl<'a> Step<'a> {
     }
 }
 
-/// Run the step at `ix` and return its record (status, data, commands, logs).
-pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
+fn new_step(ctx: &Ctx, ix: NodeIndex) -> Step<'_> {
     let node = ctx.node(ix);
     let timeout = ctx.spec(node.kind).map(|s| s.timeout).unwrap_or_default();
-    let mut step = Step {
+    Step {
         ctx,
         ix,
         node,
@@ -182,7 +181,63 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
         commands: Vec::new(),
         logs: Vec::new(),
         artefacts: Vec::new(),
+    }
+}
+
+/// Run the `time` steps at `ixs` together in one timing session ([`super::session`]) and
+/// return their records, in the order of `ixs`.
+pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
+    let spec = ctx.spec(StepKind::Time).expect("time steps are declared");
+    let mut steps: Vec<Step> = ixs.iter().map(|&ix| new_step(ctx, ix)).collect();
+    let mut members = Vec::new();
+    let mut joined = Vec::new();
+    let mut done: Vec<Option<Done>> = Vec::new();
+    for (i, step) in steps.iter_mut().enumerate() {
+        match time::member(step) {
+            Ok((m, rec, build)) => {
+                members.push(m);
+                joined.push((i, rec, build));
+                done.push(None);
+            }
+            Err(d) => done.push(Some(d)),
+        }
+    }
+    let settings = super::session::Settings {
+        runner: ctx.runner.clone(),
+        bench_cpu: ctx.campaign.system.bench_cpu,
+        precision: super::session::DEFAULT_PRECISION,
+        batch: super::session::DEFAULT_BATCH.min(spec.params.trial),
+        timeout: spec.timeout,
     };
+    let ids: Vec<String> = joined.iter().map(|(i, ..)| steps[*i].node.id.clone()).collect();
+    let show = |round: usize, worst: f64| {
+        if let Some(p) = ctx.progress.get() {
+            let what = if worst.is_finite() {
+                format!("round {round}, widest CI ±{:.1}%", worst * 100.0)
+            } else {
+                format!("round {round}")
+            };
+            for id in &ids {
+                p.update(id, &what);
+            }
+        }
+    };
+    let (_, _, outcomes) = super::session::run(members, &settings, &show);
+    for ((i, rec, build), o) in joined.into_iter().zip(outcomes) {
+        steps[i].commands.extend(o.commands);
+        done[i] = Some(time::from_session(&steps[i], rec, build, o.result));
+    }
+    steps
+        .into_iter()
+        .zip(done)
+        .map(|(step, d)| record_of(step, d.expect("every step has an outcome")))
+        .collect()
+}
+
+/// Run the step at `ix` and return its record (status, data, commands, logs).
+pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
+    let mut step = new_step(ctx, ix);
+    let node = step.node;
     let done = match node.kind {
         StepKind::Source => source::run(&mut step),
         StepKind::Build => build::run(&mut step),
@@ -194,7 +249,11 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
         StepKind::Report => report::run(&mut step),
         StepKind::Index => report::run_index(&mut step),
     };
-    let mut rec = base_record(ctx, ix, done.status, done.reason);
+    record_of(step, done)
+}
+
+fn record_of(step: Step, done: Done) -> StepRecord {
+    let mut rec = base_record(step.ctx, step.ix, done.status, done.reason);
     rec.data = done.data;
     rec.commands = step.commands;
     rec.logs = step.logs;

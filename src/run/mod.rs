@@ -3,6 +3,7 @@
 
 pub mod exec;
 pub mod keys;
+pub mod paired;
 pub mod plan;
 pub mod progress;
 mod scheduler;

@@ -328,7 +328,8 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
             measure: true,
         } => {
             let runner = locate_runner()?;
-            let p = crate::run::paired::measure(&a, &b, &runner, std::time::Duration::from_secs(600))?;
+            let p =
+                crate::run::paired::measure(&a, &b, &runner, std::time::Duration::from_secs(600))?;
             print!("{}", crate::run::paired::markdown(&p));
             if let Some(path) = csv {
                 record::write_atomic(&path, crate::run::paired::csv(&p).as_bytes())

@@ -153,7 +153,9 @@ pub fn warm_and_calibrate(
         best = best.min(b.ns.max(1));
     }
     let per_op_ns = best as f64 / n as f64;
-    let iters = ((batch_ns as f64 / per_op_ns).ceil() as u64).max(min_iters).max(1);
+    let iters = ((batch_ns as f64 / per_op_ns).ceil() as u64)
+        .max(min_iters)
+        .max(1);
     Ok((
         warm,
         Calibration {

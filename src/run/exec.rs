@@ -420,8 +420,7 @@ mod tests {
             s.next_line(&["got"], soon, &mut log),
             Err(NoLine::Killed(Exit::TimedOut))
         );
-        let mut done =
-            Served::spawn(Command::new("sh").args(["-c", "exit 4"]), &mut log).unwrap();
+        let mut done = Served::spawn(Command::new("sh").args(["-c", "exit 4"]), &mut log).unwrap();
         assert_eq!(
             done.next_line(&["ready"], far, &mut log),
             Err(NoLine::Ended(Exit::Code(4)))

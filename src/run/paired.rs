@@ -59,7 +59,8 @@ pub struct Paired {
 }
 
 /// What a folder offers to time: (sub, instance, op) -> (object, build, bench cpu).
-type Targets = std::collections::BTreeMap<(String, String, Op), (PathBuf, BuildData, Option<usize>)>;
+type Targets =
+    std::collections::BTreeMap<(String, String, Op), (PathBuf, BuildData, Option<usize>)>;
 
 fn targets(dir: &Path) -> Result<Targets, String> {
     let records = dir.join("records");
@@ -172,7 +173,12 @@ pub fn measure(a: &Path, b: &Path, runner: &Path, timeout: Duration) -> Result<P
         let failed: Vec<String> = three
             .iter()
             .zip(["A", "B", "A/A"])
-            .filter_map(|(o, side)| o.result.as_ref().err().map(|s| format!("{side}: {}", s.reason)))
+            .filter_map(|(o, side)| {
+                o.result
+                    .as_ref()
+                    .err()
+                    .map(|s| format!("{side}: {}", s.reason))
+            })
             .collect();
         if !failed.is_empty() {
             failures.push(format!("{}: {}", key(k), failed.join("; ")));
@@ -188,11 +194,20 @@ pub fn measure(a: &Path, b: &Path, runner: &Path, timeout: Duration) -> Result<P
         } else {
             (0..n).collect()
         };
-        let pick = |o: &session::Outcome| -> Vec<f64> { used.iter().map(|&r| o.values[r]).collect() };
+        let pick =
+            |o: &session::Outcome| -> Vec<f64> { used.iter().map(|&r| o.values[r]).collect() };
         let (va, vb, vaa) = (pick(&three[0]), pick(&three[1]), pick(&three[2]));
         let (Some(ratio), Some(aa), Some(median_a), Some(median_b)) = (
-            stats::median_ci(&stats::paired_ratios(&va, &vb), seed, stats::BOOTSTRAP_RESAMPLES),
-            stats::median_ci(&stats::paired_ratios(&va, &vaa), seed, stats::BOOTSTRAP_RESAMPLES),
+            stats::median_ci(
+                &stats::paired_ratios(&va, &vb),
+                seed,
+                stats::BOOTSTRAP_RESAMPLES,
+            ),
+            stats::median_ci(
+                &stats::paired_ratios(&va, &vaa),
+                seed,
+                stats::BOOTSTRAP_RESAMPLES,
+            ),
             stats::median(&va),
             stats::median(&vb),
         ) else {
@@ -285,8 +300,9 @@ pub fn markdown(p: &Paired) -> String {
 /// The comparison as CSV: `submission,instance,op,median_a,median_b,ratio,ci_low,ci_high,
 /// threshold,verdict` (cycles with one decimal, ratios and threshold with six).
 pub fn csv(p: &Paired) -> String {
-    let mut o =
-        String::from("submission,instance,op,median_a,median_b,ratio,ci_low,ci_high,threshold,verdict\n");
+    let mut o = String::from(
+        "submission,instance,op,median_a,median_b,ratio,ci_low,ci_high,threshold,verdict\n",
+    );
     for r in &p.rows {
         o.push_str(&format!(
             "{},{},{},{:.1},{:.1},{:.6},{:.6},{:.6},{:.6},{}\n",

@@ -133,10 +133,7 @@ pub fn execute(
             })
             .expect("bench lane starts")
     };
-    let session_steps = selected
-        .iter()
-        .filter(|&&ix| in_session(&ctx, ix))
-        .count();
+    let session_steps = selected.iter().filter(|&&ix| in_session(&ctx, ix)).count();
     // Session steps decided to run, held until every session step is decided.
     let mut held: Vec<(NodeIndex, String)> = Vec::new();
     let mut session: Option<Vec<(NodeIndex, String)>> = None;
@@ -217,11 +214,7 @@ pub fn execute(
         // lane runs exclusive steps one by one, the pool the rest, off the bench core).
         // `machine`: an exclusive step starts only when no parallel step runs, and no
         // parallel step starts while an exclusive one runs or waits.
-        let settled = held.len()
-            + outcomes
-                .keys()
-                .filter(|&&ix| in_session(&ctx, ix))
-                .count();
+        let settled = held.len() + outcomes.keys().filter(|&&ix| in_session(&ctx, ix)).count();
         if !stop && !held.is_empty() && settled == session_steps {
             session = Some(std::mem::take(&mut held));
         }

@@ -271,8 +271,7 @@ pub fn run(
             used_ns += b.ns;
             // Every alive member takes part in every round, so round i is `values[i]`.
             l.values.push(b.cycles as f64 / b.iters as f64);
-            l.why
-                .push(interference::judge(before, after, &b.own, b.ns));
+            l.why.push(interference::judge(before, after, &b.own, b.ns));
             l.positions.push(pos as u32);
         }
         round += 1;

@@ -406,7 +406,12 @@ fn job_serve(args: &Args) -> Result<Outcome, String> {
         let stdin = std::io::stdin();
         loop {
             line.clear();
-            if stdin.lock().read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            if stdin
+                .lock()
+                .read_line(&mut line)
+                .map_err(|e| e.to_string())?
+                == 0
+            {
                 return Err("stdin closed before `finish`".into());
             }
             match line.trim() {
@@ -452,7 +457,11 @@ fn job_serve(args: &Args) -> Result<Outcome, String> {
                     )?;
                 }
                 "finish" => break,
-                other => return Err(format!("unknown command `{other}` (expected batch or finish)")),
+                other => {
+                    return Err(format!(
+                        "unknown command `{other}` (expected batch or finish)"
+                    ))
+                }
             }
         }
         let mut single = vec![0u64; samples as usize];

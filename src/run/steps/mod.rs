@@ -199,7 +199,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
                 joined.push((i, rec, build));
                 done.push(None);
             }
-            Err(d) => done.push(Some(d)),
+            Err(e) => done.push(Some(Done::failed(e))),
         }
     }
     let settings = super::session::Settings {
@@ -209,7 +209,10 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
         batch: super::session::DEFAULT_BATCH.min(spec.params.trial),
         timeout: spec.timeout,
     };
-    let ids: Vec<String> = joined.iter().map(|(i, ..)| steps[*i].node.id.clone()).collect();
+    let ids: Vec<String> = joined
+        .iter()
+        .map(|(i, ..)| steps[*i].node.id.clone())
+        .collect();
     let show = |round: usize, worst: f64| {
         if let Some(p) = ctx.progress.get() {
             let what = if worst.is_finite() {

@@ -53,19 +53,17 @@ pub fn run(step: &mut Step) -> Done {
     }
 }
 
-/// This step as a member of a timing session, with the build it times; `Err` is the
-/// step's record when it cannot take part (no object).
-pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData), Done> {
+/// This step as a member of a timing session, with the build it times; `Err` is why it
+/// cannot take part (no object, no log).
+pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData), String> {
     let ctx = step.ctx;
-    let (build_rec, build) = step.build().map_err(Done::failed)?;
+    let (build_rec, build) = step.build()?;
     let p = &ctx.spec(step.node.kind).expect("declared").params;
     let op = step.node.op.expect("time is per operation");
     let log_rel = Path::new("logs")
         .join(step.slug())
         .join(format!("time__{op}.log"));
-    let log = step
-        .open_log(log_rel)
-        .map_err(|e| Done::failed(e.to_string()))?;
+    let log = step.open_log(log_rel).map_err(|e| e.to_string())?;
     let member = Member {
         label: step.node.id.clone(),
         object: ctx.out.join(&build.object),

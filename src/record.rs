@@ -270,6 +270,22 @@ pub struct ProfileData {
     /// Mean calls per operation for each symbol called at least once.
     pub calls_per_op: Vec<(String, f64)>,
     pub environment: Environment,
+    /// Every repeat of the measurement (the figures above are the median-share repeat's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<ProfileRepeat>,
+    /// The wrapped total per operation (wrapper cost taken out) over the timed cycles of the
+    /// same operation, when a time record exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapped_over_timed: Option<f64>,
+}
+
+/// One repeat of a profile measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRepeat {
+    pub hash_share: f64,
+    pub drng_share: f64,
+    /// Cycles per operation with the wrappers' cost taken out.
+    pub cycles_per_op: Option<f64>,
 }
 
 /// Survey verdict.

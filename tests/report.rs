@@ -715,6 +715,8 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             ],
             calls_per_op,
             environment: env.clone(),
+            repeats: Vec::new(),
+            wrapped_over_timed: None,
         };
         push(
             ctx,

@@ -3,7 +3,7 @@
 //! A benchmark subcommand rather than a timed test, because shared machines are noisy.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::graph::Plan;
@@ -117,10 +117,122 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, String> {
     Ok(out)
 }
 
-/// The minimal C timing loop `bench fidelity` compares kem-runner with.
+/// The C main of the static reference `bench fidelity` compares kem-runner with.
 const MINIMAL_LOOP_C: &str = include_str!("../kem-native/c/minimal_loop.c");
 
-/// One operation's fidelity result: kem-runner / minimal loop, per round.
+/// What the static reference is built from: the instance's sources, the provided
+/// primitives and the build record's flags, nothing of the campaign's object.
+pub struct ReferenceSpec {
+    /// C compiler.
+    pub cc: String,
+    /// The build record's flags (the profile's and the instance's `cflags`).
+    pub flags: Vec<String>,
+    /// `-I` options: the instance folder and the primitives' include folders.
+    pub includes: Vec<String>,
+    /// Instance sources, then primitive sources.
+    pub sources: Vec<PathBuf>,
+    /// Namespace of `crypto_kem_*`.
+    pub namespace: String,
+    /// The random-byte function the scheme calls (defined by the reference).
+    pub drng: String,
+    /// Buffer sizes.
+    pub api: kem_native::output::ApiSizes,
+}
+
+/// Compile and link the static reference executable into `dir`; returns its path and the
+/// command line.
+pub fn build_reference(spec: &ReferenceSpec, dir: &Path) -> Result<(PathBuf, Vec<String>), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join("minimal_loop.c");
+    let exe = dir.join("minimal_loop");
+    std::fs::write(&src, MINIMAL_LOOP_C).map_err(|e| format!("{}: {e}", src.display()))?;
+    let ns = &spec.namespace;
+    let mut args: Vec<String> = vec!["-static".into()];
+    args.extend(spec.flags.iter().cloned());
+    args.extend(spec.includes.iter().cloned());
+    args.extend([
+        format!("-DNGCC_KEYPAIR={ns}crypto_kem_keypair"),
+        format!("-DNGCC_ENC={ns}crypto_kem_enc"),
+        format!("-DNGCC_DEC={ns}crypto_kem_dec"),
+        format!("-DNGCC_DRNG={}", spec.drng),
+        format!("-DNGCC_PK={}", spec.api.pk),
+        format!("-DNGCC_SK={}", spec.api.sk),
+        format!("-DNGCC_CT={}", spec.api.ct),
+        format!("-DNGCC_SS={}", spec.api.ss),
+        "-o".into(),
+        exe.display().to_string(),
+        src.display().to_string(),
+    ]);
+    args.extend(spec.sources.iter().map(|p| p.display().to_string()));
+    let out = std::process::Command::new(&spec.cc)
+        .args(&args)
+        .output()
+        .map_err(|e| format!("cannot run `{}`: {e}", spec.cc))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building the static reference failed:\n{}",
+            crate::run::exec::tail(&out.stderr, 12)
+        ));
+    }
+    let mut command = vec![spec.cc.clone()];
+    command.extend(args);
+    Ok((exe, command))
+}
+
+/// Check that `path` is a statically linked ELF executable (no program interpreter, no
+/// `DT_NEEDED`), and say what it is (`ELF64 ET_EXEC, statically linked`).
+pub fn static_elf_kind(path: &Path) -> Result<String, String> {
+    use object::elf;
+    use object::read::elf::{Dyn, ElfFile64, FileHeader, ProgramHeader};
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = ElfFile64::<object::Endianness>::parse(&*data)
+        .map_err(|e| format!("{} is not a 64-bit ELF file: {e}", path.display()))?;
+    let endian = file.endian();
+    let e_type = match file.elf_header().e_type(endian) {
+        elf::ET_EXEC => "ET_EXEC",
+        elf::ET_DYN => "ET_DYN",
+        other => {
+            return Err(format!(
+                "{}: ELF type {other} is not an executable",
+                path.display()
+            ))
+        }
+    };
+    let mut needed = Vec::new();
+    for ph in file.elf_program_headers() {
+        if ph.p_type(endian) == elf::PT_INTERP {
+            return Err(format!(
+                "{} has a program interpreter: dynamically linked",
+                path.display()
+            ));
+        }
+        if let Ok(Some(dynamic)) = ph.dynamic(endian, &*data) {
+            needed.extend(
+                dynamic
+                    .iter()
+                    .filter(|d| d.tag(endian) == elf::DT_NEEDED)
+                    .map(|d| d.d_val(endian)),
+            );
+        }
+    }
+    if !needed.is_empty() {
+        return Err(format!(
+            "{} needs {} shared libraries (DT_NEEDED)",
+            path.display(),
+            needed.len()
+        ));
+    }
+    let pie = if e_type == "ET_DYN" {
+        " (static PIE)"
+    } else {
+        ""
+    };
+    Ok(format!(
+        "ELF64 {e_type}, statically linked{pie}, no DT_NEEDED"
+    ))
+}
+
+/// One operation's fidelity result: kem-runner / static reference, per round.
 pub struct FidelityRow {
     pub op: crate::model::Op,
     pub iters: u64,
@@ -129,7 +241,7 @@ pub struct FidelityRow {
 }
 
 impl FidelityRow {
-    /// Median over rounds of the per-round ratio runner / minimal.
+    /// Median over rounds of the per-round ratio runner / reference.
     pub fn median_ratio(&self) -> f64 {
         let ratios: Vec<f64> = self
             .runner
@@ -141,16 +253,29 @@ impl FidelityRow {
     }
 }
 
-/// `bench fidelity`: time one built instance's operations with kem-runner and with a
-/// minimal C `rdtsc` loop over the same object, alternating `rounds` times, both pinned to
-/// the bench core and both drawing randomness from getrandom(2) on every call.
+/// What `bench fidelity` measured: the reference it built and one row per operation.
+pub struct Fidelity {
+    /// Path of the static reference executable.
+    pub reference: PathBuf,
+    /// Its ELF kind ([`static_elf_kind`]).
+    pub reference_kind: String,
+    /// The campaign's object kem-runner timed.
+    pub object: PathBuf,
+    pub rows: Vec<FidelityRow>,
+}
+
+/// `bench fidelity`: time one built instance's operations with kem-runner on the
+/// campaign's object and with the static reference executable ([`build_reference`]: the
+/// same sources and flags, compiled again and linked statically with a minimal rdtsc
+/// loop), alternating `rounds` times, both pinned to the bench core and both drawing
+/// randomness from getrandom(2) on every call (kem-runner with `--rng os`).
 pub fn fidelity(
     ctx: &crate::run::Ctx,
     instance: &str,
     rounds: usize,
     trial: Duration,
-) -> Result<Vec<FidelityRow>, String> {
-    use crate::model::Op;
+) -> Result<Fidelity, String> {
+    use crate::model::{Op, StepKind};
     use crate::record::{StepData, TimeOutput};
     use std::process::Command;
 
@@ -170,29 +295,45 @@ pub fn fidelity(
             rec.status.name()
         ));
     };
-    let dir = ctx.out.join("bench");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let src = dir.join("minimal_loop.c");
-    let exe = dir.join("minimal_loop");
-    std::fs::write(&src, MINIMAL_LOOP_C).map_err(|e| e.to_string())?;
-    let cc = Command::new(&ctx.campaign.system.cc)
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-ldl")
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !cc.status.success() {
-        return Err(format!(
-            "compiling minimal_loop.c: {}",
-            String::from_utf8_lossy(&cc.stderr)
-        ));
-    }
+    let Some(StepData::Source(source)) = ctx
+        .sibling_record(node, StepKind::Source)
+        .and_then(|r| r.data)
+    else {
+        return Err(format!("`{instance}` has no source record"));
+    };
+    let sub = ctx.submission(node);
+    let inst = ctx.instance(node).ok_or("build is per instance")?;
+    let root = &source.root;
+    let mut sources = crate::run::steps::build::instance_sources(
+        root,
+        &inst.dir,
+        &inst.exclude,
+        &inst.extra_sources,
+    )?;
+    sources.extend(sub.primitives.sources.iter().map(|s| root.join(s)));
+    let mut includes = vec![format!("-I{}", root.join(&inst.dir).display())];
+    includes.extend(
+        sub.primitives
+            .includes
+            .iter()
+            .map(|i| format!("-I{}", root.join(i).display())),
+    );
+    let spec = ReferenceSpec {
+        cc: ctx.campaign.system.cc.clone(),
+        flags: build.flags.clone(),
+        includes,
+        sources,
+        namespace: build.namespace.clone(),
+        drng: crate::run::steps::build::drng_symbol(sub),
+        api: build.api.clone(),
+    };
+    let dir = ctx.out.join("bench").join(instance.replace('/', "__"));
+    let (exe, _) = build_reference(&spec, &dir)?;
+    let reference_kind = static_elf_kind(&exe)?;
     // Children inherit this thread's affinity: pin to the bench core.
     kem_native::sys::set_thread_affinity(&[ctx.campaign.system.bench_cpu])
         .map_err(|e| e.to_string())?;
     let object = ctx.out.join(&build.object);
-    let api = &build.api;
     let mut rows = Vec::new();
     for op in Op::ALL {
         let mut row = FidelityRow {
@@ -228,11 +369,8 @@ pub fn fidelity(
             };
             let minimal = |iters: u64| -> Result<f64, String> {
                 let out = Command::new(&exe)
-                    .arg(&object)
-                    .arg(&build.namespace)
                     .arg(op.name())
                     .arg(iters.to_string())
-                    .args([api.pk, api.sk, api.ct, api.ss].map(|n| n.to_string()))
                     .output()
                     .map_err(|e| e.to_string())?;
                 let text = String::from_utf8_lossy(&out.stdout);
@@ -262,14 +400,25 @@ pub fn fidelity(
         }
         rows.push(row);
     }
-    Ok(rows)
+    Ok(Fidelity {
+        reference: exe,
+        reference_kind,
+        object,
+        rows,
+    })
 }
 
 /// The fidelity table.
-pub fn fidelity_table(instance: &str, rows: &[FidelityRow]) -> String {
+pub fn fidelity_table(instance: &str, fid: &Fidelity) -> String {
     let mut out = format!(
-        "bench fidelity: {instance}, kem-runner vs a minimal rdtsc loop over the same object\n\
-         op       iters   runner cycles/op (per round)            minimal cycles/op (per round)           median ratio\n"
+        "bench fidelity: {instance}, kem-runner on the campaign's object vs an independent static reference\n\
+         object:    {}\n\
+         reference: {} ({}; the same sources and flags, compiled again)\n\
+         randomness: getrandom(2) on every call on both sides\n\
+         op       iters   runner cycles/op (per round)            reference cycles/op (per round)         median ratio\n",
+        fid.object.display(),
+        fid.reference.display(),
+        fid.reference_kind
     );
     let fmt = |v: &[f64]| {
         v.iter()
@@ -277,7 +426,7 @@ pub fn fidelity_table(instance: &str, rows: &[FidelityRow]) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    for r in rows {
+    for r in &fid.rows {
         let ratio = r.median_ratio();
         let verdict = if (0.98..=1.02).contains(&ratio) {
             "within 0.98-1.02"

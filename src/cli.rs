@@ -64,8 +64,15 @@ enum Cmd {
         verbose: bool,
     },
     /// Validate a pipeline and every manifest it pulls in.
-    #[command(after_help = "Example:\n  ngcc-pipe check pipelines/x86_1.kdl")]
-    Check { pipeline: PathBuf },
+    #[command(
+        after_help = "Examples:\n  ngcc-pipe check pipelines/x86_1.kdl\n  ngcc-pipe check --deep pipelines/x86_1.kdl"
+    )]
+    Check {
+        pipeline: PathBuf,
+        /// Also fetch the sources: instance folders, api.h namespaces, the files a build compiles.
+        #[arg(long)]
+        deep: bool,
+    },
     /// Export the step graph.
     #[command(
         after_help = "Examples:\n  ngcc-pipe graph pipelines/x86_1.kdl --format dot | dot -Tsvg > graph.svg\n  ngcc-pipe graph pipelines/x86_1.kdl --format mermaid --level step\n  ngcc-pipe graph pipelines/x86_1.kdl --format json --only 'ml-kem/ML-KEM-768-clean/*'"
@@ -188,11 +195,43 @@ fn load(pipeline: &Path, outputs: Option<&Path>) -> Result<Campaign, i32> {
 
 fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
     match cmd {
-        Cmd::Check { pipeline } => {
-            let c = match load(&pipeline, outputs) {
+        Cmd::Check { pipeline, deep } => {
+            let (loaded, mut problems) = crate::dsl::check_campaign(&pipeline);
+            let mut c = match loaded {
                 Ok(c) => c,
-                Err(code) => return Ok(code),
+                Err(errors) => {
+                    problems.extend(errors);
+                    eprint!("{}", problems.render(color()));
+                    return Ok(2);
+                }
             };
+            if let Some(dir) = outputs {
+                c.outputs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            }
+            if deep {
+                let scratch = c.outputs.join("cache").join("crates");
+                let roots = c
+                    .submissions
+                    .iter()
+                    .map(|s| {
+                        (
+                            s.id.clone(),
+                            run::steps::source::resolve_root(&s.source, &scratch),
+                        )
+                    })
+                    .collect();
+                let report = crate::dsl::deep_check(&c, &roots, &crate::dsl::RealFs::new());
+                for line in &report.listing {
+                    println!("{line}");
+                }
+                problems.extend(report.problems);
+            }
+            if !problems.is_empty() {
+                eprint!("{}", problems.render(color()));
+                if problems.iter().any(|d| !d.is_note()) {
+                    return Ok(2);
+                }
+            }
             let instances: usize = c.submissions.iter().map(|s| s.instances.len()).sum();
             let plan = Plan::build(&c);
             println!(
@@ -328,8 +367,17 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
             measure: true,
         } => {
             let runner = locate_runner()?;
-            let p =
-                crate::run::paired::measure(&a, &b, &runner, std::time::Duration::from_secs(600))?;
+            let sandbox = run::sandbox::Sandbox::detect();
+            for m in &sandbox.info.missing {
+                eprintln!("warning: sandbox: {m}");
+            }
+            let p = crate::run::paired::measure(
+                &a,
+                &b,
+                &runner,
+                &sandbox,
+                std::time::Duration::from_secs(600),
+            )?;
             print!("{}", crate::run::paired::markdown(&p));
             if let Some(path) = csv {
                 record::write_atomic(&path, crate::run::paired::csv(&p).as_bytes())
@@ -439,11 +487,19 @@ fn locate_runner() -> Result<PathBuf, String> {
 
 /// Everything a run, dry run or explain needs. `need_runner`: a real run.
 fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
-    let env = crate::measure::env::capture(&campaign.system);
+    let mut env = crate::measure::env::capture(&campaign.system);
+    let sandbox = if need_runner {
+        run::sandbox::Sandbox::detect()
+    } else {
+        run::sandbox::Sandbox::unavailable("not probed: nothing runs")
+    };
     let facts = keys::Facts {
         cc_version: cc_version(&campaign.system.cc),
         env_fingerprint: crate::measure::env::fingerprint(&env),
     };
+    if need_runner {
+        env.sandbox = Some(Box::new(sandbox.info.clone()));
+    }
     let plan = Plan::build(&campaign);
     let inputs = keys::all_inputs(&campaign, &plan, &facts);
     let runner = if need_runner {
@@ -451,8 +507,10 @@ fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
     } else {
         PathBuf::from("kem-runner")
     };
+    // Absolute, so that commands run in the sandbox's own working folder find them.
+    let runner = std::path::absolute(&runner).unwrap_or(runner);
     Ok(Ctx {
-        out: campaign.outputs.clone(),
+        out: std::path::absolute(&campaign.outputs).unwrap_or_else(|_| campaign.outputs.clone()),
         campaign,
         plan,
         facts,
@@ -460,6 +518,7 @@ fn context(campaign: Campaign, need_runner: bool) -> Result<Ctx, String> {
         inputs,
         cpu_flags: crate::measure::env::cpu_flags(),
         runner,
+        sandbox,
         shared_objects: Default::default(),
         progress: Default::default(),
     })
@@ -477,6 +536,7 @@ fn run_campaign(
         eprintln!("\ninterrupted: stopping running steps; finished steps are kept, `run` again to continue");
     });
     std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
+    let _lock = run::lock::OutputsLock::acquire(&ctx.out)?;
     for w in &ctx.env.warnings {
         if verbosity != Verbosity::Quiet {
             eprintln!("warning: {} (fix: {})", w.what, w.fix);
@@ -494,6 +554,7 @@ fn run_campaign(
         environment: ctx.env.clone(),
         env_fingerprint: ctx.facts.env_fingerprint.clone(),
         steps: Vec::new(),
+        tool: Some(crate::tool_version()),
     };
     record::write_json(&campaign_json, &rec)
         .map_err(|e| format!("{}: {e}", campaign_json.display()))?;

@@ -21,3 +21,13 @@ pub mod rsp;
 pub mod run;
 pub mod sizes;
 pub mod survey;
+
+/// "ngcc-pipe 0.1.0 (git 3650e3d2f1a0)": the tool's version and the commit it was built
+/// from (see `build.rs`), recorded in `campaign.json`.
+pub fn tool_version() -> String {
+    format!(
+        "ngcc-pipe {} (git {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("NGCC_PIPE_COMMIT")
+    )
+}

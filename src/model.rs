@@ -215,6 +215,10 @@ pub struct StepParams {
     pub iters: u64,
     /// kat: which KAT modes to generate (`modes="single all"`).
     pub kat_modes: Vec<KatMode>,
+    /// build, kat, time, profile: address-space limit of the sandboxed processes, bytes
+    /// (`memory="8G"`); `None`: the default, 4 GiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u64>,
 }
 
 impl Default for StepParams {
@@ -228,6 +232,7 @@ impl Default for StepParams {
             samples: 101,
             iters: 20,
             kat_modes: vec![KatMode::Single],
+            memory: None,
         }
     }
 }
@@ -377,4 +382,39 @@ pub struct Instance {
     pub exclude: Vec<String>,
     /// The matrix values that produced this instance.
     pub vars: BTreeMap<String, String>,
+    /// Where the manifest declares it (for messages; not part of any cache key).
+    #[serde(skip)]
+    pub origin: Origin,
+    /// NIST security category (1-5) from the manifest's `nist-category`, if given.
+    pub nist_category: Option<u8>,
+}
+
+/// Where an instance is declared: the manifest and the spans of its `instance` line's id,
+/// `dir=` and `namespace=` values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The manifest as shown in messages (relative to the working directory when possible).
+    pub manifest: String,
+    /// The id template of the `instance` node.
+    pub instance: Pos,
+    /// The `dir=` value.
+    pub dir: Pos,
+    /// The `namespace=` value.
+    pub namespace: Pos,
+}
+
+impl Origin {
+    /// `manifest:line:col` of one of its positions.
+    pub fn at(&self, pos: &Pos) -> String {
+        format!("{}:{}:{}", self.manifest, pos.line, pos.col)
+    }
+}
+
+/// A span in a file: byte offset and length, and the 1-based line and column it starts at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pos {
+    pub offset: usize,
+    pub len: usize,
+    pub line: usize,
+    pub col: usize,
 }

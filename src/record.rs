@@ -84,7 +84,21 @@ pub struct StepRecord {
     pub logs: Vec<PathBuf>,
     /// Artefacts produced (objects, .rsp files), relative to the system's output folder.
     pub artefacts: Vec<PathBuf>,
+    /// The containment its processes ran in (steps that run submission code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInfo>,
     pub data: Option<StepData>,
+}
+
+/// How processes that run submission-controlled code are contained.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    /// `bubblewrap 0.8.0`, or `none`.
+    pub tool: String,
+    /// Protections in force.
+    pub protections: Vec<String>,
+    /// Protections not in force, with why; empty when the sandbox is complete.
+    pub missing: Vec<String>,
 }
 
 /// Kind-specific results.
@@ -123,7 +137,14 @@ pub struct BuildData {
     pub cc: String,
     pub cc_version: String,
     pub flags_profile: String,
+    /// The profile's flags and the instance's `cflags`, as given.
     pub flags: Vec<String>,
+    /// Added to every compile of the object after `flags` (`-fPIC`, local binding).
+    #[serde(default)]
+    pub codegen_flags: Vec<String>,
+    /// The link command's flags (before the objects), paths relative to the output folder.
+    #[serde(default)]
+    pub link_flags: Vec<String>,
     /// (source, object) for every compiled instance source, objects as before linking.
     #[serde(default)]
     pub objects: Vec<(PathBuf, PathBuf)>,
@@ -241,6 +262,14 @@ pub struct TimeSummary {
     pub rounds: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interfered_rounds: Option<u32>,
+    /// Trial indices that lasted less than half or more than twice the target trial length
+    /// (calibration fooled, or the machine interfered).
+    #[serde(default)]
+    pub off_target_trials: Vec<usize>,
+    /// Measured counter rate: total ticks over total monotonic ns of the trials, in GHz
+    /// (for the TSC, the rate of reference cycles).
+    #[serde(default)]
+    pub counter_ghz: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -370,6 +399,9 @@ pub struct Environment {
     pub loadavg: Option<f64>,
     /// Conditions that spoil timing, each with its fix.
     pub warnings: Vec<EnvWarning>,
+    /// The sandbox submission code ran in (absent in records from before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Box<SandboxInfo>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -393,6 +425,9 @@ pub struct CampaignRecord {
     pub environment: Environment,
     pub env_fingerprint: String,
     pub steps: Vec<CampaignStep>,
+    /// The tool that ran the campaign ([`crate::tool_version`]); absent in older records.
+    #[serde(default)]
+    pub tool: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -406,22 +441,28 @@ pub struct CampaignStep {
     pub ran: bool,
 }
 
-/// Write `bytes` to `path` atomically: a temp file beside it, fsync, rename.
+/// Write `bytes` to `path` atomically: a temp file beside it, fsync, rename. The temp
+/// file is removed on every error path (a full disk, a failed rename): `tempfile` deletes
+/// it when it is dropped without being persisted.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!(
-        "{}.tmp{}",
-        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
-        std::process::id()
-    ));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Readable like any file the engine writes (tempfile's default is 0600).
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Serialize `value` as pretty JSON and write it atomically.
@@ -459,4 +500,32 @@ pub fn record_path(
         (None, _) => format!("_{kind}.json"),
     };
     PathBuf::from(dir).join(submission).join(file)
+}
+
+#[cfg(test)]
+mod atomic_tests {
+    use super::*;
+
+    /// Issue #10: after a failed write, no `*.tmp` file stays beside the target.
+    #[test]
+    fn failed_atomic_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target is a non-empty folder: the final rename fails.
+        let target = dir.path().join("rec.json");
+        std::fs::create_dir_all(target.join("x")).unwrap();
+        assert!(write_atomic(&target, b"{}").is_err());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["rec.json"], "left behind: {names:?}");
+        // And a good write leaves only the file, readable by others.
+        let ok = dir.path().join("ok.json");
+        write_atomic(&ok, b"{}").unwrap();
+        assert_eq!(std::fs::read(&ok).unwrap(), b"{}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&ok).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
 }

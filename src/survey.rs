@@ -846,7 +846,7 @@ fn verdict_with(
         let uses = if used.is_empty() {
             "no provided primitive referenced".to_string()
         } else {
-            format!("uses provided {}", list(&used))
+            format!("references provided {}", list(&used))
         };
         return (
             Verdict::ProvidedOnly,
@@ -933,7 +933,7 @@ mod tests {
         );
         assert_eq!(v, Verdict::ProvidedOnly);
         assert!(
-            s.contains("uses provided shake256") && s.contains("not reachable (keccak.c)"),
+            s.contains("references provided shake256") && s.contains("not reachable (keccak.c)"),
             "{s}"
         );
 

@@ -268,12 +268,14 @@ struct WrappedBuild {
     generated: String,
 }
 
-/// `flags` are added to every compile (e.g. the campaign's `-O3 -march=native`).
+/// `flags` are added to every compile (e.g. the campaign's `-O3 -march=native`),
+/// `link` to the link.
 fn wrapped_build(
     root: &Path,
     instance: &str,
     primitives: &[&str],
     flags: &[&str],
+    link: &[String],
     dir: &Path,
 ) -> WrappedBuild {
     let common = root.join("common");
@@ -321,11 +323,9 @@ fn wrapped_build(
     let mut objects = inst_objs;
     objects.extend(prim_objs);
     objects.extend([wrap_obj, shim_obj]);
-    link_shared(
-        &so,
-        &objects,
-        &wrap_link_flags(&functions, Some("PQCLEAN_randombytes")),
-    );
+    let mut link_flags = wrap_link_flags(&functions, Some("PQCLEAN_randombytes"));
+    link_flags.extend(link.iter().cloned());
+    link_shared(&so, &objects, &link_flags);
     WrappedBuild {
         so,
         functions,
@@ -343,6 +343,7 @@ fn wrapped_ml_kem_768_counts_calls_reproducibly() {
         &root,
         "crypto_kem/ml-kem-768/clean",
         &["fips202.c"],
+        &[],
         &[],
         dir,
     );
@@ -441,6 +442,80 @@ fn wrapped_ml_kem_768_counts_calls_reproducibly() {
     assert!((0.15..=0.90).contains(&share), "keccak share {share}");
 }
 
+/// Issue #9: the engine's local binding (`CODEGEN_FLAGS` and the export map) leaves the
+/// `--wrap` wrappers every call of a declared primitive and exports only the API and hooks.
+#[test]
+fn local_binding_keeps_every_wrapped_call_and_exports_only_the_api() {
+    use ngcc_pipe::run::steps::build::{export_map, CODEGEN_FLAGS};
+    use object::{Object, ObjectSymbol};
+    let root = pqclean("pqcrypto-mlkem-0.1.1");
+    let tmp = tempfile::tempdir().unwrap();
+    let (plain_dir, local_dir) = (tmp.path().join("plain"), tmp.path().join("local"));
+    std::fs::create_dir_all(&plain_dir).unwrap();
+    std::fs::create_dir_all(&local_dir).unwrap();
+    let inst = "crypto_kem/ml-kem-768/clean";
+    let flags = ["-O3", "-march=native"];
+    let plain = wrapped_build(&root, inst, &["fips202.c"], &flags, &[], &plain_dir);
+    let map = local_dir.join("exports.map");
+    std::fs::write(&map, export_map("PQCLEAN_MLKEM768_CLEAN_")).unwrap();
+    let local_flags: Vec<&str> = flags.iter().chain(CODEGEN_FLAGS).copied().collect();
+    let local = wrapped_build(
+        &root,
+        inst,
+        &["fips202.c"],
+        &local_flags,
+        &[format!("-Wl,--version-script={}", map.display())],
+        &local_dir,
+    );
+    assert_eq!(plain.used, local.used);
+
+    // Dynamic symbols: the API and the ngcc_ hooks only.
+    let data = std::fs::read(&local.so).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let mut exported: Vec<String> = file
+        .dynamic_symbols()
+        .filter(|s| s.is_definition() && s.is_global())
+        .map(|s| s.name().unwrap().to_string())
+        .collect();
+    exported.sort();
+    assert!(
+        exported
+            .iter()
+            .all(|n| n.starts_with("PQCLEAN_MLKEM768_CLEAN_crypto_kem_") || n.starts_with("ngcc_")),
+        "{exported:?}"
+    );
+    for name in [
+        "PQCLEAN_MLKEM768_CLEAN_crypto_kem_keypair",
+        "PQCLEAN_MLKEM768_CLEAN_crypto_kem_enc",
+        "PQCLEAN_MLKEM768_CLEAN_crypto_kem_dec",
+        "ngcc_set_randombytes",
+        "ngcc_prof_entries",
+    ] {
+        assert!(
+            exported.iter().any(|n| n == name),
+            "{name} not in {exported:?}"
+        );
+    }
+
+    // Calls per wrapped symbol are the same with and without local binding.
+    let driver = build_driver(tmp.path());
+    let keygen = "PQCLEAN_MLKEM768_CLEAN_crypto_kem_keypair";
+    let a = run_driver(&driver, &plain.so, keygen, 5);
+    let b = run_driver(&driver, &local.so, keygen, 5);
+    let calls = |r: &Run| -> Vec<(String, u64)> {
+        r.entries
+            .iter()
+            .map(|(s, e)| (s.clone(), e.calls))
+            .collect()
+    };
+    assert_eq!(calls(&a), calls(&b));
+    assert!(
+        b.entries["shake128_absorb"].calls >= 5 * 9,
+        "{:?}",
+        b.entries
+    );
+}
+
 #[test]
 fn frodokem_640_aes_and_shake_time_is_attributed_to_aes_and_shake() {
     let root = pqclean("pqcrypto-frodo-0.4.11");
@@ -455,12 +530,14 @@ fn frodokem_640_aes_and_shake_time_is_attributed_to_aes_and_shake() {
         "crypto_kem/frodokem640aes/clean",
         &prims,
         &[],
+        &[],
         &aes_dir,
     );
     let shake = wrapped_build(
         &root,
         "crypto_kem/frodokem640shake/clean",
         &prims,
+        &[],
         &[],
         &shake_dir,
     );
@@ -785,5 +862,69 @@ fn survey_other_clean_pqclean_kems_are_provided_only() {
             d.summary
         );
         assert!(!d.provided_used.is_empty(), "{instance}");
+    }
+}
+
+/// Issue #9: `bench fidelity`'s reference is a separate static executable built from the
+/// instance's sources (no program interpreter, no DT_NEEDED, so no campaign `.so`), and
+/// it runs.
+#[test]
+fn fidelity_reference_is_a_separate_static_executable() {
+    use ngcc_pipe::bench::{build_reference, static_elf_kind, ReferenceSpec};
+    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+    let root = pqclean("pqcrypto-mlkem-0.1.1");
+    let inst = root.join("crypto_kem/ml-kem-768/clean");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut sources = c_files(&inst);
+    sources.push(root.join("common/fips202.c"));
+    let spec = ReferenceSpec {
+        cc: "gcc".into(),
+        flags: vec!["-O2".into()],
+        includes: vec![
+            format!("-I{}", inst.display()),
+            format!("-I{}", root.join("common").display()),
+        ],
+        sources,
+        namespace: "PQCLEAN_MLKEM768_CLEAN_".into(),
+        drng: "PQCLEAN_randombytes".into(),
+        api: kem_native::api::parse_api_h(
+            &std::fs::read_to_string(inst.join("api.h")).unwrap(),
+            "PQCLEAN_MLKEM768_CLEAN_",
+        )
+        .unwrap(),
+    };
+    let (exe, command) = build_reference(&spec, tmp.path()).unwrap();
+    assert!(command.iter().any(|a| a == "-static"), "{command:?}");
+    assert!(!command.iter().any(|a| a.ends_with(".so")), "{command:?}");
+    let kind = static_elf_kind(&exe).unwrap();
+    assert!(kind.contains("statically linked"), "{kind}");
+
+    // Read the ELF here too: an executable with no interpreter and no dynamic section.
+    let data = std::fs::read(&exe).unwrap();
+    let elf = ElfFile64::<object::Endianness>::parse(&*data).unwrap();
+    let endian = elf.endian();
+    assert!(matches!(
+        elf.elf_header().e_type(endian),
+        object::elf::ET_EXEC | object::elf::ET_DYN
+    ));
+    for ph in elf.elf_program_headers() {
+        assert_ne!(ph.p_type(endian), object::elf::PT_INTERP);
+        assert!(ph.dynamic(endian, &*data).unwrap().is_none_or(|d| d
+            .iter()
+            .all(|e| object::read::elf::Dyn::tag(e, endian) != object::elf::DT_NEEDED)));
+    }
+    // A dynamically linked executable (this test) is refused.
+    let own = std::env::current_exe().unwrap();
+    assert!(static_elf_kind(&own).is_err());
+
+    for op in ["keygen", "enc", "dec"] {
+        let out = Command::new(&exe).args([op, "3"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let cycles: f64 = text
+            .trim()
+            .strip_prefix("cycles_per_op=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{op}: {text}"));
+        assert!(cycles > 0.0, "{op}: {cycles}");
     }
 }

@@ -118,7 +118,7 @@ fn valid_fixture_loads_with_everything_applied() {
     assert_eq!(ck.sizes["Crate-KEM-512"].pk, Some(800));
     assert_eq!(ck.sizes["Other"].sk, None);
     assert_eq!(ck.sizes["Other"].ss, Some(4));
-    assert_eq!(ck.instances.len(), 1);
+    assert_eq!(ck.instances.len(), 2);
     assert_eq!(ck.instances[0].id, "Crate-KEM-512");
     assert!(ck.instances[0].vars.is_empty());
 
@@ -306,12 +306,20 @@ const MANIFEST: &str = r#"submission "a" {
 }
 "#;
 
+/// Expected KAT hashes of the base campaign's four instances.
+const KAT_SHA256: &str = "\
+0000000000000000000000000000000000000000000000000000000000000001  A-1-clean
+0000000000000000000000000000000000000000000000000000000000000002  A-1-avx2
+0000000000000000000000000000000000000000000000000000000000000003  A-3-clean
+0000000000000000000000000000000000000000000000000000000000000004  A-3-avx2
+";
+
 /// A small valid campaign in memory: /c/pipelines/p.kdl and /c/submissions/a/.
 fn campaign_fs(pipeline: &str, manifest: &str) -> MemFs {
     let mut fs = MemFs::new();
     fs.add_file("/c/pipelines/p.kdl", pipeline)
         .add_file("/c/submissions/a/manifest.kdl", manifest)
-        .add_file("/c/submissions/a/kat.sha256", "00  A-1-clean.rsp\n")
+        .add_file("/c/submissions/a/kat.sha256", KAT_SHA256)
         .add_dir("/c/submissions/a/src");
     fs
 }
@@ -406,13 +414,56 @@ error_case!(missing_kat_manifest_file, 1, manifest: ("manifest=\"kat.sha256\"", 
 error_case!(unknown_when_variable, 1, manifest: ("}\n", "    when imp=\"avx2\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
 error_case!(unknown_isolation, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    isolation \"full\"\n"));
 error_case!(unknown_when_value, 1, manifest: ("}\n", "    when impl=\"avx\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
+// Hostile or careless input (issue #10 item 5-6, #12 item 1).
+error_case!(submission_id_with_dots, 1, manifest: ("submission \"a\"", "submission \"..\""));
+error_case!(instance_id_with_slash, 1, manifest: ("\"A-{level}-{impl}\"", "\"A-{level}/{impl}\""));
+error_case!(instance_id_traversal, 1, manifest: ("\"A-{level}-{impl}\"", "\"..{level}{impl}\""));
+error_case!(crate_version_traversal, 1, manifest: ("path=\"src\"", "crate=\"pqcrypto-mlkem\" version=\"1/../../x\""));
+error_case!(crate_name_invalid, 1, manifest: ("path=\"src\"", "crate=\"../x\" version=\"0.1.1\""));
+error_case!(crate_root_outside, 1, manifest: ("path=\"src\"", "crate=\"pqcrypto-mlkem\" version=\"0.1.1\" root=\"../..\""));
+error_case!(cflags_wrapper, 2, manifest: ("}\n", "    when impl=\"avx2\" {\n        cflags \"-wrapper\" \"/bin/sh,-c,touch /tmp/x\"\n    }\n}\n"));
+error_case!(cflags_plugin_and_specs, 3, manifest: ("}\n", "    when impl=\"avx2\" {\n        cflags \"-mavx2\" \"-fplugin=./p.so\" \"-specs=x\" \"@opts\"\n    }\n}\n"));
+error_case!(flags_profile_linker_option, 1, pipeline: ("\"-O3\"", "\"-O3 -B/tmp/evil\""));
+error_case!(catalog_outside_manifest_folder, 1, manifest: ("    kat", "    sizes catalog=\"/etc/passwd\"\n    kat"));
+error_case!(kat_manifest_outside_manifest_folder, 1, manifest: ("manifest=\"kat.sha256\"", "manifest=\"../../../etc/shadow\""));
+error_case!(absurd_trial, 1, pipeline: ("trial=\"1s\"", "trial=\"1000000h\""));
+error_case!(absurd_timeout, 1, pipeline: ("step \"kat\" needs=\"build\"", "step \"kat\" needs=\"build\" timeout=\"9000h\""));
+error_case!(submissions_root_missing, 1, pipeline: ("outputs", "submissions-root \"../nope\"\noutputs"));
+error_case!(bad_nist_category, 1, manifest: ("}\n", "    nist-category 7\n}\n"));
+error_case!(nist_category_unknown_value, 1, manifest: ("}\n", "    nist-category 3 level=\"2\"\n}\n"));
+error_case!(nist_category_twice, 1, manifest: ("}\n", "    nist-category 1\n    nist-category 3 level=\"3\"\n}\n"));
+
+#[test]
+fn nist_category_by_matrix_value() {
+    let m = edit(
+        MANIFEST,
+        "}\n",
+        "    nist-category 1 level=\"1\"\n    nist-category 3 level=\"3\" impl=\"clean\"\n}\n",
+    );
+    let c = load_campaign_with(Path::new("/c/pipelines/p.kdl"), &campaign_fs(PIPELINE, &m))
+        .unwrap_or_else(|d| panic!("{d}"));
+    let got: Vec<(&str, Option<u8>)> = c.submissions[0]
+        .instances
+        .iter()
+        .map(|i| (i.id.as_str(), i.nist_category))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("A-1-clean", Some(1)),
+            ("A-1-avx2", Some(1)),
+            ("A-3-clean", Some(3)),
+            ("A-3-avx2", None)
+        ]
+    );
+}
 
 #[test]
 fn duplicate_submission_ids() {
     let mut fs = campaign_fs(PIPELINE, MANIFEST);
     fs.add_file(
         "/c/submissions/b/manifest.kdl",
-        edit(MANIFEST, "path=\"src\"", "crate=\"x\" version=\"1\""),
+        edit(MANIFEST, "path=\"src\"", "crate=\"x\" version=\"1.0.0\""),
     )
     .add_file("/c/submissions/b/kat.sha256", "");
     insta::assert_snapshot!("duplicate_submission_ids", errors_of(&fs, 1));
@@ -421,7 +472,11 @@ fn duplicate_submission_ids() {
 #[test]
 fn errors_in_included_primitives_point_into_that_file() {
     let mut fs = campaign_fs(
-        PIPELINE,
+        &edit(
+            PIPELINE,
+            "outputs",
+            "submissions-root \"../submissions\"\noutputs",
+        ),
         &edit(
             MANIFEST,
             "    kat",

@@ -9,109 +9,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ngcc_pipe::model::{KatMode, Op, StepKind};
-use ngcc_pipe::record::{
-    self, CampaignRecord, KatData, KatStatus, RspDiff, Status, StepData, StepRecord, Verdict,
-};
+use ngcc_pipe::record::{self, KatStatus, RspDiff, Status, StepData, StepRecord, Verdict};
 use sha2::{Digest, Sha256};
+
+mod common;
+use common::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-/// The repository root (tests run with it as working directory).
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `ngcc-pipe` with the repository as working directory and the runner beside it.
-fn ngcc() -> Command {
-    let exe = Path::new(env!("CARGO_BIN_EXE_ngcc-pipe"));
-    let mut cmd = Command::new(exe);
-    cmd.current_dir(repo()).env("NO_COLOR", "1");
-    if let Some(runner) = exe.parent().map(|d| d.join("kem-runner")) {
-        if runner.is_file() {
-            cmd.env("NGCC_KEM_RUNNER", runner);
-        }
-    }
-    cmd
-}
-
-/// A finished `ngcc-pipe` invocation.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    secs: f64,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        format!(
-            "exit {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
-    let t0 = Instant::now();
-    let out: Output = ngcc().args(args).output().expect("ngcc-pipe starts");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        secs: t0.elapsed().as_secs_f64(),
-    }
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("ngcc-engine-test-")
-        .tempdir()
-        .expect("temp dir")
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-/// A step's record in an output folder (panics with the path when it is missing).
-fn rec(out: &Path, kind: StepKind, sub: &str, inst: Option<&str>, op: Option<Op>) -> StepRecord {
-    try_rec(out, kind, sub, inst, op).unwrap_or_else(|| {
-        panic!(
-            "no record {}",
-            out.join(record::record_path(kind, sub, inst, op)).display()
-        )
-    })
-}
-
-fn try_rec(
-    out: &Path,
-    kind: StepKind,
-    sub: &str,
-    inst: Option<&str>,
-    op: Option<Op>,
-) -> Option<StepRecord> {
-    let path = out.join(record::record_path(kind, sub, inst, op));
-    record::read_json(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn campaign_json(out: &Path) -> CampaignRecord {
-    record::read_json(&out.join("campaign.json"))
-        .expect("campaign.json is valid JSON")
-        .expect("campaign.json exists")
-}
-
-fn kat_data(r: &StepRecord) -> &KatData {
-    match &r.data {
-        Some(StepData::Kat(k)) => k,
-        other => panic!("{}: no KAT data: {other:?}", r.id),
-    }
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create dir");
@@ -153,27 +63,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Collects failed checks so one run reports every problem at once.
-#[derive(Default)]
-struct Checks(Vec<String>);
-
-impl Checks {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-
-    fn done(self, context: &str) {
-        assert!(
-            self.0.is_empty(),
-            "{} problem(s):\n  - {}\n{context}",
-            self.0.len(),
-            self.0.join("\n  - ")
-        );
-    }
-}
-
 const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
 
 /// A pipeline over fixture KEMs in `kems` (absolute), with short measurements.
@@ -196,6 +85,7 @@ fn fixture_pipeline(
 flags "fixture" "-O2"
 flags "harness-default" "-O2"
 submissions {}
+submissions-root "{}"
 outputs "outputs"
 defaults timeout="60s"
 step "source"
@@ -208,7 +98,8 @@ step "profile" needs="kat" exclusive=#true ops="keygen enc dec" iters=5
 step "report" needs="kat time sizes profile survey"
 step "index" needs="report"
 "#,
-        manifests.join(" ")
+        manifests.join(" "),
+        s(kems)
     )
 }
 
@@ -1195,11 +1086,12 @@ fn missing_cpu_flag_makes_an_instance_unsupported_not_failed() {
     matrix impl="ref"
     instance "nocpu" dir="good" namespace="FIX_GOOD_"
     when impl="ref" {{
-        requires-cpu "ngcc_no_such_flag"
+        requires-cpu "{absent}"
     }}
 }}
 "#,
-            root = s(&kems)
+            root = s(&kems),
+            absent = ABSENT_CPU_FLAG
         ),
     )
     .unwrap();
@@ -1221,7 +1113,7 @@ fn missing_cpu_flag_makes_an_instance_unsupported_not_failed() {
         build
             .reason
             .as_deref()
-            .is_some_and(|w| w.contains("ngcc_no_such_flag")),
+            .is_some_and(|w| w.contains(ABSENT_CPU_FLAG)),
         "{:?}",
         build.reason
     );
@@ -1494,4 +1386,242 @@ fn example_kems_pass_their_kats() {
         || "steps other than source/build/kat in campaign.json".into(),
     );
     c.done(&r.show());
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile input (issue #10 items 5-6): refused by `check` and `run`, nothing written
+// ---------------------------------------------------------------------------------------
+
+/// A real /proc/cpuinfo feature name this machine cannot have (the other architecture's).
+const ABSENT_CPU_FLAG: &str = if cfg!(target_arch = "x86_64") {
+    "sve2"
+} else {
+    "avx512f"
+};
+
+/// Every file under `dir`, relative, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Issue #10: `..` ids, a crate version with `/../`, `-wrapper`, a catalog outside the
+/// manifest's folder, an absurd trial. Each is refused at its line by `check` (exit 2) and
+/// by `run` (exit 2), nothing is written, and the catalog's content is not shown.
+#[test]
+fn hostile_manifests_are_refused_and_write_nothing() {
+    let kems = repo().join("tests/fixtures/kems");
+    let cases: [(&str, &str, &str, &str); 6] = [
+        ("dots-submission", "submission \"good\"", "submission \"..\"", "manifest.kdl:2:12"),
+        ("dots-instance", "instance \"good\"", "instance \"..\"", "manifest.kdl:10:14"),
+        (
+            "crate-version",
+            "source path=\"..\"",
+            "source crate=\"pqcrypto-mlkem\" version=\"1/../../x\"",
+            "manifest.kdl:6:43",
+        ),
+        (
+            "wrapper",
+            "    instance \"good\" dir=\"good\" namespace=\"FIX_GOOD_\"\n",
+            "    matrix impl=\"ref\"\n    instance \"good\" dir=\"good\" namespace=\"FIX_GOOD_\"\n    when impl=\"ref\" {\n        cflags \"-wrapper\" \"/bin/sh,-c,touch /tmp/ngcc-wrapper-ran\"\n    }\n",
+            "manifest.kdl:13:16",
+        ),
+        ("catalog", "catalog=\"sizes.csv\"", "catalog=\"/etc/passwd\"", "manifest.kdl:9:19"),
+        ("catalog-up", "catalog=\"sizes.csv\"", "catalog=\"../../../../../../etc/passwd\"", "manifest.kdl:9:19"),
+    ];
+    let good = std::fs::read_to_string(kems.join("good/manifest.kdl")).unwrap();
+    for (name, from, to, at) in cases {
+        let tmp = tempdir();
+        let sub = tmp.path().join("subs").join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        assert!(good.contains(from), "{from}");
+        let manifest = good
+            .replace(from, to)
+            .replace(
+                "source path=\"..\"",
+                &format!("source path=\"{}\"", s(&kems)),
+            )
+            .replace(
+                "include=\"../primitives.kdl\"",
+                "include=\"primitives.kdl\"",
+            );
+        std::fs::write(sub.join("manifest.kdl"), manifest).unwrap();
+        for f in ["kat.sha256", "sizes.csv"] {
+            std::fs::copy(kems.join("good").join(f), sub.join(f)).unwrap();
+        }
+        std::fs::copy(kems.join("primitives.kdl"), sub.join("primitives.kdl")).unwrap();
+        let mut text = fixture_pipeline(name, &kems, &[], "single", "5ms");
+        text = text
+            .replace(
+                "submissions \n",
+                &format!("submissions \"{}\"\n", s(&sub.join("manifest.kdl"))),
+            )
+            .replace(&format!("submissions-root \"{}\"\n", s(&kems)), "");
+        let pipeline = tmp.path().join("p.kdl");
+        std::fs::write(&pipeline, text).unwrap();
+        let before = tree(tmp.path());
+
+        let r = run(&["check", &s(&pipeline)]);
+        assert_eq!(r.code, 2, "{name}: {}", r.show());
+        assert!(
+            r.stderr.contains(at),
+            "{name}: expected {at} in {}",
+            r.show()
+        );
+        assert!(
+            !r.stderr.contains("root:"),
+            "{name} showed /etc/passwd: {}",
+            r.show()
+        );
+        let out = tmp.path().join("out");
+        let r = run(&["run", &s(&pipeline), "--outputs", &s(&out)]);
+        assert_eq!(r.code, 2, "{name}: {}", r.show());
+        assert_eq!(tree(tmp.path()), before, "{name}: files were written");
+    }
+    assert!(!Path::new("/tmp/ngcc-wrapper-ran").exists());
+}
+
+/// Issue #10: a second `run` on an outputs folder in use exits 2 naming the holder, and
+/// runs nothing.
+#[test]
+fn second_run_on_locked_outputs_exits_2() {
+    let kems = repo().join("tests/fixtures/kems");
+    let tmp = tempdir();
+    let pipeline = tmp.path().join("p.kdl");
+    std::fs::write(
+        &pipeline,
+        fixture_pipeline("locked", &kems, &["good"], "single", "5ms"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let held = ngcc_pipe::run::lock::OutputsLock::acquire(&out).unwrap();
+    let r = run(&["run", &s(&pipeline), "--outputs", &s(&out)]);
+    assert_eq!(r.code, 2, "{}", r.show());
+    let want = format!("in use by process {}", std::process::id());
+    assert!(r.stderr.contains(&want), "{}", r.show());
+    assert_eq!(tree(&out), [".lock"], "the second run wrote something");
+    drop(held);
+}
+
+/// Issue #12: planted mistakes are named at their manifest lines, all in one go: a typo'd
+/// kat key and a gcc-style CPU flag by `check`; a wrong namespace and a wrong `dir` by
+/// `check --deep` (which reads the sources).
+#[test]
+fn check_names_planted_mistakes_at_their_lines() {
+    let kems = repo().join("tests/fixtures/kems");
+    let tmp = tempdir();
+    let sub = tmp.path().join("planted");
+    std::fs::create_dir_all(&sub).unwrap();
+    let manifest = |body: &str| {
+        format!(
+            "submission \"planted\" {{\n    algorithm \"Planted\"\n    source path=\"{}\"\n    primitives include=\"{}/primitives.kdl\"\n    kat rng=\"nist\" manifest=\"kat.sha256\"\n{body}}}\n",
+            s(&kems),
+            s(&kems)
+        )
+    };
+    let hash = "71212ed169c745ff45cf36e87283a83fad0ff63ce7a71d1f930218d32b82a24d";
+    std::fs::write(
+        sub.join("kat.sha256"),
+        format!("{hash}  good-ref\n{hash}  good_opt\nnot-a-hash good-ref.all\n"),
+    )
+    .unwrap();
+    let mut text = fixture_pipeline("planted", &kems, &[], "single", "5ms");
+    text = text.replace(
+        "submissions \n",
+        &format!("submissions \"{}\"\n", s(&sub.join("manifest.kdl"))),
+    );
+    let pipeline = tmp.path().join("p.kdl");
+    std::fs::write(&pipeline, text).unwrap();
+    let m = s(&sub.join("manifest.kdl"));
+    let k = s(&sub.join("kat.sha256"));
+
+    // 1. Without sources: kat keys and CPU flag names.
+    std::fs::write(
+        sub.join("manifest.kdl"),
+        manifest("    matrix impl=\"ref opt\"\n    instance \"good-{impl}\" dir=\"good\" namespace=\"FIX_GOOD_\"\n    when impl=\"opt\" {\n        requires-cpu \"pclmul\" \"bmi\"\n    }\n"),
+    )
+    .unwrap();
+    let r = run(&["check", &s(&pipeline)]);
+    assert_eq!(r.code, 2, "{}", r.show());
+    for (at, what) in [
+        (
+            format!("{k}:2:67"),
+            "`good_opt` in the kat manifest names no declared instance",
+        ),
+        (format!("{k}:3:1"), "malformed kat manifest line"),
+        (format!("{m}:9:22"), "`pclmul` is not a CPU feature name"),
+        (format!("{m}:9:31"), "`bmi` is not a CPU feature name"),
+    ] {
+        assert!(
+            r.stderr.contains(&at) && r.stderr.contains(what),
+            "{at} {what}\n{}",
+            r.show()
+        );
+    }
+    assert!(
+        r.stderr.contains("did you mean `good-opt`?"),
+        "{}",
+        r.show()
+    );
+    assert!(
+        r.stderr.contains("did you mean `pclmulqdq`?"),
+        "{}",
+        r.show()
+    );
+    assert!(r.stderr.contains("did you mean `bmi1`?"), "{}", r.show());
+
+    // 2. With sources: a wrong namespace and a wrong folder.
+    std::fs::write(
+        sub.join("kat.sha256"),
+        format!("{hash}  good-ref\n{hash}  good-opt\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        sub.join("manifest.kdl"),
+        manifest("    instance \"good-ref\" dir=\"good\" namespace=\"FIX_GOD_\"\n    instance \"good-opt\" dir=\"goood\" namespace=\"FIX_GOOD_\"\n"),
+    )
+    .unwrap();
+    let r = run(&["check", &s(&pipeline)]);
+    assert_eq!(r.code, 0, "plain check does not read sources: {}", r.show());
+    let r = run(&[
+        "check",
+        "--deep",
+        &s(&pipeline),
+        "--outputs",
+        &s(&tmp.path().join("out")),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.show());
+    let col = |line: &str, word: &str| line.find(word).unwrap() + 1;
+    let ns_line = "    instance \"good-ref\" dir=\"good\" namespace=\"FIX_GOD_\"";
+    let dir_line = "    instance \"good-opt\" dir=\"goood\" namespace=\"FIX_GOOD_\"";
+    let ns_at = format!("{m}:6:{}", col(ns_line, "\"FIX_GOD_"));
+    assert!(r.stderr.contains(&ns_at), "{ns_at}\n{}", r.show());
+    assert!(
+        r.stderr.contains("namespace `FIX_GOD_` not found in")
+            && r.stderr.contains("it uses")
+            && r.stderr.contains("`FIX_GOOD_`"),
+        "{}",
+        r.show()
+    );
+    let dir_at = format!("{m}:7:{}", col(dir_line, "\"goood"));
+    assert!(r.stderr.contains(&dir_at), "{dir_at}\n{}", r.show());
+    assert!(
+        r.stderr.contains("folder `goood` does not exist"),
+        "{}",
+        r.show()
+    );
+    assert!(r.stdout.contains("planted/good-ref: kem.c"), "{}", r.show());
 }

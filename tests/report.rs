@@ -76,6 +76,13 @@ fn instance(id: &str, level: &str, imp: Option<&str>) -> Instance {
         requires_cpu: vec![],
         exclude: vec![],
         vars,
+        origin: Default::default(),
+        // as the bundled manifests give them (ML-KEM-512 and qube-128 are category 1, ...)
+        nist_category: match level {
+            "512" | "128" => Some(1),
+            "768" | "192" => Some(3),
+            _ => Some(5),
+        },
     }
 }
 
@@ -232,6 +239,7 @@ fn environment(arm: bool) -> Environment {
             build_tool: None,
             loadavg: Some(0.12),
             warnings: vec![],
+            sandbox: None,
         };
     }
     Environment {
@@ -263,6 +271,7 @@ fn environment(arm: bool) -> Environment {
                 fix: "boot with `isolcpus=2 nohz_full=2`".into(),
             },
         ],
+        sandbox: None,
     }
 }
 
@@ -314,6 +323,7 @@ fn base_record(
         env_fingerprint: if arm { "arm-env" } else { "x86-env" }.into(),
         logs: vec![],
         artefacts: vec![],
+        sandbox: None,
         data,
     }
 }
@@ -367,6 +377,7 @@ fn time_output(
             target_trial_ns: 1_000_000_000,
             batch_iters: (iters / 10).max(1),
             batch_ns: 100_000_000,
+            batches_ns: vec![100_000_000; 5],
             iters,
             min_iters: 20,
         },
@@ -427,6 +438,13 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         cc_version: "gcc (Debian 14.2.0-19) 14.2.0".into(),
         flags_profile: "guide".into(),
         flags: vec!["-O3".into(), "-march=native".into()],
+        codegen_flags: vec!["-fPIC".into(), "-fno-semantic-interposition".into()],
+        link_flags: vec![
+            "-O3".into(),
+            "-march=native".into(),
+            "-shared".into(),
+            "-Wl,--version-script=build/fixture/ngcc_exports.map".into(),
+        ],
         objects: Vec::new(),
         primitive_objects: Vec::new(),
         static_bytes: Some(i.static_bytes),
@@ -918,6 +936,7 @@ fn campaign_record(ctx: &Ctx, arch: &str) -> CampaignRecord {
         environment: environment(ctx.arm),
         env_fingerprint: if ctx.arm { "arm-env" } else { "x86-env" }.into(),
         steps,
+        tool: Some("ngcc-pipe 0.1.0 (git 0123456789ab)".into()),
     }
 }
 
@@ -1087,7 +1106,7 @@ fn html_site_is_self_contained() {
     ));
     assert!(index.contains("<section id=\"system-arm_1\">"));
     assert_eq!(index.matches("<svg").count(), 4);
-    assert!(index.contains("level 512") && index.contains("level 128"));
+    assert!(index.contains("NIST category 1") && index.contains("NIST category 5"));
     insta::assert_snapshot!("site_index_html", index);
     insta::assert_snapshot!("site_qube_html", page);
 }
@@ -1140,7 +1159,9 @@ fn missing_records_say_did_not_run() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("x86_1");
     std::fs::create_dir_all(&out).unwrap();
-    let view = CampaignView::load(&x86_campaign(), &out).unwrap();
+    let mut c = x86_campaign();
+    c.pipeline_path = tmp.path().join("pipelines/x86_1.kdl");
+    let view = CampaignView::load(&c, &out).unwrap();
     let files = report::render_submission(&view, "ml-kem");
     let md = file(&files, "reports/ml-kem.md");
     assert!(md.contains("The `kat` step did not run for this submission: no records"));
@@ -1284,4 +1305,117 @@ fn chromium_renders_the_site() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------- chart geometry
+
+/// The value of attribute `name` in one tag.
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let i = tag.find(&key)? + key.len();
+    Some(&tag[i..i + tag[i..].find('"')?])
+}
+
+/// Axis-aligned box of every `<text>` of one `<svg>`: width from the character count and
+/// font size (0.6 em a glyph), height one em, anchored and rotated as the attributes say.
+fn text_boxes(svg: &str) -> Vec<(String, [f64; 4])> {
+    let mut out = Vec::new();
+    let mut rest = svg;
+    while let Some(i) = rest.find("<text ") {
+        let tag_end = i + rest[i..].find('>').unwrap();
+        let tag = &rest[i..tag_end];
+        let close = tag_end + rest[tag_end..].find("</text>").unwrap();
+        let text = rest[tag_end + 1..close]
+            .replace("&amp;", "&")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'");
+        rest = &rest[close..];
+        let num = |n: &str| attr(tag, n).unwrap_or_else(|| panic!("no {n} in {tag}"));
+        let (x, y): (f64, f64) = (num("x").parse().unwrap(), num("y").parse().unwrap());
+        let fs: f64 = num("font-size").parse().unwrap();
+        let w = text.chars().count() as f64 * fs * 0.6;
+        let x0 = match attr(tag, "text-anchor") {
+            Some("middle") => x - w / 2.0,
+            Some("end") => x - w,
+            _ => x,
+        };
+        let corners = [
+            (x0, y - 0.8 * fs),
+            (x0 + w, y - 0.8 * fs),
+            (x0, y + 0.2 * fs),
+            (x0 + w, y + 0.2 * fs),
+        ];
+        let corners: Vec<(f64, f64)> = match attr(tag, "transform") {
+            Some(t) => {
+                let v: Vec<f64> = t
+                    .trim_start_matches("rotate(")
+                    .trim_end_matches(')')
+                    .split_whitespace()
+                    .map(|n| n.parse().unwrap())
+                    .collect();
+                let (a, cx, cy) = (v[0].to_radians(), v[1], v[2]);
+                corners
+                    .iter()
+                    .map(|(px, py)| {
+                        let (dx, dy) = (px - cx, py - cy);
+                        (
+                            cx + dx * a.cos() - dy * a.sin(),
+                            cy + dx * a.sin() + dy * a.cos(),
+                        )
+                    })
+                    .collect()
+            }
+            None => corners.to_vec(),
+        };
+        let xs = corners.iter().map(|c| c.0);
+        let ys = corners.iter().map(|c| c.1);
+        out.push((
+            text,
+            [
+                xs.clone().fold(f64::INFINITY, f64::min),
+                ys.clone().fold(f64::INFINITY, f64::min),
+                xs.fold(f64::NEG_INFINITY, f64::max),
+                ys.fold(f64::NEG_INFINITY, f64::max),
+            ],
+        ));
+    }
+    out
+}
+
+#[test]
+fn chart_labels_stay_inside_and_do_not_overlap() {
+    let view = x86_view();
+    let files = report::render_campaign(&view);
+    let index = file(&files, "site/index.html");
+    let mut charts = 0;
+    for part in index.split("<svg ").skip(1) {
+        let svg = &part[..part.find("</svg>").unwrap()];
+        let vb: Vec<f64> = attr(&format!(" {svg}"), "viewBox")
+            .unwrap()
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let boxes = text_boxes(svg);
+        assert!(!boxes.is_empty());
+        for (t, b) in &boxes {
+            assert!(
+                b[0] >= vb[0] && b[1] >= vb[1] && b[2] <= vb[0] + vb[2] && b[3] <= vb[1] + vb[3],
+                "`{t}` {b:?} outside the viewBox {vb:?}"
+            );
+        }
+        for (i, (t, a)) in boxes.iter().enumerate() {
+            for (u, b) in &boxes[i + 1..] {
+                assert!(
+                    !report::svg::overlaps(a, b),
+                    "`{t}` {a:?} overlaps `{u}` {b:?}"
+                );
+            }
+        }
+        charts += 1;
+    }
+    // this system's two charts and the other system's cycles chart
+    assert!(charts >= 2, "{charts} charts");
+    assert!(index.contains("NIST category 1") && index.contains("error bars"));
 }

@@ -1,19 +1,27 @@
 /*
- * minimal_loop: the smallest honest timing loop, used by `ngcc-pipe bench fidelity` to
- * check kem-runner against. It dlopens one built object, installs getrandom(2) as the
- * random-byte source (as kem-runner does for timing), prepares inputs, and times
- * `iters` back-to-back calls of one operation with lfence-fenced rdtsc.
+ * minimal_loop: the independent reference `ngcc-pipe bench fidelity` checks kem-runner
+ * against. It is compiled together with the instance's own sources and the provided
+ * primitives, with the same flags, and linked statically (`gcc -static`): no shared object,
+ * no PLT, no dlopen, nothing of kem-runner. It times `iters` back-to-back calls of one
+ * operation between two lfence-fenced rdtsc reads, after a short warm-up.
  *
- * usage: minimal_loop LIB NAMESPACE keygen|enc|dec ITERS PK SK CT SS
+ * The build names the KEM with macros:
+ *   NGCC_KEYPAIR, NGCC_ENC, NGCC_DEC   the namespaced crypto_kem_* functions
+ *   NGCC_DRNG                          the random-byte function the scheme calls
+ *   NGCC_PK, NGCC_SK, NGCC_CT, NGCC_SS the buffer sizes of api.h
+ * Randomness: NGCC_DRNG is defined here as getrandom(2) on every call, the source
+ * kem-runner uses with `--rng os` (bench fidelity runs it so).
+ *
+ * usage: minimal_loop keygen|enc|dec ITERS
  * prints: cycles_per_op=<float>
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/types.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 static inline uint64_t ticks(void) {
@@ -31,12 +39,12 @@ static inline uint64_t ticks(void) {
 }
 #endif
 
-typedef int (*keypair_fn)(uint8_t *, uint8_t *);
-typedef int (*enc_fn)(uint8_t *, uint8_t *, const uint8_t *);
-typedef int (*dec_fn)(uint8_t *, const uint8_t *, const uint8_t *);
-typedef void (*set_rng_fn)(int (*)(uint8_t *, size_t));
+int NGCC_KEYPAIR(uint8_t *pk, uint8_t *sk);
+int NGCC_ENC(uint8_t *ct, uint8_t *ss, const uint8_t *pk);
+int NGCC_DEC(uint8_t *ss, const uint8_t *ct, const uint8_t *sk);
+int NGCC_DRNG(uint8_t *buf, size_t n);
 
-static int os_random(uint8_t *buf, size_t n) {
+int NGCC_DRNG(uint8_t *buf, size_t n) {
     while (n > 0) {
         ssize_t got = getrandom(buf, n, 0);
         if (got < 0) {
@@ -48,63 +56,43 @@ static int os_random(uint8_t *buf, size_t n) {
     return 0;
 }
 
-static void *sym(void *lib, const char *ns, const char *name) {
-    char full[512];
-    snprintf(full, sizeof full, "%s%s", ns, name);
-    void *p = dlsym(lib, full);
-    if (!p) {
-        fprintf(stderr, "minimal_loop: missing symbol %s\n", full);
-        exit(2);
+static uint8_t pk[NGCC_PK], sk[NGCC_SK], ct[NGCC_CT], ss[NGCC_SS];
+static uint8_t pk2[NGCC_PK], sk2[NGCC_SK], ct2[NGCC_CT], ss2[NGCC_SS];
+
+/* `n` back-to-back calls of operation `which` (0 keygen, 1 enc, 2 dec); OR of return codes. */
+static inline __attribute__((always_inline)) int run(int which, uint64_t n) {
+    int rc = 0;
+    if (which == 0) {
+        for (uint64_t i = 0; i < n; i++) rc |= NGCC_KEYPAIR(pk2, sk2);
+    } else if (which == 1) {
+        for (uint64_t i = 0; i < n; i++) rc |= NGCC_ENC(ct2, ss2, pk);
+    } else {
+        for (uint64_t i = 0; i < n; i++) rc |= NGCC_DEC(ss2, ct, sk);
     }
-    return p;
+    return rc;
 }
 
 int main(int argc, char **argv) {
-    if (argc != 9) {
-        fprintf(stderr, "usage: minimal_loop LIB NAMESPACE keygen|enc|dec ITERS PK SK CT SS\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: minimal_loop keygen|enc|dec ITERS\n");
         return 2;
     }
-    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "minimal_loop: %s\n", dlerror());
-        return 2;
-    }
-    const char *ns = argv[2];
-    const char *op = argv[3];
-    uint64_t iters = strtoull(argv[4], NULL, 10);
-    size_t pkn = strtoul(argv[5], NULL, 10), skn = strtoul(argv[6], NULL, 10);
-    size_t ctn = strtoul(argv[7], NULL, 10), ssn = strtoul(argv[8], NULL, 10);
-    keypair_fn keypair = (keypair_fn)sym(lib, ns, "crypto_kem_keypair");
-    enc_fn enc = (enc_fn)sym(lib, ns, "crypto_kem_enc");
-    dec_fn dec = (dec_fn)sym(lib, ns, "crypto_kem_dec");
-    set_rng_fn set_rng = (set_rng_fn)sym(lib, "", "ngcc_set_randombytes");
-    set_rng(os_random);
-    uint8_t *pk = malloc(pkn), *sk = malloc(skn), *ct = malloc(ctn), *ss = malloc(ssn);
-    if (!pk || !sk || !ct || !ss || keypair(pk, sk) != 0 || enc(ct, ss, pk) != 0) {
+    const char *op = argv[1];
+    uint64_t iters = strtoull(argv[2], NULL, 10);
+    if (iters == 0 || NGCC_KEYPAIR(pk, sk) != 0 || NGCC_ENC(ct, ss, pk) != 0) {
         fprintf(stderr, "minimal_loop: setup failed\n");
         return 1;
     }
-    int rc = 0;
-    uint64_t t0 = 0, t1 = 0;
-    if (strcmp(op, "keygen") == 0) {
-        uint8_t *pk2 = malloc(pkn), *sk2 = malloc(skn);
-        t0 = ticks();
-        for (uint64_t i = 0; i < iters; i++) rc |= keypair(pk2, sk2);
-        t1 = ticks();
-    } else if (strcmp(op, "enc") == 0) {
-        uint8_t *ct2 = malloc(ctn), *ss2 = malloc(ssn);
-        t0 = ticks();
-        for (uint64_t i = 0; i < iters; i++) rc |= enc(ct2, ss2, pk);
-        t1 = ticks();
-    } else if (strcmp(op, "dec") == 0) {
-        uint8_t *ss2 = malloc(ssn);
-        t0 = ticks();
-        for (uint64_t i = 0; i < iters; i++) rc |= dec(ss2, ct, sk);
-        t1 = ticks();
-    } else {
+    int which = strcmp(op, "keygen") == 0 ? 0 : strcmp(op, "enc") == 0 ? 1 : strcmp(op, "dec") == 0 ? 2 : -1;
+    if (which < 0) {
         fprintf(stderr, "minimal_loop: unknown op %s\n", op);
         return 2;
     }
+    /* Warm-up, as kem-runner: a twentieth of the timed calls, at least 2. */
+    int rc = run(which, iters / 20 + 2);
+    uint64_t t0 = ticks();
+    rc |= run(which, iters);
+    uint64_t t1 = ticks();
     if (rc != 0) {
         fprintf(stderr, "minimal_loop: an operation returned an error\n");
         return 1;

@@ -85,9 +85,13 @@ pub enum CoreCycles {
 pub struct Calibration {
     /// Target length of one trial, ns.
     pub target_trial_ns: u64,
-    /// Final batch size of the doubling search and its duration, ns.
+    /// Final batch size of the doubling search and the median duration of the batches of
+    /// that size timed after it ([`batches_ns`](Self::batches_ns)), ns.
     pub batch_iters: u64,
     pub batch_ns: u64,
+    /// Durations of the batches of `batch_iters` calls whose median chose `iters`, ns.
+    #[serde(default)]
+    pub batches_ns: Vec<u64>,
     /// Iterations per trial that were chosen (at least `min_iters`).
     pub iters: u64,
     pub min_iters: u64,

@@ -1,8 +1,10 @@
 //! `kem-runner serve`: one persistent process per instance and operation, timing one short
 //! batch each time the engine asks, so the engine can interleave many of them in rounds.
 //!
-//! Protocol (one line each way, stdin commands, stdout answers prefixed with a word so a
-//! KEM that writes to stdout cannot be mistaken for the runner):
+//! Protocol (one line each way: commands on stdin; answers, each prefixed with a word, on
+//! the runner's record channel, the stdout it was started with. File descriptor 1 points
+//! at stderr before the KEM is loaded, so a KEM printing `batch ...` cannot answer for the
+//! runner):
 //!
 //! ```text
 //! (start)  -> ready {Ready}        warmed up and calibrated; or `done {TimeOutput}` + exit 1
@@ -10,15 +12,18 @@
 //! finish   -> done {TimeOutput}    single-call samples, loop overhead, stack, peak RSS; exit 0
 //! ```
 //!
-//! Calibration: warm-up (at least 2 calls and half a batch), then a batch is doubled until
-//! it lasts a quarter of `batch_ns`; three batches of that size are timed and the fastest
-//! sets the calls per batch so one lasts `batch_ns`, never fewer than `min_iters`. Around every batch the runner reads its own thread's
+//! Calibration: warm-up (at least 2 calls and half a batch), then
+//! [`timing::calibrate`](crate::timing::calibrate) with one batch as the trial: a batch is
+//! doubled until it lasts a tenth of `batch_ns`, and the median of five batches of that size
+//! sets the calls per batch so one lasts `batch_ns`, never fewer than `min_iters`.
+//!
+//! Around every batch the runner reads its own thread's
 //! scheduler statistics (`/proc/thread-self/schedstat`: time run and time waited for the
 //! CPU; `/proc/thread-self/status`: context switches) and reports the differences, so the
 //! engine can tell a batch that shared the core with other work.
 
 use crate::output::Calibration;
-use crate::timing::{Batch, Op, OpCall};
+use crate::timing::{calibrate, Batch, Op, OpCall};
 use serde::{Deserialize, Serialize};
 
 /// Prefix of the line sent once the runner is calibrated.
@@ -107,9 +112,10 @@ pub fn status_field(text: &str, name: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// Warm up (at least 2 calls and `batch_ns / 2`) and calibrate (see the module doc).
-/// Returns the warm-up calls and the
-/// calibration, or the first nonzero return code.
+/// Warm up (at least 2 calls and `batch_ns / 2`), then calibrate with
+/// [`timing::calibrate`](crate::timing::calibrate), the same median-based calibration as
+/// `kem-runner time`, with one batch of the session as the trial to fill. Returns the
+/// warm-up calls and the calibration, or the first nonzero return code.
 pub fn warm_and_calibrate(
     op: Op,
     call: &OpCall,
@@ -135,37 +141,11 @@ pub fn warm_and_calibrate(
         warm_ns += b.ns;
         n = (n * 2).min(1 << 20);
     }
-    // Double until a batch lasts a quarter of the target, then time three batches of that
-    // size and scale from the fastest (the least disturbed) to the target length.
-    let mut n = 1u64;
-    loop {
+    let calibration = calibrate(batch_ns, min_iters, |n| {
         let b = call.batch(false, n);
-        check(&b, "calibration")?;
-        if b.ns >= batch_ns / 4 || n >= 1 << 40 {
-            break;
-        }
-        n *= 2;
-    }
-    let mut best = u64::MAX;
-    for _ in 0..3 {
-        let b = call.batch(false, n);
-        check(&b, "calibration")?;
-        best = best.min(b.ns.max(1));
-    }
-    let per_op_ns = best as f64 / n as f64;
-    let iters = ((batch_ns as f64 / per_op_ns).ceil() as u64)
-        .max(min_iters)
-        .max(1);
-    Ok((
-        warm,
-        Calibration {
-            target_trial_ns: batch_ns,
-            batch_iters: n,
-            batch_ns: best,
-            iters,
-            min_iters,
-        },
-    ))
+        check(&b, "calibration").map(|_| b.ns)
+    })?;
+    Ok((warm, calibration))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Safe wrappers over the few OS calls the engine needs (process groups, CPU affinity).
+//! Safe wrappers over the few OS calls the engine needs (process groups, CPU affinity,
+//! resource limits of children, the runner's record channel).
 //!
 //! The engine crate is free of `unsafe`; what it needs from libc lives here.
 
@@ -14,6 +15,74 @@ pub fn kill_process_group(pgid: u32) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// A resource limit a child process gets before it executes (soft = hard = the value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `RLIMIT_AS`: bytes of address space.
+    AddressSpace(u64),
+    /// `RLIMIT_FSIZE`: bytes a file may grow to.
+    FileSize(u64),
+    /// `RLIMIT_NOFILE`: open file descriptors.
+    OpenFiles(u64),
+    /// `RLIMIT_NPROC`: processes of the user (the kernel does not enforce it for root).
+    Processes(u64),
+}
+
+impl Limit {
+    fn resource(self) -> (libc::__rlimit_resource_t, u64) {
+        match self {
+            Limit::AddressSpace(v) => (libc::RLIMIT_AS, v),
+            Limit::FileSize(v) => (libc::RLIMIT_FSIZE, v),
+            Limit::OpenFiles(v) => (libc::RLIMIT_NOFILE, v),
+            Limit::Processes(v) => (libc::RLIMIT_NPROC, v),
+        }
+    }
+}
+
+/// Make `cmd`'s child apply `limits` to itself and receive `SIGKILL` when the thread that
+/// spawned it dies (so an engine killed with SIGKILL leaves no child behind), just before
+/// it executes the program.
+pub fn limit_child(cmd: &mut std::process::Command, limits: &[Limit]) {
+    use std::os::unix::process::CommandExt;
+    let limits: Vec<(libc::__rlimit_resource_t, u64)> =
+        limits.iter().map(|l| l.resource()).collect();
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // async-signal-safe functions (prctl, setrlimit) on values prepared before the fork;
+    // it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for &(resource, value) in &limits {
+                let lim = libc::rlimit {
+                    rlim_cur: value,
+                    rlim_max: value,
+                };
+                if libc::setrlimit(resource, &lim) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Take the process's stdout for the caller and point file descriptor 1 at stderr, so
+/// whatever else writes to stdout (a KEM's `printf`) lands on stderr. The returned file
+/// is the original stdout, close-on-exec.
+pub fn take_stdout() -> io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    let original = io::stdout().as_fd().try_clone_to_owned()?;
+    // SAFETY: dup2(2) on two descriptors this process owns (0-2 are always open here or
+    // the call fails with EBADF, which is reported).
+    let rc = unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(std::fs::File::from(original))
 }
 
 /// Restrict the calling thread to `cpus`.

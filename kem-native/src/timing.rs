@@ -7,9 +7,9 @@
 //! written but the counters. The same monomorphized loop calling an empty `extern "C"`
 //! function of the same signature gives the loop's own overhead per call.
 //!
-//! Sequence of [`time_op`]: warm-up, calibration (double a batch until it lasts at least a
-//! tenth of a trial, then choose iterations so one trial lasts the target, never fewer than
-//! `min_iters`), `trials` trials (counter ticks, monotonic ns, perf core cycles when
+//! Sequence of [`time_op`]: warm-up, calibration ([`calibrate`]: double a batch until it
+//! lasts a tenth of a trial, then iterations from the median of several batches of that size
+//! so one trial lasts the target, never fewer than `min_iters`), `trials` trials (counter ticks, monotonic ns, perf core cycles when
 //! available), then `samples` single calls timed one by one, then the overhead.
 
 use crate::kem::{Buffers, DecFn, EncFn, Kem, KeypairFn};
@@ -335,6 +335,54 @@ pub fn measure_overhead(call: &OpCall) -> Overhead {
     }
 }
 
+/// Batches of the final size timed to choose iterations per trial (their median counts).
+pub const CALIBRATION_BATCHES: usize = 5;
+
+/// Upper bound on a calibration batch (calls).
+const MAX_BATCH: u64 = 1 << 40;
+
+/// Choose iterations per trial so one trial lasts `trial_ns`, from `batch(n)` (the ns of
+/// `n` back-to-back calls). Double `n` until one batch lasts a tenth of a trial, then time
+/// [`CALIBRATION_BATCHES`] batches of `n` and take their median; when that median is under
+/// a tenth of a trial too (the batch that stopped the doubling was slowed down: a first
+/// call, a page fault, a preemption) double on from there. So one slow batch cannot choose
+/// the iterations, as it did with a 24 ms first batch that made 100 ms trials last 0.3 ms.
+pub fn calibrate(
+    trial_ns: u64,
+    min_iters: u64,
+    mut batch: impl FnMut(u64) -> Result<u64, String>,
+) -> Result<Calibration, String> {
+    let tenth = (trial_ns / 10).max(1);
+    let mut n = 1u64;
+    loop {
+        while n < MAX_BATCH && batch(n)? < tenth {
+            n *= 2;
+        }
+        let mut batches = Vec::with_capacity(CALIBRATION_BATCHES);
+        for _ in 0..CALIBRATION_BATCHES {
+            batches.push(batch(n)?);
+        }
+        let mut sorted = batches.clone();
+        sorted.sort_unstable();
+        let median = sorted[sorted.len() / 2];
+        if median >= tenth || n >= MAX_BATCH {
+            let per_op_ns = (median as f64 / n as f64).max(1e-3);
+            let iters = ((trial_ns as f64 / per_op_ns).ceil() as u64)
+                .max(min_iters)
+                .max(1);
+            return Ok(Calibration {
+                target_trial_ns: trial_ns,
+                batch_iters: n,
+                batch_ns: median,
+                batches_ns: batches,
+                iters,
+                min_iters,
+            });
+        }
+        n *= 2;
+    }
+}
+
 /// Prefix of the stderr lines that tell the engine how far a timing job is (`progress
 /// trial 3/5`); written only between timed regions.
 pub const PROGRESS: &str = "progress";
@@ -355,6 +403,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
             target_trial_ns: cfg.trial_ns,
             batch_iters: 0,
             batch_ns: 0,
+            batches_ns: Vec::new(),
             iters: 0,
             min_iters: cfg.min_iters,
         },
@@ -390,26 +439,21 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
 
     // Calibration.
     eprintln!("{PROGRESS} calibrating");
-    let tenth = (cfg.trial_ns / 10).max(1);
-    let mut batch = 1u64;
-    let cal = loop {
-        let b = call.batch(false, batch);
-        if let Err(e) = check_rc(op, b.rc_or, "calibration") {
+    let cal = calibrate(cfg.trial_ns, cfg.min_iters, |n| {
+        let b = call.batch(false, n);
+        check_rc(op, b.rc_or, "calibration").map(|_| b.ns)
+    });
+    let iters = match cal {
+        Ok(c) => {
+            let iters = c.iters;
+            out.calibration = c;
+            iters
+        }
+        Err(e) => {
             out.failure = Some(e);
             return out;
         }
-        if b.ns >= tenth || batch >= 1 << 40 {
-            break b;
-        }
-        batch *= 2;
     };
-    let per_op_ns = (cal.ns as f64 / batch as f64).max(1e-3);
-    let iters = ((cfg.trial_ns as f64 / per_op_ns).ceil() as u64)
-        .max(cfg.min_iters)
-        .max(1);
-    out.calibration.batch_iters = batch;
-    out.calibration.batch_ns = cal.ns;
-    out.calibration.iters = iters;
 
     // Trials.
     for t in 0..cfg.trials {
@@ -465,6 +509,34 @@ mod tests {
 
     extern "C" fn fails(_: *mut u8, _: *mut u8) -> c_int {
         -1
+    }
+
+    /// Issue #9: a fixture operation whose first call is 100x slower than the rest (10 µs
+    /// per call, the first 1 ms) must not choose the iterations.
+    #[test]
+    fn calibration_ignores_a_slow_first_call() {
+        let mut calls = 0u64;
+        let fixture = |n: u64| -> Result<u64, String> {
+            let first = if calls == 0 { 99 * 10_000 } else { 0 };
+            calls += n;
+            Ok(n * 10_000 + first)
+        };
+        let trial_ns = 5_000_000; // 5 ms: the slow first call alone lasts a fifth of it
+        let c = calibrate(trial_ns, 1, fixture).unwrap();
+        // 5 ms / 10 µs = 500 calls per trial; one trial then lasts the target.
+        assert_eq!(c.iters, 500, "{c:?}");
+        assert_eq!(c.batches_ns.len(), CALIBRATION_BATCHES);
+        assert!(c.batch_ns >= trial_ns / 20, "{c:?}");
+        // Without the median the first batch (1 call, 1 ms >= a tenth) would have given
+        // 5 iterations: 50 µs trials.
+    }
+
+    #[test]
+    fn calibration_keeps_min_iters_and_passes_errors() {
+        let c = calibrate(1_000, 20, |n| Ok(n * 1_000)).unwrap();
+        assert_eq!((c.batch_iters, c.iters), (1, 20));
+        let e = calibrate(1_000, 1, |_| Err("returned nonzero".into())).unwrap_err();
+        assert_eq!(e, "returned nonzero");
     }
 
     #[test]

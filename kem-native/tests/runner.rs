@@ -674,6 +674,20 @@ fn well_behaved_fixture_passes_all_counts() {
     assert_eq!((rec.counts, rec.failure), (5, None));
 }
 
+/// What the KEM prints on stdout goes to stderr: stdout carries the record alone (a
+/// debugging `printf` used to break the KAT with "trailing characters").
+#[test]
+fn kem_output_on_stdout_does_not_touch_the_record() {
+    let Some((o, rec)) = faulty_kat("PRINTF") else {
+        return;
+    };
+    assert_eq!(o.status.code(), Some(0), "{rec:?}");
+    assert_eq!((rec.counts, rec.failure), (5, None));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.matches("debug: keypair").count(), 5, "{stderr}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("debug"));
+}
+
 #[test]
 fn enc_error_return_is_reported_with_its_count() {
     let Some((o, rec)) = faulty_kat("ENC_RC") else {

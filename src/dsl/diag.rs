@@ -67,7 +67,7 @@ impl SourceFile {
 }
 
 /// A 1-based line and column (in characters) of a byte offset in `text`.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
         offset -= 1;
@@ -105,6 +105,8 @@ pub struct Diagnostic {
     labels: Vec<LabeledSpan>,
     help: Option<String>,
     related: Vec<Diagnostic>,
+    /// A note (something worth knowing that does not stop a run), not an error.
+    note: bool,
 }
 
 impl Diagnostic {
@@ -116,6 +118,7 @@ impl Diagnostic {
             labels: Vec::new(),
             help: None,
             related: Vec::new(),
+            note: false,
         }
     }
 
@@ -127,6 +130,7 @@ impl Diagnostic {
             labels: Vec::new(),
             help: None,
             related: Vec::new(),
+            note: false,
         }
     }
 
@@ -165,6 +169,17 @@ impl Diagnostic {
     pub(crate) fn related(mut self, other: Diagnostic) -> Self {
         self.related.push(other);
         self
+    }
+
+    /// Marks this as a note: shown by `check`, but the campaign still loads.
+    pub(crate) fn note(mut self) -> Self {
+        self.note = true;
+        self
+    }
+
+    /// True for a note, false for an error.
+    pub fn is_note(&self) -> bool {
+        self.note
     }
 
     /// The message, e.g. "unknown node `algoritm` in `submission`".
@@ -225,6 +240,14 @@ impl miette::Diagnostic for Diagnostic {
         }
     }
 
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(if self.note {
+            miette::Severity::Advice
+        } else {
+            miette::Severity::Error
+        })
+    }
+
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         self.help
             .as_ref()
@@ -252,6 +275,12 @@ pub struct Diagnostics {
 const RENDER_WIDTH: usize = 100;
 
 impl Diagnostics {
+    /// Adds more diagnostics (kept in file order).
+    pub fn extend(&mut self, more: Diagnostics) {
+        self.items.extend(more.items);
+        self.items.sort_by_key(|d| d.sort_key());
+    }
+
     pub(crate) fn new(mut items: Vec<Diagnostic>) -> Self {
         items.sort_by_key(|d| d.sort_key());
         Diagnostics { items }
@@ -296,11 +325,15 @@ impl Diagnostics {
             out.push_str(&one);
             out.push('\n');
         }
-        let n = self.items.len();
-        out.push_str(&format!(
-            "{n} problem{} found\n",
-            if n == 1 { "" } else { "s" }
-        ));
+        let notes = self.items.iter().filter(|d| d.note).count();
+        let n = self.items.len() - notes;
+        let plural = |k: usize| if k == 1 { "" } else { "s" };
+        if n > 0 || notes == 0 {
+            out.push_str(&format!("{n} problem{} found\n", plural(n)));
+        }
+        if notes > 0 {
+            out.push_str(&format!("{notes} note{}\n", plural(notes)));
+        }
         out
     }
 }

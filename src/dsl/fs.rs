@@ -22,6 +22,10 @@ pub trait SourceFs {
     fn absolute(&self, path: &Path) -> PathBuf;
     /// How a path is shown in messages (relative to the working directory when possible).
     fn display(&self, path: &Path) -> String;
+    /// The path with symbolic links resolved (as far as it exists), for containment checks.
+    fn canonical(&self, path: &Path) -> PathBuf {
+        path.to_path_buf()
+    }
 }
 
 /// Lexically normalised path: removes `.` and resolves `..` against the previous component.
@@ -97,6 +101,24 @@ impl SourceFs for RealFs {
 
     fn absolute(&self, path: &Path) -> PathBuf {
         normalize(&self.cwd.join(path))
+    }
+
+    fn canonical(&self, path: &Path) -> PathBuf {
+        // The longest existing ancestor resolved, the rest appended as written.
+        let mut rest = Vec::new();
+        let mut cur = path;
+        loop {
+            if let Ok(c) = std::fs::canonicalize(cur) {
+                return rest.iter().rev().fold(c, |acc: PathBuf, r| acc.join(r));
+            }
+            match (cur.parent(), cur.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_os_string());
+                    cur = parent;
+                }
+                _ => return path.to_path_buf(),
+            }
+        }
     }
 
     fn display(&self, path: &Path) -> String {

@@ -12,7 +12,7 @@ use super::fs::SourceFs;
 use super::manifest::lower_manifest;
 use super::pipeline::lower_pipeline;
 use super::reader::Cx;
-use crate::model::{Campaign, Primitives};
+use crate::model::{Campaign, KatMode, Primitives, StepKind};
 
 /// State shared while loading one campaign.
 pub(crate) struct Loader<'a> {
@@ -21,6 +21,14 @@ pub(crate) struct Loader<'a> {
     pub diags: Vec<Diagnostic>,
     /// Included primitives files, parsed once each (`None`: broken, already reported).
     pub primitives: BTreeMap<PathBuf, Option<Primitives>>,
+    /// The pipeline's `submissions-root`: files manifests name may be anywhere under it
+    /// (without it, only under the manifest's own folder).
+    pub submissions_root: Option<PathBuf>,
+    /// KAT modes the pipeline runs (a manifest's instances without a line for one of them
+    /// get a note).
+    pub kat_modes: Vec<KatMode>,
+    /// Notes: worth knowing, but the campaign loads.
+    pub notes: Vec<Diagnostic>,
 }
 
 impl<'a> Loader<'a> {
@@ -30,6 +38,9 @@ impl<'a> Loader<'a> {
             next_id: 0,
             diags: Vec::new(),
             primitives: BTreeMap::new(),
+            submissions_root: None,
+            kat_modes: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -46,8 +57,17 @@ impl<'a> Loader<'a> {
         ))
     }
 
-    /// Parses a KDL v2 document; syntax errors become diagnostics in `file`.
+    /// Parses a KDL v2 document; syntax errors become diagnostics in `file`. Nesting
+    /// deeper than [`MAX_DEPTH`] is refused before the (recursive) parser sees it.
     pub fn parse(&mut self, file: &SourceFile) -> Option<KdlDocument> {
+        if let Some(at) = too_deep(file.text(), MAX_DEPTH) {
+            self.diags.push(
+                Diagnostic::new(file, format!("blocks nested more than {MAX_DEPTH} deep"))
+                    .label(SourceSpan::new(at.into(), 1), "too deep")
+                    .help("campaign files need only a few levels of `{ ... }`"),
+            );
+            return None;
+        }
         match KdlDocument::parse_v2(file.text()) {
             Ok(doc) => Some(doc),
             Err(err) => {
@@ -111,6 +131,88 @@ impl<'a> Loader<'a> {
     }
 }
 
+/// Deepest `{ ... }` (or `/* ... */`) nesting accepted; campaign files use three levels.
+const MAX_DEPTH: usize = 64;
+
+/// Offset of the first `{` or `/*` that opens a level deeper than `max`, skipping strings
+/// (plain, multi-line and raw) and comments the way KDL v2 reads them. A linear scan: the
+/// parser recurses per level, and deep input must not overflow its stack.
+fn too_deep(text: &str, max: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // A plain string (a `"""` block reads as three plain strings here, which
+                // ends at the same place).
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'#' if b.get(i + 1).is_some_and(|&c| c == b'"' || c == b'#') => {
+                // A raw string `#"..."#`, `##"..."##`: ends at a quote and as many `#`.
+                let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + hashes) != Some(&b'"') {
+                    i += hashes;
+                    continue;
+                }
+                i += hashes + 1;
+                while i < b.len() {
+                    if b[i] == b'"'
+                        && b[i + 1..].iter().take_while(|&&c| c == b'#').count() >= hashes
+                    {
+                        i += 1 + hashes;
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                // Block comments nest.
+                let mut level = 0usize;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        level += 1;
+                        if depth + level > max {
+                            return Some(i);
+                        }
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        level -= 1;
+                        i += 2;
+                        if level == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(i);
+                }
+                i += 1;
+            }
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// "`what` `shown` does not exist (resolved to ...)", or the I/O error when it exists.
 pub(crate) fn missing_file(
     fs: &dyn SourceFs,
@@ -144,7 +246,22 @@ fn lower_sentence(s: &str) -> String {
 
 /// Loads a pipeline and every manifest it pulls in; all problems or a campaign.
 pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagnostics> {
+    load_with_notes(fs, pipeline).0
+}
+
+/// Like [`load`], also returning the notes (e.g. instances without an expected KAT hash).
+pub(crate) fn load_with_notes(
+    fs: &dyn SourceFs,
+    pipeline: &Path,
+) -> (Result<Campaign, Diagnostics>, Diagnostics) {
     let mut loader = Loader::new(fs);
+    let result = load_into(&mut loader, pipeline);
+    let notes = Diagnostics::new(std::mem::take(&mut loader.notes));
+    (result, notes)
+}
+
+fn load_into(loader: &mut Loader<'_>, pipeline: &Path) -> Result<Campaign, Diagnostics> {
+    let fs = loader.fs;
     let path = fs.absolute(pipeline);
     let file = match loader.read(&path) {
         Ok(f) => f,
@@ -156,7 +273,7 @@ pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagn
         }
     };
     let Some(doc) = loader.parse(&file) else {
-        return Err(Diagnostics::new(loader.diags));
+        return Err(Diagnostics::new(std::mem::take(&mut loader.diags)));
     };
     let mut diags = Vec::new();
     let draft = {
@@ -164,6 +281,13 @@ pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagn
         lower_pipeline(&mut cx, &doc, &path, fs)
     };
     loader.diags.append(&mut diags);
+    loader.submissions_root = draft.submissions_root.clone();
+    loader.kat_modes = draft
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Kat)
+        .map(|s| s.params.kat_modes.clone())
+        .unwrap_or_default();
 
     let mut manifests = draft.manifests.clone();
     manifests.sort();
@@ -174,7 +298,7 @@ pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagn
         else {
             continue;
         };
-        if let Some(s) = lower_manifest(&mut loader, &mfile, &mdoc) {
+        if let Some(s) = lower_manifest(loader, &mfile, &mdoc) {
             submissions.push((s, mfile));
         }
     }
@@ -200,7 +324,7 @@ pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagn
     }
 
     if !loader.diags.is_empty() {
-        return Err(Diagnostics::new(loader.diags));
+        return Err(Diagnostics::new(std::mem::take(&mut loader.diags)));
     }
     match (draft.system, draft.outputs) {
         (Some(system), Some(outputs)) => Ok(Campaign {
@@ -217,5 +341,22 @@ pub(crate) fn load(fs: &dyn SourceFs, pipeline: &Path) -> Result<Campaign, Diagn
             "the pipeline is incomplete",
         )
         .label(SourceSpan::new(0.into(), 0), "here")])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_depth_skips_strings_and_comments() {
+        assert_eq!(too_deep("a { b { c } }", 2), None);
+        assert_eq!(too_deep("a { b { c { } } }", 2), Some(10));
+        assert_eq!(too_deep("a \"{{{{\" { b #\"{{{\"# }", 1), None);
+        assert_eq!(too_deep("a { // {{{{\n}", 1), None);
+        assert_eq!(too_deep("/* /* /* */ */ */", 2), Some(6));
+        assert_eq!(too_deep("a \"\\\"{{\" {}", 1), None);
+        let deep = "a {".repeat(100_000);
+        assert_eq!(too_deep(&deep, MAX_DEPTH), Some(3 * MAX_DEPTH + 2));
     }
 }

@@ -10,6 +10,10 @@
 
 #![deny(missing_docs)]
 
+mod category;
+mod cflags;
+mod cpu_flags;
+mod deep;
 mod diag;
 mod duration;
 mod fs;
@@ -21,6 +25,7 @@ mod template;
 
 use std::path::Path;
 
+pub use deep::{deep_check, DeepReport};
 pub use diag::{Diagnostic, Diagnostics, Location};
 pub use duration::{format_duration, parse_duration};
 pub use fs::{normalize, MemFs, RealFs, SourceFs};
@@ -37,4 +42,18 @@ pub fn load_campaign(pipeline: &Path) -> Result<Campaign, Diagnostics> {
 /// Like [`load_campaign`], reading through `fs` (e.g. a [`MemFs`] for tests and benchmarks).
 pub fn load_campaign_with(pipeline: &Path, fs: &dyn SourceFs) -> Result<Campaign, Diagnostics> {
     load::load(fs, pipeline)
+}
+
+/// Like [`check_campaign_with`], from disk.
+pub fn check_campaign(pipeline: &Path) -> (Result<Campaign, Diagnostics>, Diagnostics) {
+    load::load_with_notes(&RealFs::new(), pipeline)
+}
+
+/// Like [`load_campaign_with`], also returning the notes `check` shows (instances with no
+/// expected KAT hash, ...): things worth knowing that do not stop a run.
+pub fn check_campaign_with(
+    pipeline: &Path,
+    fs: &dyn SourceFs,
+) -> (Result<Campaign, Diagnostics>, Diagnostics) {
+    load::load_with_notes(fs, pipeline)
 }

@@ -11,6 +11,7 @@ use kdl::{KdlDocument, KdlEntry, KdlNode};
 use miette::SourceSpan;
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use super::cflags::flag_problem;
 use super::diag::{backticked, closest, did_you_mean};
 use super::duration::parse_duration;
 use super::fs::{normalize, SourceFs};
@@ -18,10 +19,11 @@ use super::reader::{args, name, name_span, Cx};
 use crate::model::{FlagProfile, Isolation, KatMode, Op, StepKind, StepParams, StepSpec, System};
 
 /// Top-level nodes of a pipeline.
-const TOP_NODES: [&str; 6] = [
+const TOP_NODES: [&str; 7] = [
     "system",
     "flags",
     "submissions",
+    "submissions-root",
     "outputs",
     "defaults",
     "step",
@@ -42,6 +44,10 @@ pub(crate) struct PipelineDraft {
     pub steps: Vec<StepSpec>,
     /// Manifests matched by the `submissions` globs, with the glob's span, deduplicated.
     pub manifests: Vec<(PathBuf, SourceSpan)>,
+    /// `submissions-root "../submissions"`, absolute: manifests may name files anywhere
+    /// under it (kat manifest, size catalog, primitives include); by default only files
+    /// under their own folder.
+    pub submissions_root: Option<PathBuf>,
 }
 
 /// The host architecture as reports name it.
@@ -93,6 +99,7 @@ pub(crate) fn lower_pipeline(
         outputs: None,
         steps: Vec::new(),
         manifests: Vec::new(),
+        submissions_root: None,
     };
     let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
     let mut flag_nodes: BTreeMap<String, &KdlNode> = BTreeMap::new();
@@ -107,7 +114,7 @@ pub(crate) fn lower_pipeline(
             typos.extend(cx.unknown_node(n, "the pipeline", &TOP_NODES));
             continue;
         }
-        if matches!(nm, "system" | "outputs" | "defaults") {
+        if matches!(nm, "system" | "outputs" | "defaults" | "submissions-root") {
             if let Some(first) = seen.get(nm) {
                 cx.duplicate_node(first, n, "the pipeline");
                 continue;
@@ -143,6 +150,26 @@ pub(crate) fn lower_pipeline(
                 cx.no_children(n, "outputs");
                 if let Some((o, _)) = cx.one_string_arg(n, "outputs") {
                     draft.outputs = Some(normalize(&dir.join(o)));
+                }
+            }
+            "submissions-root" => {
+                cx.props(n, "`submissions-root`", &[]);
+                cx.no_children(n, "submissions-root");
+                if let Some((r, e)) = cx.one_string_arg(n, "submissions-root") {
+                    let abs = normalize(&dir.join(r));
+                    if fs.is_dir(&abs) {
+                        draft.submissions_root = Some(abs);
+                    } else {
+                        let s = cx.value_span(e);
+                        let d = cx
+                            .diag(format!(
+                                "`submissions-root` is not a folder (resolved to {})",
+                                fs.display(&abs)
+                            ))
+                            .label(s, "no such folder")
+                            .help("the path is relative to the pipeline's folder");
+                        cx.push(d);
+                    }
                 }
             }
             "defaults" => {
@@ -279,10 +306,24 @@ fn lower_flags(cx: &mut Cx<'_>, n: &KdlNode) -> Option<FlagProfile> {
         return None;
     }
     let name = cx.expect_string(all[0], "flags");
-    let flags = cx.expect_string(all[1], "flags");
+    let flags = cx.expect_string(all[1], "flags")?;
+    // A refused option is reported; the profile is still declared (no second error at
+    // the steps that use it).
+    let mut prev: Option<&str> = None;
+    for (w, r) in words(&flags) {
+        if let Some(p) = flag_problem(w, prev) {
+            let s = cx.sub_span(all[1], &r);
+            let d = cx
+                .diag(format!("compiler option refused: {p}"))
+                .label(s, "refused")
+                .help("flag profiles may change code generation, warnings, definitions and include folders, not run programs, load plugins or write elsewhere");
+            cx.push(d);
+        }
+        prev = Some(w);
+    }
     Some(FlagProfile {
         name: name?,
-        flags: flags?.split_whitespace().map(str::to_string).collect(),
+        flags: flags.split_whitespace().map(str::to_string).collect(),
     })
 }
 
@@ -346,10 +387,29 @@ fn escape_glob(s: &str) -> String {
     out
 }
 
-/// A duration-valued entry; reports a bad value at the value.
+/// The longest `trial`: a trial is repeated `trials` times per operation.
+const MAX_TRIAL: Duration = Duration::from_secs(3600);
+/// The longest `timeout` (a week): anything longer is a typo, not a plan.
+const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A duration-valued entry; reports a bad or absurd value at the value.
 pub(crate) fn duration_value(cx: &mut Cx<'_>, e: &KdlEntry, what: &str) -> Option<Duration> {
     let s = cx.expect_string(e, what)?;
+    let (max, max_text) = if what == "trial" {
+        (MAX_TRIAL, "1h")
+    } else {
+        (MAX_TIMEOUT, "168h (a week)")
+    };
     match parse_duration(&s) {
+        Ok(d) if d > max => {
+            let span = cx.value_span(e);
+            let d = cx
+                .diag(format!("`{what}` of `{s}` is longer than {max_text}"))
+                .label(span, "too long")
+                .help(format!("`{what}` is at most {max_text}; durations are written `250ms`, `1s`, `10m`, `1h`"));
+            cx.push(d);
+            None
+        }
         Ok(d) => Some(d),
         Err(msg) => {
             let span = cx.value_span(e);
@@ -359,20 +419,42 @@ pub(crate) fn duration_value(cx: &mut Cx<'_>, e: &KdlEntry, what: &str) -> Optio
     }
 }
 
+/// A size such as `4G`, `512M`, `65536K` (binary multiples) or bytes; at least 64 MiB.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        Some((i, 'T' | 't')) => (&t[..i], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (write e.g. `4G`, `512M`)"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("`{text}` is too large"))?;
+    if bytes < 64 << 20 {
+        return Err(format!("`{text}` is below 64M, too little to load a KEM"));
+    }
+    Ok(bytes)
+}
+
 fn allowed_props(kind: StepKind) -> Vec<&'static str> {
     let mut v = COMMON_PROPS.to_vec();
     v.extend_from_slice(match kind {
-        StepKind::Build => &["flags"],
-        StepKind::Kat => &["modes"],
-        StepKind::Time => &["ops", "trials", "trial", "min-iters", "samples"],
-        StepKind::Profile => &["ops", "iters"],
+        StepKind::Build => &["flags", "memory"],
+        StepKind::Kat => &["modes", "memory"],
+        StepKind::Time => &["ops", "trials", "trial", "min-iters", "samples", "memory"],
+        StepKind::Profile => &["ops", "iters", "memory"],
         _ => &[],
     });
     v
 }
 
 /// All parameter names that exist on some step kind (to tell "does not apply" from "unknown").
-const ALL_STEP_PROPS: [&str; 11] = [
+const ALL_STEP_PROPS: [&str; 12] = [
     "needs",
     "exclusive",
     "timeout",
@@ -384,6 +466,7 @@ const ALL_STEP_PROPS: [&str; 11] = [
     "min-iters",
     "samples",
     "iters",
+    "memory",
 ];
 
 fn lower_step<'n>(
@@ -528,6 +611,17 @@ fn lower_step<'n>(
         .and_then(|e| cx.expect_int_as::<u64>(e, "iters", 1))
     {
         params.iters = v;
+    }
+    if let Some(e) = props.get("memory") {
+        if let Some(text) = cx.expect_string(e, "memory") {
+            match parse_bytes(&text) {
+                Ok(b) => params.memory = Some(b),
+                Err(msg) => {
+                    let span = cx.value_span(e);
+                    cx.error(span, "bad size", format!("bad `memory`: {msg}"));
+                }
+            }
+        }
     }
     // A broken step still takes part in duplicate/needs checks; the campaign fails anyway.
     Some(StepDraft {
@@ -722,6 +816,18 @@ fn cycle_path(steps: &[StepDraft<'_>], start: usize, members: &[usize]) -> Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_for_memory() {
+        assert_eq!(parse_bytes("4G"), Ok(4 << 30));
+        assert_eq!(parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1t"), Ok(1 << 40));
+        assert!(parse_bytes("1M").unwrap_err().contains("below 64M"));
+        assert!(parse_bytes("4GB").unwrap_err().contains("not a size"));
+        assert!(parse_bytes("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
+    }
 
     #[test]
     fn glob_escaping() {

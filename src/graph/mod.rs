@@ -284,6 +284,8 @@ pub(crate) mod tests {
                 requires_cpu: vec![],
                 exclude: vec![],
                 vars: BTreeMap::new(),
+                origin: Default::default(),
+                nist_category: None,
             })
             .collect();
         Campaign {

@@ -167,6 +167,7 @@ pub fn capture_at(
         build_tool,
         loadavg,
         warnings: Vec::new(),
+        sandbox: None,
     };
     let extra = Extra {
         turbo_source,

@@ -19,6 +19,9 @@
 //!   (B. Iglewicz and D. Hoaglin, "How to Detect and Handle Outliers", ASQC 1993). When the
 //!   MAD is 0 no point is called an outlier (the score is undefined).
 //! - **Unstable**: CV above 2% ([`UNSTABLE_CV`]).
+//! - **Counter rate**: total ticks over total monotonic ns of all trials, in GHz.
+//! - **Off-target trials** ([`off_target`]): trials that lasted less than half or more
+//!   than twice the target trial length.
 //!
 //! ## Is a difference beyond noise? ([`compare_samples`])
 //! Two measurements of the same operation (e.g. two systems, or two runs) each give a few
@@ -213,7 +216,23 @@ pub fn summarize(out: &TimeOutput) -> TimeSummary {
         ci_high_cycles: None,
         rounds: None,
         interfered_rounds: None,
+        off_target_trials: off_target(out),
+        counter_ghz: (total_ns > 0.0).then(|| total_cycles / total_ns),
     }
+}
+
+/// Indices of trials shorter than half or longer than twice the target trial length.
+pub fn off_target(out: &TimeOutput) -> Vec<usize> {
+    let target = out.calibration.target_trial_ns as f64;
+    out.trials
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            let ns = t.ns as f64;
+            target > 0.0 && (ns < target / 2.0 || ns > target * 2.0)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Parameters of the noise-aware comparison (see the module doc).
@@ -614,6 +633,7 @@ mod tests {
                 target_trial_ns: 1_000_000,
                 batch_iters: 10,
                 batch_ns: 1,
+                batches_ns: Vec::new(),
                 iters: 10,
                 min_iters: 20,
             },
@@ -672,12 +692,30 @@ mod tests {
         assert!(close(s.cv, 2.5f64.sqrt() / 100.0));
         assert!(!s.unstable);
         assert!(s.trial_outliers.is_empty());
+        // 5000 ticks in 2500 ns: 2 GHz
+        assert!(close(s.counter_ghz.unwrap(), 2.0));
         // samples sorted: 90 95 100 100 105 110 1000 -> median 100, q1 h=1.5 -> 97.5, q3 h=4.5 -> 107.5
         assert_eq!(s.sample_median, Some(100.0));
         assert_eq!(s.sample_q1, Some(97.5));
         assert_eq!(s.sample_q3, Some(107.5));
         // |dev| 10 5 0 0 5 10 900 -> MAD 5; M(1000) = 0.6745*900/5 = 121 -> one outlier
         assert_eq!(s.sample_outliers, 1);
+    }
+
+    #[test]
+    fn off_target_trials_are_under_half_or_over_twice_the_target() {
+        // target 1 ms: 0.3 ms and 2.5 ms are off target, 0.5 ms and 2 ms are not
+        let out = output(
+            &[
+                (10, 1, 300_000),
+                (10, 1, 500_000),
+                (10, 1, 1_000_000),
+                (10, 1, 2_000_000),
+                (10, 1, 2_500_000),
+            ],
+            &[],
+        );
+        assert_eq!(summarize(&out).off_target_trials, vec![0, 4]);
     }
 
     #[test]

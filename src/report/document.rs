@@ -2,28 +2,42 @@
 //!
 //! [`submission_doc`] follows the seed reports (`shared/seeds/`): title, intro, sections
 //! 1-6, symmetric primitives, 7 raw evidence index. [`index_doc`] is the campaign index.
+//! The index is in [`index`], the symmetric-primitives section in [`primitives`], the
+//! raw evidence index in [`evidence`].
 //! Links are relative to the folder the rendered file sits in (`reports/` or `site/`, both
 //! one level below the system folder); links to other reports end in `.md` and the HTML
 //! renderer rewrites them to `.html`.
 
+mod categories;
+mod evidence;
+mod index;
+mod primitives;
+
+pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
+
 use std::collections::BTreeMap;
 
-use crate::model::{Op, StepKind};
+use crate::model::StepKind;
 use crate::record::{KatStatus, Status, StepRecord};
 
 use super::doc::{code, link, Doc, Table};
 use super::format::{self as fmt, DASH};
-use super::results::{self, Results};
-use super::view::{self, CampaignView, InstanceView, SubmissionView};
+use super::results;
+use super::view::{self, CampaignView, SubmissionView};
 
 const UNKNOWN: &str = "unknown";
 
-fn or_unknown(v: Option<&str>) -> String {
+pub(super) fn or_unknown(v: Option<&str>) -> String {
     v.map(str::to_string).unwrap_or_else(|| UNKNOWN.to_string())
 }
 
 /// One line saying why a section is empty, or `None` when some record exists.
-fn did_not_run(view: &CampaignView, kind: StepKind, any: bool, what: &str) -> Option<String> {
+pub(super) fn did_not_run(
+    view: &CampaignView,
+    kind: StepKind,
+    any: bool,
+    what: &str,
+) -> Option<String> {
     if any {
         None
     } else if !view.declared.contains(&kind) {
@@ -41,7 +55,7 @@ fn did_not_run(view: &CampaignView, kind: StepKind, any: bool, what: &str) -> Op
 
 /// Footnote numbering deduplicated by text.
 #[derive(Default)]
-struct Footnotes {
+pub(super) struct Footnotes {
     texts: Vec<String>,
 }
 
@@ -64,7 +78,7 @@ impl Footnotes {
     }
 }
 
-fn sentence(s: &str) -> String {
+pub(super) fn sentence(s: &str) -> String {
     let s = s.trim();
     if s.ends_with('.') || s.ends_with('!') || s.ends_with('?') {
         s.to_string()
@@ -73,7 +87,7 @@ fn sentence(s: &str) -> String {
     }
 }
 
-fn status_text(r: &StepRecord) -> String {
+pub(super) fn status_text(r: &StepRecord) -> String {
     match &r.reason {
         Some(reason) => format!("{}: {}", r.status.name(), reason),
         None => r.status.name().to_string(),
@@ -81,7 +95,7 @@ fn status_text(r: &StepRecord) -> String {
 }
 
 /// Breadcrumb with the system switch ("system: x86_1 · arm_1").
-fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
+pub(super) fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
     let names = view.system_names();
     let switch: Vec<String> = names
         .iter()
@@ -137,8 +151,8 @@ pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
     performance(&mut doc, view, sub);
     resources(&mut doc, view, sub);
     sizes(&mut doc, view, sub);
-    primitives(&mut doc, view, sub);
-    evidence(&mut doc, view, sub);
+    primitives::primitives(&mut doc, view, sub);
+    evidence::evidence(&mut doc, view, sub);
     doc
 }
 
@@ -153,14 +167,7 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         (None, None) => {}
     }
     items.push(format!("Algorithm: {}", meta.algorithm));
-    let versions = if !meta.versions.is_empty() {
-        meta.versions.join(", ")
-    } else if !sub.impls.is_empty() {
-        sub.impls.join(", ")
-    } else {
-        UNKNOWN.to_string()
-    };
-    items.push(format!("Implementation versions measured: {versions}"));
+    items.push(versions_measured(sub));
     items.push(format!(
         "Parameter sets: {}",
         sub.instances
@@ -184,6 +191,76 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         items.push(format!("Links: {}", links.join(", ")));
     }
     doc.list(items);
+}
+
+/// "Implementation versions measured: clean; not measured: avx2 (unsupported on this
+/// machine)". A version is measured when one of its instances (matrix variable `impl`) has
+/// a successful timing record; without an `impl` variable every declared version is listed.
+fn versions_measured(sub: &SubmissionView) -> String {
+    let declared = if !sub.meta.versions.is_empty() {
+        &sub.meta.versions
+    } else {
+        &sub.impls
+    };
+    if declared.is_empty() {
+        return format!("Implementation versions measured: {UNKNOWN}");
+    }
+    let of = |v: &String| {
+        sub.instances
+            .iter()
+            .filter(|i| i.vars.get("impl") == Some(v))
+            .collect::<Vec<_>>()
+    };
+    if sub.impls.is_empty() || declared.iter().all(|v| of(v).is_empty()) {
+        return format!("Implementation versions measured: {}", declared.join(", "));
+    }
+    let mut measured = Vec::new();
+    let mut not = Vec::new();
+    for v in declared {
+        let insts = of(v);
+        let timed = insts
+            .iter()
+            .any(|i| i.time.iter().any(|(op, _)| i.time_ok(*op).is_some()));
+        if timed {
+            measured.push(v.clone());
+            continue;
+        }
+        let unsupported = !insts.is_empty()
+            && insts.iter().all(|i| {
+                i.records()
+                    .into_iter()
+                    .any(|r| r.status == Status::Unsupported)
+            });
+        not.push(if unsupported {
+            format!("{v} (unsupported on this machine)")
+        } else if insts.is_empty() {
+            format!("{v} (no instance)")
+        } else {
+            format!("{v} (no successful timing)")
+        });
+    }
+    let mut line = format!(
+        "Implementation versions measured: {}",
+        if measured.is_empty() {
+            "none".to_string()
+        } else {
+            measured.join(", ")
+        }
+    );
+    if !not.is_empty() {
+        line.push_str(&format!("; not measured: {}", not.join(", ")));
+    }
+    line
+}
+
+/// SMT control values of `/sys/devices/system/cpu/smt/control` in words.
+fn smt_words(v: Option<&str>) -> String {
+    match v {
+        Some("notsupported") => "not supported".to_string(),
+        Some("notimplemented") => "not implemented".to_string(),
+        Some("forceoff") => "forced off".to_string(),
+        other => or_unknown(other),
+    }
 }
 
 fn environment(doc: &mut Doc, view: &CampaignView) {
@@ -211,7 +288,7 @@ fn environment(doc: &mut Doc, view: &CampaignView) {
             "{clock}, governor {}, turbo {}, SMT {}",
             or_unknown(env.governor.as_deref()),
             or_unknown(env.turbo.as_deref()),
-            or_unknown(env.smt.as_deref())
+            smt_words(env.smt.as_deref())
         ),
     ]);
     t.row(vec![
@@ -249,6 +326,22 @@ fn environment(doc: &mut Doc, view: &CampaignView) {
             or_unknown(env.build_tool.as_deref())
         ),
     ]);
+    t.row(vec!["cycle counter".into(), cycle_counter(view)]);
+    if let Some(sb) = &env.sandbox {
+        t.row(vec![
+            "sandbox for submission code".into(),
+            if sb.missing.is_empty() {
+                format!("{}: {}", sb.tool, sb.protections.join("; "))
+            } else {
+                format!(
+                    "{}: {}; not in force: {}",
+                    sb.tool,
+                    sb.protections.join("; "),
+                    sb.missing.join("; ")
+                )
+            },
+        ]);
+    }
     t.row(vec![
         "load average (1 min)".into(),
         env.loadavg
@@ -281,6 +374,60 @@ fn environment(doc: &mut Doc, view: &CampaignView) {
                 .collect(),
         );
     }
+}
+
+/// What a cycle is in this campaign: the counter of the timing records, its measured rate
+/// (median over the records of ticks / monotonic ns of the trials), and whether perf core
+/// cycles were available.
+fn cycle_counter(view: &CampaignView) -> String {
+    let mut counters: Vec<String> = Vec::new();
+    let mut rates: Vec<f64> = Vec::new();
+    let mut core = false;
+    for inst in view.submissions.iter().flat_map(|s| &s.instances) {
+        for (op, _) in &inst.time {
+            let Some(td) = inst.time_ok(*op) else {
+                continue;
+            };
+            if !counters.contains(&td.output.counter) {
+                counters.push(td.output.counter.clone());
+            }
+            rates.extend(td.summary.counter_ghz);
+            core |= matches!(
+                td.output.core_cycles,
+                kem_native::output::CoreCycles::Available
+            );
+        }
+    }
+    if counters.is_empty() {
+        return "no timing record".to_string();
+    }
+    let name = |c: &str| match c {
+        "rdtsc" => "TSC (`rdtsc`)".to_string(),
+        "cntvct_el0" => "generic timer (`cntvct_el0`)".to_string(),
+        other => code(other),
+    };
+    let rate = match crate::measure::stats::median(&rates) {
+        Some(g) => format!(
+            "measured rate {g:.2} GHz (ticks / monotonic ns over the timed trials, median of {} records)",
+            rates.len()
+        ),
+        None => "rate not measured".to_string(),
+    };
+    let what = if core {
+        "perf core cycles were recorded beside them in every trial"
+    } else if counters.iter().any(|c| c == "rdtsc") {
+        "TSC ticks are reference cycles at this constant rate, not core cycles (perf core cycles were not available)"
+    } else {
+        "counter ticks, not core cycles (perf core cycles were not available)"
+    };
+    format!(
+        "{}; {rate}; {what}",
+        counters
+            .iter()
+            .map(|c| name(c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn kat_mode_names(sub: &SubmissionView) -> Vec<String> {
@@ -325,13 +472,6 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
         head,
         rows: Vec::new(),
     };
-    let notes: String = sub
-        .meta
-        .notes
-        .iter()
-        .map(|n| format!(" {}", sentence(n)))
-        .collect();
-    let mut notes_used = false;
     let mut foot = Footnotes::default();
     for inst in &sub.instances {
         let flags = match inst.build.as_ref() {
@@ -383,10 +523,6 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
                                     diff.offset
                                 ));
                             }
-                            if m.status != KatStatus::Fail && !notes.is_empty() {
-                                text.push_str(&notes);
-                                notes_used = true;
-                            }
                             let status = results::kat_status_name(m.status);
                             format!("{status} {}", foot.mark(text))
                         }
@@ -399,10 +535,8 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
     }
     doc.table(t);
     foot.write(doc);
-    if !notes_used {
-        for n in &sub.meta.notes {
-            doc.p(format!("Note: {}", sentence(n)));
-        }
+    for n in &sub.meta.notes {
+        doc.p(format!("Note: {}", sentence(n)));
     }
     let failed_profile: Vec<String> = sub
         .instances
@@ -517,6 +651,18 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                         .join(", ")
                 ));
             }
+            if !s.off_target_trials.is_empty() {
+                let target = td.output.calibration.target_trial_ns as f64;
+                flags.push(format!(
+                    "trial length off target: {}",
+                    s.off_target_trials
+                        .iter()
+                        .filter_map(|&i| td.output.trials.get(i))
+                        .map(|t| format!("{:.2}×", t.ns as f64 / target))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
             if td.rounds.as_ref().is_some_and(|r| !r.reached) {
                 not_reached = true;
                 flags.push("CI wider than the precision".to_string());
@@ -578,7 +724,9 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             "Cycles are {} ticks per operation; mean = total ticks / total iterations; \
              CV and min/quartiles are over the per-operation cycles of the trials, \
              the single-call column over calls timed one by one; \
-             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5. \
+             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5; \
+             \"trial length off target\" gives trials that lasted less than half or more than twice \
+             the requested trial length (as a multiple of it). \
              Core cycles (perf_event_open): {}.",
             counters
                 .iter()
@@ -604,11 +752,71 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             ));
         }
     }
+    build_commands(doc, sub);
+    let slow = categories::slower_than_clean(&categories::speedups(sub));
+    if !slow.is_empty() {
+        doc.p("Optimized implementation slower than its clean one (mean cycles):");
+        doc.list(slow);
+    }
     let missing = not_timed(sub);
     if !missing.is_empty() {
         doc.p("Not timed:");
         doc.list(missing);
     }
+}
+
+/// The compile and link flags the timed objects were really built with, from the build
+/// records (the generated version script named by its file name, not its path).
+fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
+    let mut combos: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for inst in &sub.instances {
+        let Some(b) = inst.build.as_ref().and_then(view::build_data) else {
+            continue;
+        };
+        let compile = b.flags.iter().chain(&b.codegen_flags).cloned();
+        let link = b
+            .link_flags
+            .iter()
+            .map(|f| match f.strip_prefix("-Wl,--version-script=") {
+                Some(p) => format!(
+                    "-Wl,--version-script={}",
+                    std::path::Path::new(p)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                ),
+                None => f.clone(),
+            });
+        combos
+            .entry((
+                format!("{} {}", b.cc, compile.collect::<Vec<_>>().join(" ")),
+                link.collect::<Vec<_>>().join(" "),
+            ))
+            .or_default()
+            .push(inst.id.clone());
+    }
+    if combos.is_empty() {
+        return;
+    }
+    doc.p("Objects timed, with the flags of their build records:");
+    doc.list(
+        combos
+            .into_iter()
+            .map(|((compile, link), ids)| {
+                let link = if link.is_empty() {
+                    "flags not recorded".to_string()
+                } else {
+                    code(&link)
+                };
+                format!(
+                    "{}: compiled with {}, linked with {}",
+                    ids.iter().map(|i| code(i)).collect::<Vec<_>>().join(", "),
+                    code(&compile),
+                    link
+                )
+            })
+            .collect(),
+    );
 }
 
 fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
@@ -715,554 +923,4 @@ fn sizes(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             doc.list(audit);
         }
     }
-}
-
-const MAX_EVIDENCE: usize = 8;
-
-fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
-    doc.h(2, "Symmetric primitives");
-    // survey
-    let surveys: Vec<(&InstanceView, &crate::record::SurveyData)> = sub
-        .instances
-        .iter()
-        .filter_map(|i| {
-            i.survey
-                .as_ref()
-                .and_then(view::survey_data)
-                .map(|s| (i, s))
-        })
-        .collect();
-    let any_survey = sub.instances.iter().any(|i| i.survey.is_some());
-    if let Some(line) = did_not_run(view, StepKind::Survey, any_survey, "no survey verdict") {
-        doc.p(line);
-    } else if surveys.is_empty() {
-        doc.p("The survey produced no verdict:");
-        doc.list(
-            sub.instances
-                .iter()
-                .filter_map(|i| i.survey.as_ref().map(|r| (i, r)))
-                .map(|(i, r)| format!("{}: {}", code(&i.id), status_text(r)))
-                .collect(),
-        );
-    } else {
-        let first = surveys[0].1;
-        let uniform = surveys
-            .iter()
-            .all(|(_, s)| s.verdict == first.verdict && s.summary == first.summary)
-            && surveys.len() == sub.instances.len();
-        if uniform {
-            doc.p(format!(
-                "Survey verdict: {} — {}",
-                first.verdict.name(),
-                first.summary
-            ));
-        } else {
-            let mut t = Table::new(&["instance", "survey verdict", "summary"]);
-            for inst in &sub.instances {
-                match inst.survey.as_ref() {
-                    Some(r) => match view::survey_data(r) {
-                        Some(s) => t.row(vec![
-                            code(&inst.id),
-                            s.verdict.name().into(),
-                            s.summary.clone(),
-                        ]),
-                        None => t.row(vec![code(&inst.id), DASH.into(), status_text(r)]),
-                    },
-                    None => t.row(vec![code(&inst.id), DASH.into(), "did not run".into()]),
-                }
-            }
-            doc.table(t);
-        }
-        let mut items = Vec::new();
-        for (inst, s) in &surveys {
-            for o in &s.own_symbols {
-                items.push(format!(
-                    "{}: own {} symbol {} ({})",
-                    code(&inst.id),
-                    o.family,
-                    code(&o.name),
-                    if o.referenced {
-                        "referenced in the object"
-                    } else {
-                        "not referenced"
-                    }
-                ));
-            }
-            let reachable: Vec<_> = s.source_hits.iter().filter(|h| h.reachable).collect();
-            for h in reachable.iter().take(MAX_EVIDENCE) {
-                let mut line = format!(
-                    "{}: {} {}:{} {}",
-                    code(&inst.id),
-                    h.family,
-                    code(&h.file),
-                    h.line,
-                    code(h.text.trim())
-                );
-                if let Some(n) = &h.note {
-                    line.push_str(&format!(" — {n}"));
-                }
-                items.push(line);
-            }
-            if reachable.len() > MAX_EVIDENCE {
-                items.push(format!(
-                    "{}: … and {} more reachable source hits (see the survey record)",
-                    code(&inst.id),
-                    reachable.len() - MAX_EVIDENCE
-                ));
-            }
-            let unreachable = s.source_hits.len() - reachable.len();
-            if unreachable > 0 {
-                items.push(format!(
-                    "{}: {unreachable} source hit{} not reachable in the built object",
-                    code(&inst.id),
-                    if unreachable == 1 { "" } else { "s" }
-                ));
-            }
-            if !s.provided_used.is_empty() {
-                items.push(format!(
-                    "{}: provided primitives referenced: {}",
-                    code(&inst.id),
-                    s.provided_used.join(", ")
-                ));
-            }
-        }
-        if !items.is_empty() {
-            doc.p("Survey evidence:");
-            doc.list(items);
-        }
-    }
-    // profile
-    let any_profile = sub
-        .instances
-        .iter()
-        .any(|i| i.profile.iter().any(|(_, r)| r.is_some()));
-    if let Some(line) = did_not_run(view, StepKind::Profile, any_profile, "no hash/DRNG shares") {
-        doc.p(line);
-        return;
-    }
-    let families = if sub.primitive_families.is_empty() {
-        "hash/XOF".to_string()
-    } else {
-        format!("hash/XOF ({})", sub.primitive_families.join("/"))
-    };
-    doc.p(format!(
-        "Share of each operation spent in the provided {families} functions and in the DRNG{} \
-         (plain build linked with `--wrap` wrappers, measured in the same campaign):",
-        sub.drng_symbol
-            .as_deref()
-            .map(|d| format!(" ({})", code(d)))
-            .unwrap_or_default()
-    ));
-    let mut t = Table::new(&[
-        "instance",
-        "operation",
-        &families,
-        "by family",
-        "DRNG",
-        "calls per operation",
-    ]);
-    let mut missing: Vec<(String, String, Vec<&str>)> = Vec::new();
-    for inst in &sub.instances {
-        for (op, r) in &inst.profile {
-            match inst.profile_ok(*op) {
-                Some(p) => t.row(vec![
-                    code(&inst.id),
-                    op.name().into(),
-                    fmt::share(p.hash_share),
-                    by_family(&p.family_shares),
-                    fmt::share(p.drng_share),
-                    fmt::calls_list(&results::calls_named(p)),
-                ]),
-                None => {
-                    let why = r
-                        .as_ref()
-                        .map(status_text)
-                        .unwrap_or_else(|| "did not run (no record)".into());
-                    match missing
-                        .iter_mut()
-                        .find(|(i, w, _)| *i == inst.id && *w == why)
-                    {
-                        Some((_, _, ops)) => ops.push(op.name()),
-                        None => missing.push((inst.id.clone(), why, vec![op.name()])),
-                    }
-                }
-            }
-        }
-    }
-    let missing: Vec<String> = missing
-        .into_iter()
-        .map(|(i, why, ops)| format!("{} {}: {why}", code(&i), ops.join(", ")))
-        .collect();
-    if !t.rows.is_empty() {
-        doc.table(t);
-    }
-    if !missing.is_empty() {
-        doc.p("Not profiled:");
-        doc.list(missing);
-    }
-}
-
-fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
-    doc.h(2, "7. Raw evidence index");
-    doc.p(format!(
-        "Paths are relative to the system's output folder ({}); each JSON record holds its \
-         commands, environment, inputs hash and raw trials.",
-        code(&format!("outputs/{}/", view.system))
-    ));
-    let file = |p: &std::path::Path| {
-        let s = p.to_string_lossy().replace('\\', "/");
-        link(&code(&s), &format!("../{s}"))
-    };
-    let mut t = Table::new(&["instance", "item", "file"]);
-    if let Some(r) = &sub.source {
-        let p = crate::record::record_path(StepKind::Source, &sub.id, None, None);
-        t.row(vec![
-            DASH.into(),
-            format!("source record ({})", r.status.name()),
-            file(&p),
-        ]);
-    }
-    for inst in &sub.instances {
-        let id = code(&inst.id);
-        let rp = |kind: StepKind, op: Option<Op>| {
-            crate::record::record_path(kind, &sub.id, Some(&inst.id), op)
-        };
-        if let Some(r) = &inst.build {
-            t.row(vec![
-                id.clone(),
-                format!("build record ({})", r.status.name()),
-                file(&rp(StepKind::Build, None)),
-            ]);
-            for l in &r.logs {
-                t.row(vec![id.clone(), "build log".into(), file(l)]);
-            }
-        }
-        if let Some(r) = &inst.kat {
-            t.row(vec![
-                id.clone(),
-                format!("KAT record ({})", r.status.name()),
-                file(&rp(StepKind::Kat, None)),
-            ]);
-            let data = view::kat_data(r);
-            let logs: Vec<&std::path::PathBuf> = r.logs.iter().collect();
-            for l in &logs {
-                let item = match data {
-                    Some(d) if l.extension().is_some_and(|e| e == "log") => {
-                        format!("KAT log (sha256 {})", code(&fmt::short_hash(&d.log_sha256)))
-                    }
-                    _ => "KAT log".to_string(),
-                };
-                t.row(vec![id.clone(), item, file(l)]);
-            }
-            if let Some(d) = data {
-                for m in &d.modes {
-                    if let Some(rsp) = &m.rsp {
-                        let item = match &m.actual_sha256 {
-                            Some(h) => format!(
-                                "KAT {} response (sha256 {})",
-                                m.mode.name(),
-                                code(&fmt::short_hash(h))
-                            ),
-                            None => format!("KAT {} response", m.mode.name()),
-                        };
-                        t.row(vec![id.clone(), item, file(rsp)]);
-                    }
-                }
-            }
-        }
-        if inst.sizes.is_some() {
-            t.row(vec![
-                id.clone(),
-                "sizes".into(),
-                file(&rp(StepKind::Sizes, None)),
-            ]);
-        }
-        if inst.survey.is_some() {
-            t.row(vec![
-                id.clone(),
-                "survey".into(),
-                file(&rp(StepKind::Survey, None)),
-            ]);
-        }
-        let mut time: Vec<&Op> = inst
-            .time
-            .iter()
-            .filter(|(_, r)| r.is_some())
-            .map(|(o, _)| o)
-            .collect();
-        time.sort_by_key(|o| o.name());
-        for op in time {
-            t.row(vec![
-                id.clone(),
-                format!("timing {op}"),
-                file(&rp(StepKind::Time, Some(*op))),
-            ]);
-        }
-        let mut prof: Vec<&Op> = inst
-            .profile
-            .iter()
-            .filter(|(_, r)| r.is_some())
-            .map(|(o, _)| o)
-            .collect();
-        prof.sort_by_key(|o| o.name());
-        for op in prof {
-            t.row(vec![
-                id.clone(),
-                format!("hash profile {op}"),
-                file(&rp(StepKind::Profile, Some(*op))),
-            ]);
-        }
-    }
-    if t.rows.is_empty() {
-        doc.p("No records were found for this submission.");
-    } else {
-        doc.table(t);
-    }
-}
-
-/// Per-instance row cells of the campaign index for one system's results.
-fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
-    let mut t = Table::new(&[
-        "submission",
-        "instance",
-        "KAT",
-        "keygen cycles",
-        "enc cycles",
-        "dec cycles",
-        "pk bytes",
-        "ct bytes",
-        "hash share (keygen / enc / dec)",
-    ]);
-    for sub in &results.submissions {
-        for inst in &sub.instances {
-            let cyc = |op: Op| {
-                inst.op(op)
-                    .and_then(|o| o.mean_cycles)
-                    .map(|c| {
-                        let unstable = inst.op(op).and_then(|o| o.unstable).unwrap_or(false);
-                        format!(
-                            "{}{}",
-                            fmt::cycles(c),
-                            if unstable { " (unstable)" } else { "" }
-                        )
-                    })
-                    .unwrap_or_else(|| DASH.into())
-            };
-            let shares: Vec<String> = Op::ALL
-                .iter()
-                .map(|&op| {
-                    inst.op(op)
-                        .and_then(|o| o.hash_share)
-                        .map(fmt::share)
-                        .unwrap_or_else(|| DASH.into())
-                })
-                .collect();
-            t.row(vec![
-                link(&sub.id, &format!("{prefix}{}.{link_ext}", sub.id)),
-                code(&inst.id),
-                inst.kat.clone().unwrap_or_else(|| "did not run".into()),
-                cyc(Op::Keygen),
-                cyc(Op::Enc),
-                cyc(Op::Dec),
-                fmt::opt_int(inst.pk),
-                fmt::opt_int(inst.ct),
-                shares.join(" / "),
-            ]);
-        }
-    }
-    t
-}
-
-/// The campaign index (`reports/index.md`): one row per instance, links, failures.
-pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
-    let mut doc = Doc {
-        title: format!("{} — performance measurements", view.system),
-        blocks: Vec::new(),
-    };
-    doc.p(breadcrumb(view, None));
-    doc.h(
-        1,
-        format!(
-            "Performance measurements on {} (system {})",
-            view.arch, view.system
-        ),
-    );
-    if let Some(c) = &view.campaign {
-        doc.p(format!(
-            "Campaign start / end (UTC): {} / {}.",
-            fmt::utc(&c.started),
-            c.finished
-                .as_deref()
-                .map(fmt::utc)
-                .unwrap_or_else(|| UNKNOWN.into())
-        ));
-    }
-    doc.p(
-        "Mean cycles per operation; KAT is the worst status over the checked modes. \
-           Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
-    );
-    doc.table(index_table(results, "md", ""));
-    if !view.other_systems.is_empty() {
-        let mut all: Vec<&Results> = view.other_systems.iter().collect();
-        all.push(results);
-        all.sort_by(|a, b| a.system.cmp(&b.system));
-        doc.h(2, "Across systems");
-        doc.p(
-            "Mean cycles per operation on every system whose outputs sit beside this one \
-             (read from their `reports/results.json`); cycles of different counters \
-             (`rdtsc`, `cntvct_el0`) are not comparable across architectures.",
-        );
-        doc.table(systems_table(&all));
-    }
-    failures(&mut doc, view);
-    doc
-}
-
-/// One row per submission, instance and operation; one column per system.
-pub fn systems_table(all: &[&Results]) -> Table {
-    let mut head = vec![
-        "submission".to_string(),
-        "instance".into(),
-        "operation".into(),
-    ];
-    head.extend(all.iter().map(|r| r.system.clone()));
-    let mut t = Table {
-        head,
-        rows: Vec::new(),
-    };
-    // keys in first-seen order over the systems, sorted systems first
-    let mut keys: Vec<(String, String, Op)> = Vec::new();
-    for r in all {
-        for sub in &r.submissions {
-            for inst in &sub.instances {
-                for o in &inst.ops {
-                    let k = (sub.id.clone(), inst.id.clone(), o.op);
-                    if !keys.contains(&k) {
-                        keys.push(k);
-                    }
-                }
-            }
-        }
-    }
-    for (sub, inst, op) in keys {
-        let mut row = vec![sub.clone(), code(&inst), op.name().to_string()];
-        for r in all {
-            let cell = r
-                .submissions
-                .iter()
-                .find(|s| s.id == sub)
-                .and_then(|s| s.instances.iter().find(|i| i.id == inst))
-                .and_then(|i| i.op(op))
-                .and_then(|o| o.mean_cycles)
-                .map(fmt::cycles)
-                .unwrap_or_else(|| DASH.into());
-            row.push(cell);
-        }
-        t.row(row);
-    }
-    t
-}
-
-/// The failure list of the index: every failed or timed-out step with its reason.
-pub fn failures(doc: &mut Doc, view: &CampaignView) {
-    doc.h(2, "Failures");
-    let mut failed: BTreeMap<String, String> = BTreeMap::new();
-    let mut skipped = 0usize;
-    for sub in &view.submissions {
-        let mut recs: Vec<&StepRecord> = sub.source.iter().collect();
-        for inst in &sub.instances {
-            recs.extend(inst.records());
-        }
-        for r in recs {
-            if r.status == Status::Skipped {
-                skipped += 1;
-            }
-            match view::kat_data(r) {
-                // a KAT with results: one line per mode that did not pass
-                Some(d) => {
-                    for m in d.modes.iter().filter(|m| m.status != KatStatus::Pass) {
-                        failed.insert(
-                            format!("{} ({})", r.id, m.mode.name()),
-                            format!(
-                                "KAT {}{}",
-                                results::kat_status_name(m.status),
-                                m.reason
-                                    .as_deref()
-                                    .map(|r| format!(": {r}"))
-                                    .unwrap_or_default()
-                            ),
-                        );
-                    }
-                }
-                None if r.status.is_failure() => {
-                    failed.insert(r.id.clone(), status_text(r));
-                }
-                None => {}
-            }
-        }
-    }
-    // steps of campaign.json without a record here (e.g. a source that failed)
-    if let Some(c) = &view.campaign {
-        for s in c.steps.iter().filter(|s| s.status.is_failure()) {
-            if !failed
-                .keys()
-                .any(|k| k == &s.id || k.starts_with(&format!("{} (", s.id)))
-            {
-                failed.insert(
-                    s.id.clone(),
-                    format!(
-                        "{}{}",
-                        s.status.name(),
-                        s.reason
-                            .as_deref()
-                            .map(|r| format!(": {r}"))
-                            .unwrap_or_default()
-                    ),
-                );
-            }
-        }
-    }
-    if failed.is_empty() {
-        doc.p("No step failed and every KAT passed.");
-    } else {
-        doc.list(
-            failed
-                .into_iter()
-                .map(|(id, why)| format!("{}: {why}", code(&id)))
-                .collect(),
-        );
-    }
-    if skipped > 0 {
-        doc.p(format!(
-            "{skipped} step{} skipped because a step {} depended on did not succeed.",
-            if skipped == 1 { " was" } else { "s were" },
-            if skipped == 1 { "it" } else { "they" }
-        ));
-    }
-}
-
-/// The index table of another system (site side-by-side view).
-pub fn other_system_table(results: &Results) -> Table {
-    index_table(results, "md", &format!("../../{}/reports/", results.system))
-}
-
-/// The index table of this system, with links relative to `reports/`.
-pub fn this_system_table(results: &Results) -> Table {
-    index_table(results, "md", "")
-}
-
-/// Per-family shares without the DRNG, by name: "aes 69%, keccak 10%"; "–" when unknown.
-fn by_family(shares: &[(String, f64)]) -> String {
-    let mut v: Vec<&(String, f64)> = shares
-        .iter()
-        .filter(|(f, _)| f != crate::profile::DRNG_FAMILY)
-        .collect();
-    if v.is_empty() {
-        return "–".to_string();
-    }
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v.iter()
-        .map(|(f, x)| format!("{f} {}", fmt::share(*x)))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -118,20 +118,6 @@ pub fn calls(x: f64) -> String {
     }
 }
 
-/// Calls per operation as in the seeds: sorted by name (byte order), "drng 2, pseudoXOF 7.07".
-/// An empty list is shown as a dash.
-pub fn calls_list(calls_per_op: &[(String, f64)]) -> String {
-    let mut v: Vec<&(String, f64)> = calls_per_op.iter().collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    if v.is_empty() {
-        return DASH.to_string();
-    }
-    v.iter()
-        .map(|(name, n)| format!("{} {}", name, calls(*n)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// An optional integer, dash when unknown.
 pub fn opt_int(x: Option<u64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_else(|| DASH.to_string())
@@ -216,19 +202,6 @@ mod tests {
         assert_eq!(calls(7.07), "7.07");
         assert_eq!(calls(24.1), "24.1");
         assert_eq!(calls(8.5901), "8.59");
-        let list = vec![
-            ("sm3hash".to_string(), 1.0),
-            ("pseudoXOF".to_string(), 7.07),
-            ("drng".to_string(), 2.0),
-        ];
-        assert_eq!(calls_list(&list), "drng 2, pseudoXOF 7.07, sm3hash 1");
-        let list2 = vec![
-            ("pseudohash".to_string(), 1.0),
-            ("pseudoXOF".to_string(), 8.0),
-            ("drng".to_string(), 2.0),
-        ];
-        assert_eq!(calls_list(&list2), "drng 2, pseudoXOF 8, pseudohash 1");
-        assert_eq!(calls_list(&[]), DASH);
     }
 
     #[test]

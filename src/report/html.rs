@@ -25,7 +25,7 @@ table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}th,td{border:1px 
 th{background:#eef1f5}tbody tr:nth-child(even){background:#f8f9fb}code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em;background:#f1f3f6;padding:0 .2em;border-radius:3px}\
 .crumb{color:#5b6575;font-size:.9rem}.systems{display:flex;gap:2rem;overflow-x:auto;align-items:flex-start}.systems>section{flex:1 1 0;min-width:640px}\
 figure{margin:1rem 0;overflow-x:auto}figcaption{font-size:.85rem;color:#5b6575}\
-svg.chart{font-family:inherit;background:#fff}svg .grid{stroke:#e3e7ec;stroke-width:1}svg .axis{stroke:#8a94a3}svg .gline{stroke:#8a94a3;stroke-width:2}\
+svg.chart{font-family:inherit;background:#fff;max-width:100%;height:auto}svg .ebar{stroke:#1d2430;stroke-width:1.2;fill:none}svg .grid{stroke:#e3e7ec;stroke-width:1}svg .axis{stroke:#8a94a3}svg .gline{stroke:#8a94a3;stroke-width:2}\
 svg .tick{font-size:11px;fill:#4a5260}svg .lbl{font-size:10px;fill:#333}svg .grp{font-size:11px;font-weight:600;fill:#1d2430}svg .ct{font-size:13px;font-weight:600;fill:#1d2430}";
 
 fn is_external(href: &str) -> bool {
@@ -133,7 +133,7 @@ pub fn page(title: &str, body: &str) -> String {
 }
 
 fn charts(results: &Results, doc: &mut Doc) {
-    match svg::cycles_chart(results) {
+    match svg::cycles_chart(results, svg::CHART_SPREAD) {
         Some(svg) => doc.blocks.push(Block::Chart {
             caption: format!(
                 "Mean cycles per operation, {}; hover a bar for its value.",
@@ -196,7 +196,7 @@ impl Renderer for Html {
                 .collect(),
             ..results
         };
-        if let Some(svg) = svg::cycles_chart(&mine) {
+        if let Some(svg) = svg::cycles_chart(&mine, svg::CHART_SPREAD) {
             let at = doc
                 .blocks
                 .iter()

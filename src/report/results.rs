@@ -30,7 +30,7 @@ are counter ticks per operation; times are nanoseconds per operation.
   "submissions": [ {
     "id": "ml-kem", "algorithm": "ML-KEM",
     "instances": [ {
-      "id": "ML-KEM-512-clean", "level": 512 | null,
+      "id": "ML-KEM-512-clean", "level": 512 | null, "nist_category": 1 | null,
       "kat": "PASS" | "MISMATCH" | "NOKAT" | "FAIL" | "skipped" | "failed" | ... | null,
       "kat_modes": [ { "mode": "single", "status": "PASS" } ],
       "build_flags": "guide" | null, "static_bytes": 12345 | null,
@@ -43,6 +43,7 @@ are counter ticks per operation; times are nanoseconds per operation.
         "max_cycles", "trial_cycles": [per-op cycles of every trial],
         "baseline_rss_kib", "peak_rss_kib", "stack_bytes",
         "hash_share", "drng_share", "calls_per_op": [["shake256", 2.0], ...],
+        "counter_ghz": measured counter rate (ticks / monotonic ns of the trials),
         "median_cycles", "ci_low_cycles", "ci_high_cycles", "rounds", "interfered_rounds"
       } ]
     } ]
@@ -82,6 +83,9 @@ pub struct KatModeStatus {
 pub struct ResultInstance {
     pub id: String,
     pub level: Option<u64>,
+    /// NIST security category from the manifest (absent in older results files).
+    #[serde(default)]
+    pub nist_category: Option<u8>,
     pub kat: Option<String>,
     pub kat_modes: Vec<KatModeStatus>,
     pub build_flags: Option<String>,
@@ -119,6 +123,7 @@ pub struct ResultOp {
     pub hash_share: Option<f64>,
     pub drng_share: Option<f64>,
     pub calls_per_op: Vec<(String, f64)>,
+    pub counter_ghz: Option<f64>,
     /// Interleaved rounds: median per-op cycles, its 95% bootstrap interval, rounds.
     pub median_cycles: Option<f64>,
     pub ci_low_cycles: Option<f64>,
@@ -240,6 +245,7 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         hash_share: p.map(|p| p.hash_share),
         drng_share: p.map(|p| p.drng_share),
         calls_per_op: p.map(calls_named).unwrap_or_default(),
+        counter_ghz: s.and_then(|s| s.counter_ghz),
         median_cycles: s.and_then(|s| s.median_cycles),
         ci_low_cycles: s.and_then(|s| s.ci_low_cycles),
         ci_high_cycles: s.and_then(|s| s.ci_high_cycles),
@@ -276,6 +282,7 @@ impl Results {
                         ResultInstance {
                             id: inst.id.clone(),
                             level: inst.level,
+                            nist_category: inst.nist_category,
                             kat: kat_word(inst),
                             kat_modes: inst
                                 .kat

@@ -25,6 +25,9 @@ pub struct CampaignView {
     pub arch: String,
     /// The system's output folder (records are relative to it).
     pub out_dir: PathBuf,
+    /// The output folder as reports name it: relative to the project root (the pipeline
+    /// file's folder's parent) when inside it, else as given.
+    pub out_dir_shown: String,
     /// `campaign.json`, when present.
     pub campaign: Option<CampaignRecord>,
     /// Step kinds the pipeline declares.
@@ -47,6 +50,8 @@ pub struct SubmissionView {
     pub primitive_families: Vec<String>,
     /// The DRNG symbol, if declared.
     pub drng_symbol: Option<String>,
+    /// Sources of the provided primitives, relative to the source root.
+    pub primitive_sources: Vec<String>,
     /// Values of the `impl` matrix variable, in first-seen order (fallback for versions).
     pub impls: Vec<String>,
     pub source: Option<StepRecord>,
@@ -60,6 +65,8 @@ pub struct InstanceView {
     pub vars: BTreeMap<String, String>,
     /// Security level for grouping (see [`level_of`]).
     pub level: Option<u64>,
+    /// NIST security category from the manifest, when given.
+    pub nist_category: Option<u8>,
     pub build: Option<StepRecord>,
     pub kat: Option<StepRecord>,
     pub sizes: Option<StepRecord>,
@@ -96,6 +103,17 @@ fn read_record(out_dir: &Path, rel: &Path) -> io::Result<Option<StepRecord>> {
             format!("cannot read record `{}`: {e}", out_dir.join(rel).display()),
         )
     })
+}
+
+/// `out_dir` relative to the project root (the folder above the pipeline file's) when it
+/// lies inside it, else as given; with `/` separators.
+fn shown_dir(out_dir: &Path, pipeline: &Path) -> String {
+    let root = pipeline.parent().and_then(Path::parent);
+    let rel = root
+        .filter(|r| !r.as_os_str().is_empty())
+        .and_then(|r| out_dir.strip_prefix(r).ok())
+        .unwrap_or(out_dir);
+    rel.to_string_lossy().replace('\\', "/")
 }
 
 impl CampaignView {
@@ -153,6 +171,7 @@ impl CampaignView {
                     id: inst.id.clone(),
                     vars: inst.vars.clone(),
                     level: level_of(&inst.id, &inst.vars),
+                    nist_category: inst.nist_category,
                     build: one(StepKind::Build)?,
                     kat: one(StepKind::Kat)?,
                     sizes: one(StepKind::Sizes)?,
@@ -191,6 +210,7 @@ impl CampaignView {
                 kat_manifest: format!("{}/{}", sub.id, manifest_name),
                 primitive_families: families.into_iter().collect(),
                 drng_symbol: sub.primitives.drng.clone(),
+                primitive_sources: sub.primitives.sources.clone(),
                 impls,
                 source,
                 instances,
@@ -207,6 +227,7 @@ impl CampaignView {
                 .map(|c| c.arch.clone())
                 .unwrap_or_else(|| campaign.system.arch.clone()),
             out_dir: out_dir.to_path_buf(),
+            out_dir_shown: shown_dir(out_dir, &campaign.pipeline_path),
             campaign: campaign_record,
             declared,
             build_flags,

@@ -1,20 +1,35 @@
 //! Running child processes for steps: each in its own process group, with a deadline, its
-//! output appended to the step's log, and killed (group and all) on timeout or Ctrl-C.
+//! output captured within a fixed bound and appended to the step's log, and killed (group
+//! and all; with the sandbox, its whole PID namespace) on timeout, Ctrl-C or step end.
+//!
+//! Nothing here waits for a pipe to close after the child is gone: a descendant that keeps
+//! the pipes open (outside a sandbox) cannot hold up a step or Ctrl-C. Captured output and
+//! logs keep their first and last [`CAP`] bytes with the cut marked, so a KEM that writes
+//! gigabytes costs the engine a few MiB of memory and disk.
+//!
 //! [`Served`] is the same for a child that stays alive and answers commands line by line
 //! (the timing session's runners).
 
+use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// Set by the Ctrl-C handler; every running child is killed when it flips.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);
+
+/// Bytes kept at the start and at the end of a captured stream and of a log.
+pub const CAP: usize = 1 << 20;
+/// Longest stderr line passed to an observer (longer lines are cut).
+const LINE_CAP: usize = 64 << 10;
+/// How long the output readers may take to drain the pipes once the child is gone.
+const DRAIN: Duration = Duration::from_millis(500);
 
 /// Whether the run was interrupted.
 pub fn cancelled() -> bool {
@@ -39,6 +54,15 @@ impl Exit {
         *self == Exit::Code(0)
     }
 
+    /// The exit of the program inside bubblewrap: bwrap exits with 128 + N when the process
+    /// it ran was killed by signal N.
+    pub fn through_sandbox(self) -> Exit {
+        match self {
+            Exit::Code(c @ 129..=192) => Exit::Signal(c - 128),
+            other => other,
+        }
+    }
+
     /// "exit code 2", "killed by SIGSEGV (segmentation fault)", ...
     pub fn describe(&self) -> String {
         match self {
@@ -54,8 +78,12 @@ impl Exit {
 #[derive(Debug)]
 pub struct Output {
     pub exit: Exit,
+    /// stdout, with the middle cut out (and marked) beyond 2 x [`CAP`] bytes.
     pub stdout: Vec<u8>,
+    /// stderr, likewise.
     pub stderr: Vec<u8>,
+    /// Whether either stream was cut.
+    pub truncated: bool,
 }
 
 /// The argv of a command, for records.
@@ -66,21 +94,168 @@ pub fn argv(cmd: &Command) -> Vec<String> {
         .collect()
 }
 
-/// Run `cmd` until it exits or `deadline` passes. stdout and stderr are captured in full and
-/// also appended to `log` (with the command line first). The child gets its own process
-/// group, so a timeout or Ctrl-C kills everything it started.
-pub fn run(cmd: &mut Command, deadline: Instant, log: &mut File) -> std::io::Result<Output> {
-    run_observed(cmd, deadline, log, &|_| {})
+/// A stream kept within a bound: its first `head_cap` bytes, its last `tail_cap` bytes,
+/// and how many bytes in between were dropped.
+#[derive(Debug)]
+pub struct Capture {
+    head_cap: usize,
+    tail_cap: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    cut: u64,
 }
 
-/// [`run`], calling `on_stderr_line` with every stderr line as it arrives (progress).
+impl Capture {
+    /// Keep the first and the last `cap` bytes.
+    pub fn new(cap: usize) -> Capture {
+        Capture {
+            head_cap: cap,
+            tail_cap: cap,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            cut: 0,
+        }
+    }
+
+    pub fn push(&mut self, mut data: &[u8]) {
+        let n = data.len().min(self.head_cap - self.head.len());
+        self.head.extend_from_slice(&data[..n]);
+        data = &data[n..];
+        if data.len() >= self.tail_cap {
+            self.cut += (self.tail.len() + data.len() - self.tail_cap) as u64;
+            self.tail.clear();
+            self.tail.extend(&data[data.len() - self.tail_cap..]);
+            return;
+        }
+        let over = (self.tail.len() + data.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..over);
+        self.cut += over as u64;
+        self.tail.extend(data);
+    }
+
+    /// Whether bytes were dropped.
+    pub fn truncated(&self) -> bool {
+        self.cut > 0
+    }
+
+    /// Head, the cut marker (if any), tail.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = self.head.clone();
+        if self.cut > 0 {
+            if !out.is_empty() && !out.ends_with(b"\n") {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(cut_marker(self.cut).as_bytes());
+        }
+        out.extend(self.tail.iter());
+        out
+    }
+}
+
+fn cut_marker(bytes: u64) -> String {
+    format!("[... {bytes} bytes cut by ngcc-pipe: only the first and last MiB are kept ...]\n")
+}
+
+/// A step's log file, capped like a [`Capture`]: the first [`CAP`] bytes go straight to
+/// the file, the last [`CAP`] bytes are held in memory and written (after the cut marker)
+/// when the log is dropped.
+pub struct Log {
+    file: File,
+    written: usize,
+    rest: Capture,
+}
+
+impl Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let direct = buf.len().min(CAP - self.written);
+        if direct > 0 {
+            self.file.write_all(&buf[..direct])?;
+            self.written += direct;
+        }
+        self.rest.push(&buf[direct..]);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        let _ = self.file.write_all(&self.rest.bytes());
+    }
+}
+
+/// Open (truncate) a step's log file.
+pub fn open_log(path: &Path) -> std::io::Result<Log> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    Ok(Log {
+        file: File::create(path)?,
+        written: 0,
+        rest: Capture {
+            head_cap: 0,
+            ..Capture::new(CAP)
+        },
+    })
+}
+
+/// Run `cmd` until it exits or `deadline` passes. stdout and stderr are captured (within
+/// the bound) and appended to `log`, with the command line first. The child gets its own
+/// process group, so a timeout, Ctrl-C or the end of the step kills everything it started
+/// that stayed in the group.
+pub fn run(cmd: &mut Command, deadline: Instant, log: &mut Log) -> std::io::Result<Output> {
+    let shown = argv(cmd);
+    run_observed(cmd, &shown, deadline, log, &|_| {})
+}
+
+/// Read a pipe into a shared capture; each complete stderr line (cut at [`LINE_CAP`]) goes
+/// to `on_line`.
+fn reader(
+    mut pipe: impl Read + Send + 'static,
+    capture: Arc<Mutex<Capture>>,
+    on_line: Option<mpsc::Sender<String>>,
+    done: mpsc::Sender<()>,
+) {
+    thread::spawn(move || {
+        let mut buf = vec![0u8; 64 << 10];
+        let mut line = Vec::new();
+        loop {
+            let n = match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            capture.lock().expect("capture lock").push(&buf[..n]);
+            if let Some(tx) = &on_line {
+                for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+                    if line.len() < LINE_CAP {
+                        let room = LINE_CAP - line.len();
+                        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    }
+                    if chunk.ends_with(b"\n") {
+                        let _ = tx.send(String::from_utf8_lossy(&line).trim_end().to_string());
+                        line.clear();
+                    }
+                }
+            }
+        }
+        let _ = done.send(());
+    });
+}
+
+/// [`run`], logging `shown` as the command line (the command as the user wrote it, not
+/// the sandbox around it) and calling `on_stderr_line` with every stderr line as it
+/// arrives (progress).
 pub fn run_observed(
     cmd: &mut Command,
+    shown: &[String],
     deadline: Instant,
-    log: &mut File,
+    log: &mut Log,
     on_stderr_line: &(dyn Fn(&str) + Sync),
 ) -> std::io::Result<Output> {
-    writeln!(log, "$ {}", shell_line(&argv(cmd)))?;
+    writeln!(log, "$ {}", shell_line(shown))?;
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -88,66 +263,77 @@ pub fn run_observed(
         .process_group(0)
         .spawn()?;
     let pgid = child.id();
-    let mut out_pipe = child.stdout.take().expect("stdout is piped");
-    let err_pipe = child.stderr.take().expect("stderr is piped");
-    let (status, killed, stdout, stderr) = thread::scope(|scope| -> std::io::Result<_> {
-        let out_reader = scope.spawn(move || {
-            let mut buf = Vec::new();
-            let _ = out_pipe.read_to_end(&mut buf);
-            buf
-        });
-        let err_reader = scope.spawn(move || {
-            let mut buf = Vec::new();
-            let mut reader = BufReader::new(err_pipe);
-            let mut line = Vec::new();
-            while let Ok(n) = reader.read_until(b'\n', &mut line) {
-                if n == 0 {
-                    break;
-                }
-                on_stderr_line(String::from_utf8_lossy(&line).trim_end());
-                buf.append(&mut line);
-            }
-            buf
-        });
-        let mut killed = None;
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            let reason = if cancelled() {
-                Some(Exit::Cancelled)
-            } else if Instant::now() >= deadline {
-                Some(Exit::TimedOut)
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                let _ = kem_native::sys::kill_process_group(pgid);
-                killed = Some(reason);
-                break child.wait()?;
-            }
-            thread::sleep(Duration::from_millis(20));
+    let out_cap = Arc::new(Mutex::new(Capture::new(CAP)));
+    let err_cap = Arc::new(Mutex::new(Capture::new(CAP)));
+    let (done_tx, done_rx) = mpsc::channel();
+    let (line_tx, line_rx) = mpsc::channel();
+    reader(
+        child.stdout.take().expect("stdout is piped"),
+        Arc::clone(&out_cap),
+        None,
+        done_tx.clone(),
+    );
+    reader(
+        child.stderr.take().expect("stderr is piped"),
+        Arc::clone(&err_cap),
+        Some(line_tx),
+        done_tx,
+    );
+    let mut killed = None;
+    let status = loop {
+        for line in line_rx.try_iter() {
+            on_stderr_line(&line);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let reason = if cancelled() {
+            Some(Exit::Cancelled)
+        } else if Instant::now() >= deadline {
+            Some(Exit::TimedOut)
+        } else {
+            None
         };
-        let stdout = out_reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        Ok((status, killed, stdout, stderr))
-    })?;
+        if let Some(reason) = reason {
+            let _ = kem_native::sys::kill_process_group(pgid);
+            killed = Some(reason);
+            break child.wait()?;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    // The step is over: whatever it left in its group goes too.
+    let _ = kem_native::sys::kill_process_group(pgid);
+    // Drain what is buffered; a pipe still held open by an escaped descendant is abandoned
+    // (its reader thread ends when the pipe closes).
+    let until = Instant::now() + DRAIN;
+    for _ in 0..2 {
+        if done_rx
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
+            break;
+        }
+    }
+    for line in line_rx.try_iter() {
+        on_stderr_line(&line);
+    }
     let exit = match (killed, status.code(), status.signal()) {
         (Some(k), _, _) => k,
         (None, Some(c), _) => Exit::Code(c),
         (None, None, Some(s)) => Exit::Signal(s),
         (None, None, None) => Exit::Code(-1),
     };
-    if !stdout.is_empty() {
-        log.write_all(&stdout)?;
-        if !stdout.ends_with(b"\n") {
-            writeln!(log)?;
-        }
-    }
-    if !stderr.is_empty() {
-        log.write_all(&stderr)?;
-        if !stderr.ends_with(b"\n") {
-            writeln!(log)?;
+    let (stdout, stderr, truncated) = {
+        let o = out_cap.lock().expect("capture lock");
+        let e = err_cap.lock().expect("capture lock");
+        (o.bytes(), e.bytes(), o.truncated() || e.truncated())
+    };
+    for stream in [&stdout, &stderr] {
+        if !stream.is_empty() {
+            log.write_all(stream)?;
+            if !stream.ends_with(b"\n") {
+                writeln!(log)?;
+            }
         }
     }
     writeln!(log, "# {}", exit.describe())?;
@@ -155,18 +341,32 @@ pub fn run_observed(
         exit,
         stdout,
         stderr,
+        truncated,
     })
 }
 
 /// A child that stays alive and answers line by line: commands go to its stdin, its stdout
-/// lines arrive through a reader thread, its stderr goes to the log. It has its own process
-/// group, killed with everything in it when the value is dropped.
+/// lines arrive through a reader thread (each cut at [`CAP`] bytes, at most
+/// [`SERVED_QUEUE`] waiting), its stderr is captured like [`run`]'s and appended to the log
+/// when it ends. It has its own process group, killed with everything in it when the value
+/// is dropped.
 pub struct Served {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
     lines: mpsc::Receiver<String>,
     reader: Option<thread::JoinHandle<()>>,
+    stderr: Arc<Mutex<Capture>>,
+    stderr_done: mpsc::Receiver<()>,
+    /// Whether the child is bubblewrap around the program (its exit codes 129-192 then
+    /// stand for the program's signals).
+    sandboxed: bool,
+    started: Instant,
+    /// How it ended and when the engine saw it end.
+    exit: Option<(Exit, Instant)>,
 }
+
+/// Stdout lines of a [`Served`] child read ahead of the engine.
+pub const SERVED_QUEUE: usize = 64;
 
 /// Why no answer line came.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,32 +377,69 @@ pub enum NoLine {
     Killed(Exit),
 }
 
+/// Split a stream into lines of at most [`CAP`] bytes (the rest of a longer line is
+/// dropped) and send them until the receiver is gone.
+fn line_reader(mut pipe: impl Read + Send + 'static, tx: mpsc::SyncSender<String>) {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut line = Vec::new();
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+            let room = CAP.saturating_sub(line.len());
+            line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if chunk.ends_with(b"\n") {
+                let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                line.clear();
+                if tx.send(text).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 impl Served {
-    /// Start `cmd` with its stderr appended to `log` (after the command line).
-    pub fn spawn(cmd: &mut Command, log: &mut File) -> std::io::Result<Served> {
-        writeln!(log, "$ {}", shell_line(&argv(cmd)))?;
+    /// Start `cmd`, logging `shown` as its command line (the command as written, not the
+    /// sandbox around it); `sandboxed` says that `cmd` is bubblewrap around it.
+    pub fn spawn(
+        cmd: &mut Command,
+        shown: &[String],
+        sandboxed: bool,
+        log: &mut Log,
+    ) -> std::io::Result<Served> {
+        writeln!(log, "$ {}", shell_line(shown))?;
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::piped())
             .process_group(0)
             .spawn()?;
+        let started = Instant::now();
         let stdin = child.stdin.take();
         let out = child.stdout.take().expect("stdout is piped");
-        let (tx, lines) = mpsc::channel();
-        let reader = thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let (tx, lines) = mpsc::sync_channel(SERVED_QUEUE);
+        let lines_thread = thread::spawn(move || line_reader(out, tx));
+        let stderr = Arc::new(Mutex::new(Capture::new(CAP)));
+        let (done_tx, stderr_done) = mpsc::channel();
+        reader(
+            child.stderr.take().expect("stderr is piped"),
+            Arc::clone(&stderr),
+            None,
+            done_tx,
+        );
         Ok(Served {
             child,
             stdin,
             lines,
-            reader: Some(reader),
+            reader: Some(lines_thread),
+            stderr,
+            stderr_done,
+            sandboxed,
+            started,
+            exit: None,
         })
     }
 
@@ -217,12 +454,12 @@ impl Served {
     }
 
     /// The next stdout line that starts with one of `words` (followed by a space); other
-    /// lines (a KEM writing to stdout) are appended to `log` and skipped.
+    /// lines are appended to `log` and skipped.
     pub fn next_line(
         &mut self,
         words: &[&str],
         deadline: Instant,
-        log: &mut File,
+        log: &mut Log,
     ) -> Result<(String, String), NoLine> {
         loop {
             let wait = deadline
@@ -238,7 +475,7 @@ impl Served {
                     let _ = writeln!(log, "{line}");
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(NoLine::Ended(self.wait()));
+                    return Err(NoLine::Ended(self.wait(log)));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let why = if cancelled() {
@@ -248,41 +485,91 @@ impl Served {
                     } else {
                         continue;
                     };
-                    self.kill();
+                    self.kill(&why.describe(), log);
                     return Err(NoLine::Killed(why));
                 }
             }
         }
     }
 
-    /// Close stdin and wait for the child to exit.
-    pub fn wait(&mut self) -> Exit {
-        self.stdin = None;
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
+    /// Close stdin, wait for the child to exit, and append its stderr and exit to `log`
+    /// (once).
+    pub fn wait(&mut self, log: &mut Log) -> Exit {
+        if let Some((e, _)) = &self.exit {
+            return e.clone();
         }
-        match self.child.wait() {
+        self.stdin = None;
+        let status = self.child.wait();
+        // The group goes with it (a descendant still holding the pipes).
+        let _ = kem_native::sys::kill_process_group(self.child.id());
+        let exit = match status {
             Ok(status) => match (status.code(), status.signal()) {
                 (Some(c), _) => Exit::Code(c),
                 (None, Some(s)) => Exit::Signal(s),
                 (None, None) => Exit::Code(-1),
             },
             Err(_) => Exit::Code(-1),
-        }
+        };
+        let exit = if self.sandboxed {
+            exit.through_sandbox()
+        } else {
+            exit
+        };
+        let why = exit.describe();
+        self.finish(exit, &why, log)
     }
 
-    /// Kill the child's whole process group and reap it.
-    pub fn kill(&mut self) {
+    /// Kill the child's whole process group, reap it, and append its stderr and `why` to
+    /// `log` (nothing when it has already ended).
+    pub fn kill(&mut self, why: &str, log: &mut Log) {
+        if self.exit.is_some() {
+            return;
+        }
         let _ = kem_native::sys::kill_process_group(self.child.id());
         self.stdin = None;
         let _ = self.child.wait();
+        self.finish(Exit::Signal(libc::SIGKILL), why, log);
+    }
+
+    /// How long the child ran: from its start until it was seen to end (or until now).
+    pub fn elapsed(&self) -> Duration {
+        let end = self.exit.as_ref().map_or_else(Instant::now, |(_, t)| *t);
+        end.saturating_duration_since(self.started)
+    }
+
+    /// Collect the stderr of the ended child into `log`, then `# why`; remember `exit`.
+    fn finish(&mut self, exit: Exit, why: &str, log: &mut Log) -> Exit {
+        let ended = Instant::now();
+        let until = Instant::now() + DRAIN;
+        let _ = self
+            .stderr_done
+            .recv_timeout(until.saturating_duration_since(Instant::now()));
+        if let Some(r) = self.reader.take() {
+            // The reader ends at the pipe's end; a pipe held open by an escaped descendant
+            // is abandoned with it.
+            if r.is_finished() {
+                let _ = r.join();
+            }
+        }
+        let err = self.stderr.lock().expect("capture lock").bytes();
+        if !err.is_empty() {
+            let _ = log.write_all(&err);
+            if !err.ends_with(b"\n") {
+                let _ = writeln!(log);
+            }
+        }
+        let _ = writeln!(log, "# {why}");
+        self.exit = Some((exit.clone(), ended));
+        exit
     }
 }
 
 impl Drop for Served {
     fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            self.kill();
+        if self.exit.is_none() {
+            let _ = kem_native::sys::kill_process_group(self.child.id());
+            self.stdin = None;
+            let _ = self.child.wait();
         }
     }
 }
@@ -311,19 +598,11 @@ pub fn tail(text: &[u8], n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Open (truncate) a step's log file.
-pub fn open_log(path: &Path) -> std::io::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    File::create(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn log() -> (tempfile::TempDir, File) {
+    fn log() -> (tempfile::TempDir, Log) {
         let dir = tempfile::tempdir().unwrap();
         let f = open_log(&dir.path().join("x.log")).unwrap();
         (dir, f)
@@ -364,15 +643,68 @@ mod tests {
         let (_d, mut log) = log();
         let seen = std::sync::Mutex::new(Vec::new());
         let far = Instant::now() + Duration::from_secs(30);
-        let out = run_observed(
-            Command::new("sh").args(["-c", "echo a >&2; echo b >&2; echo out"]),
-            far,
-            &mut log,
-            &|l| seen.lock().unwrap().push(l.to_string()),
-        )
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo a >&2; echo b >&2; echo out"]);
+        let out = run_observed(&mut cmd, &["sh".to_string()], far, &mut log, &|l| {
+            seen.lock().unwrap().push(l.to_string())
+        })
         .unwrap();
         assert_eq!(out.stderr, b"a\nb\n");
         assert_eq!(*seen.lock().unwrap(), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn an_escaped_pipe_holder_does_not_hold_up_the_step() {
+        // setsid leaves the process group, so only the drain bound ends the wait.
+        let (_d, mut log) = log();
+        let start = Instant::now();
+        let far = start + Duration::from_secs(30);
+        let out = run(
+            Command::new("sh").args(["-c", "setsid sleep 5 & echo started"]),
+            far,
+            &mut log,
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(out.stdout, b"started\n");
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn captures_are_bounded_and_marked() {
+        let mut c = Capture::new(4);
+        c.push(b"abcdefghij");
+        c.push(b"kl");
+        assert_eq!(
+            c.bytes(),
+            b"abcd\n[... 4 bytes cut by ngcc-pipe: only the first and last MiB are kept ...]\nijkl"
+        );
+        let mut small = Capture::new(4);
+        small.push(b"abc");
+        small.push(b"def");
+        assert_eq!(small.bytes(), b"abcdef");
+        assert!(!small.truncated());
+
+        let (d, mut log) = log();
+        let far = Instant::now() + Duration::from_secs(30);
+        let out = run(
+            Command::new("sh").args(["-c", "yes x | head -c 5000000 >&2; echo end >&2"]),
+            far,
+            &mut log,
+        )
+        .unwrap();
+        drop(log);
+        assert!(out.truncated);
+        assert!(out.stderr.len() < 2 * CAP + 200, "{}", out.stderr.len());
+        assert!(out.stderr.ends_with(b"x\nx\nend\n"));
+        let kept = std::fs::read(d.path().join("x.log")).unwrap();
+        assert!(kept.len() < 2 * CAP + 400, "{}", kept.len());
+        assert!(String::from_utf8_lossy(&kept).contains("bytes cut by ngcc-pipe"));
+        assert!(kept.ends_with(b"end\n# exit code 0\n"));
     }
 
     #[test]
@@ -402,10 +734,18 @@ mod tests {
 
     #[test]
     fn served_children_answer_line_by_line_and_die_on_timeout() {
-        let (_d, mut log) = log();
+        let (d, mut log) = log();
         let far = Instant::now() + Duration::from_secs(30);
-        let script = "echo ready 1; while read c; do echo noise; echo \"got $c\"; done";
-        let mut s = Served::spawn(Command::new("sh").args(["-c", script]), &mut log).unwrap();
+        let script =
+            "echo ready 1; echo diag >&2; while read c; do echo noise; echo \"got $c\"; done";
+        let sh = ["sh".to_string()];
+        let mut s = Served::spawn(
+            Command::new("sh").args(["-c", script]),
+            &sh,
+            false,
+            &mut log,
+        )
+        .unwrap();
         assert_eq!(
             s.next_line(&["ready"], far, &mut log).unwrap(),
             ("ready".to_string(), "1".to_string())
@@ -420,10 +760,27 @@ mod tests {
             s.next_line(&["got"], soon, &mut log),
             Err(NoLine::Killed(Exit::TimedOut))
         );
-        let mut done = Served::spawn(Command::new("sh").args(["-c", "exit 4"]), &mut log).unwrap();
+        let mut done = Served::spawn(
+            Command::new("sh").args(["-c", "exit 4"]),
+            &sh,
+            false,
+            &mut log,
+        )
+        .unwrap();
         assert_eq!(
             done.next_line(&["ready"], far, &mut log),
             Err(NoLine::Ended(Exit::Code(4)))
         );
+        drop(log);
+        let kept = std::fs::read_to_string(d.path().join("x.log")).unwrap();
+        assert!(kept.contains("noise\ndiag\n# timed out\n"), "{kept}");
+        assert!(kept.ends_with("$ sh\n# exit code 4\n"), "{kept}");
+    }
+
+    #[test]
+    fn bubblewrap_exit_codes_above_128_are_signals() {
+        assert_eq!(Exit::Code(139).through_sandbox(), Exit::Signal(11));
+        assert_eq!(Exit::Code(1).through_sandbox(), Exit::Code(1));
+        assert_eq!(Exit::TimedOut.through_sandbox(), Exit::TimedOut);
     }
 }

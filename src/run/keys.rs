@@ -15,7 +15,7 @@ use crate::graph::{Node, Plan};
 use crate::model::{Campaign, Source, StepKind, StepSpec};
 
 /// Bumped when a step's logic changes in a way that invalidates its old records.
-pub const STEP_LOGIC_VERSION: &str = "1";
+pub const STEP_LOGIC_VERSION: &str = "2";
 
 /// Facts about the machine and tools that feed into keys.
 #[derive(Debug, Clone)]

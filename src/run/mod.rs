@@ -3,9 +3,11 @@
 
 pub mod exec;
 pub mod keys;
+pub mod lock;
 pub mod paired;
 pub mod plan;
 pub mod progress;
+pub mod sandbox;
 mod scheduler;
 pub mod session;
 pub mod steps;
@@ -35,6 +37,8 @@ pub struct Ctx {
     pub cpu_flags: BTreeSet<String>,
     /// The kem-runner binary.
     pub runner: PathBuf,
+    /// How submission-controlled processes are contained.
+    pub sandbox: sandbox::Sandbox,
     /// Objects shared between instances, built once.
     pub shared_objects: steps::build::SharedObjects,
     /// Where running steps report how far they are (set when a run starts).

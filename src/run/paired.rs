@@ -9,11 +9,18 @@
 //! 1, never below 1% ([`stats::aa_threshold`]); the verdict is `slower`/`faster` only when
 //! the whole B/A interval lies beyond `1 ± threshold` ([`stats::paired_verdict`]). Rounds
 //! where any of the three was interfered are left out when enough clean ones remain.
+//!
+//! The runners run in the sandbox like a campaign's ([`super::sandbox`]), each writing only
+//! its own scratch folder under `B/scratch/compare-measure/`, and their records get the
+//! campaign's plausibility check ([`super::steps::time::plausibility`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::sandbox::{Jail, Sandbox, DEFAULT_MEMORY};
 use super::session::{self, Member, Settings};
+use super::steps::stays_inside;
+use super::steps::time::{plausibility, Plausibility};
 use crate::measure::stats::{self, Estimate, Verdict};
 use crate::model::{Op, StepKind};
 use crate::record::{self, BuildData, Status, StepData, StepRecord};
@@ -104,19 +111,52 @@ fn targets(dir: &Path) -> Result<Targets, String> {
     Ok(t)
 }
 
-fn open_log(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<std::fs::File, String> {
-    let path = dir
-        .join("logs")
-        .join("compare-measure")
-        .join(sub)
-        .join(inst)
-        .join(format!("{name}.log"));
+/// `<top>/compare-measure/<sub>/<inst>/<name>` under `dir`, refused when the names read
+/// from the records would lead out of it.
+fn member_path(
+    dir: &Path,
+    top: &str,
+    sub: &str,
+    inst: &str,
+    name: &str,
+) -> Result<PathBuf, String> {
+    let rel = Path::new(sub).join(inst).join(name);
+    if !stays_inside(&rel) {
+        return Err(format!(
+            "refused: `{}` would leave `{}`",
+            rel.display(),
+            dir.display()
+        ));
+    }
+    Ok(dir.join(top).join("compare-measure").join(rel))
+}
+
+fn open_log(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<super::exec::Log, String> {
+    let path = member_path(dir, "logs", sub, inst, &format!("{name}.log"))?;
     super::exec::open_log(&path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Time the instances present in both folders in one session (logs under
-/// `B/logs/compare-measure/`).
-pub fn measure(a: &Path, b: &Path, runner: &Path, timeout: Duration) -> Result<Paired, String> {
+/// A fresh, empty scratch folder for one runner.
+fn scratch(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<PathBuf, String> {
+    let path = member_path(dir, "scratch", sub, inst, name)?;
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Time the instances present in both folders in one session, every runner in `sandbox`
+/// (logs under `B/logs/compare-measure/`).
+pub fn measure(
+    a: &Path,
+    b: &Path,
+    runner: &Path,
+    sandbox: &Sandbox,
+    timeout: Duration,
+) -> Result<Paired, String> {
+    // Absolute, so that the runners find them from their own working folder.
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (dir_a, dir_b) = (a.to_path_buf(), b.to_path_buf());
+    let (a, b, runner) = (&absolute(a), &absolute(b), &absolute(runner));
     let ta = targets(a)?;
     let tb = targets(b)?;
     let key = |(s, i, o): &(String, String, Op)| format!("{s}/{i} {o}");
@@ -138,6 +178,14 @@ pub fn measure(a: &Path, b: &Path, runner: &Path, timeout: Duration) -> Result<P
     for k in &both {
         let (sub, inst, op) = k;
         for (side, (object, build, _)) in [("a", &ta[k]), ("b", &tb[k]), ("aa", &ta[k])] {
+            let dir = scratch(b, sub, inst, &format!("{side}__{op}"))?;
+            let api_h = std::path::absolute(&build.api_h).unwrap_or_else(|_| build.api_h.clone());
+            let jail = Jail {
+                read: vec![runner.to_path_buf(), object.clone(), api_h],
+                write: vec![dir.clone()],
+                cwd: dir.clone(),
+                memory: DEFAULT_MEMORY,
+            };
             members.push(Member {
                 label: format!("{sub}/{inst} {op} {side}"),
                 object: object.clone(),
@@ -148,11 +196,13 @@ pub fn measure(a: &Path, b: &Path, runner: &Path, timeout: Duration) -> Result<P
                 samples: 0,
                 budget_ns: MEMBER_BUDGET_NS,
                 log: open_log(b, sub, inst, &format!("{side}__{op}"))?,
+                jail,
             });
         }
     }
     let settings = Settings {
         runner: runner.to_path_buf(),
+        sandbox: sandbox.clone(),
         bench_cpu,
         precision: session::DEFAULT_PRECISION,
         batch: session::DEFAULT_BATCH,
@@ -167,17 +217,20 @@ pub fn measure(a: &Path, b: &Path, runner: &Path, timeout: Duration) -> Result<P
     };
     let (id, seed, outcomes) = session::run(members, &settings, &show);
     eprintln!();
+    let _ = std::fs::remove_dir_all(b.join("scratch").join("compare-measure"));
+    let _ = std::fs::remove_dir(b.join("scratch"));
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for (k, three) in both.iter().zip(outcomes.chunks(3)) {
         let failed: Vec<String> = three
             .iter()
             .zip(["A", "B", "A/A"])
-            .filter_map(|(o, side)| {
-                o.result
-                    .as_ref()
-                    .err()
-                    .map(|s| format!("{side}: {}", s.reason))
+            .filter_map(|(o, side)| match &o.result {
+                Err(s) => Some(format!("{side}: {}", s.reason)),
+                Ok((out, _)) => match plausibility(out, o.elapsed) {
+                    Plausibility::Implausible(r) => Some(format!("{side}: {r}")),
+                    _ => None,
+                },
             })
             .collect();
         if !failed.is_empty() {
@@ -230,8 +283,8 @@ pub fn measure(a: &Path, b: &Path, runner: &Path, timeout: Duration) -> Result<P
         });
     }
     Ok(Paired {
-        dir_a: a.to_path_buf(),
-        dir_b: b.to_path_buf(),
+        dir_a,
+        dir_b,
         session: id,
         seed,
         rows,

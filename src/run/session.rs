@@ -12,12 +12,20 @@
 //! whichever was measured at that moment, and two objects in the same session are compared
 //! on the same moments of the host.
 //!
-//! A member that fails (bad return code, crash, timeout) leaves the session with its
-//! reason; the others go on.
+//! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
+//! reads the runner, its object and `api.h`, writes only its own scratch folder, under the
+//! step's memory limit. Its protocol lines come on the runner's record channel (the stdout
+//! it was started with; the KEM's own stdout goes to stderr), so a KEM that prints
+//! `batch ...` cannot answer for it.
+//!
+//! A batch that claims more time than the engine waited for its answer is implausible
+//! (code in the runner's process forging answers): its member fails at once, before its
+//! claimed time can use up the session's budget.
+//!
+//! A member that fails (bad return code, crash, timeout, implausible batch) leaves the
+//! session with its reason; the others go on.
 
-use std::fs::File;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
@@ -25,6 +33,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::exec::{self, NoLine, Served};
+use super::sandbox::{self, Jail, Sandbox};
 use super::steps::Stop;
 use crate::measure::interference;
 use crate::measure::stats::{self, Estimate};
@@ -57,12 +66,16 @@ pub struct Member {
     pub samples: u32,
     /// Share of the session's budget, ns of measured batches.
     pub budget_ns: u64,
-    pub log: File,
+    pub log: exec::Log,
+    /// What its runner may read and write (the runner, the object, `api.h`; its scratch
+    /// folder) and its memory limit.
+    pub jail: Jail,
 }
 
 /// Settings shared by all members.
 pub struct Settings {
     pub runner: PathBuf,
+    pub sandbox: Sandbox,
     pub bench_cpu: usize,
     /// Target CI half-width relative to the median (0.01 = 1%).
     pub precision: f64,
@@ -113,6 +126,9 @@ pub struct Outcome {
     pub values: Vec<f64>,
     /// Whether each round was interfered.
     pub interfered: Vec<bool>,
+    /// How long the member's runner process lasted, from its start to its exit (for the
+    /// plausibility of its record).
+    pub elapsed: Duration,
 }
 
 struct Live {
@@ -122,7 +138,10 @@ struct Live {
     values: Vec<f64>,
     why: Vec<Vec<String>>,
     positions: Vec<u32>,
+    /// The batches as answered (iters, cycles, ns): the final record must list the same.
+    batches: Vec<(u64, u64, u64)>,
     commands: Vec<Vec<String>>,
+    elapsed: Duration,
 }
 
 impl Live {
@@ -132,7 +151,11 @@ impl Live {
 
     fn fail(&mut self, stop: Stop) {
         if let Some(mut s) = self.served.take() {
-            s.kill();
+            s.kill(
+                &format!("stopped by ngcc-pipe: {}", stop.reason),
+                &mut self.m.log,
+            );
+            self.elapsed = s.elapsed();
         }
         self.failed = Some(stop);
     }
@@ -151,6 +174,11 @@ impl Live {
             Err(NoLine::Killed(exec::Exit::TimedOut)) => Stop::timed_out(format!(
                 "timed out after {} s waiting for kem-runner (killed)",
                 timeout.as_secs()
+            )),
+            Err(NoLine::Ended(e @ exec::Exit::Signal(_))) => Stop::failed(format!(
+                "{op}: kem-runner {} ({})",
+                e.describe(),
+                sandbox::limits_note(self.m.jail.memory)
             )),
             Err(NoLine::Killed(e)) | Err(NoLine::Ended(e)) => {
                 Stop::failed(format!("{op}: kem-runner {}", e.describe()))
@@ -206,7 +234,9 @@ pub fn run(
             values: Vec::new(),
             why: Vec::new(),
             positions: Vec::new(),
+            batches: Vec::new(),
             commands: Vec::new(),
+            elapsed: Duration::ZERO,
         })
         .collect();
 
@@ -216,19 +246,35 @@ pub fn run(
             l.fail(Stop::failed("interrupted"));
             continue;
         }
-        let mut cmd = Command::new(&s.runner);
-        cmd.arg("serve")
-            .arg("--lib")
-            .arg(&l.m.object)
-            .arg("--api")
-            .arg(&l.m.api_h)
-            .args(["--ns", &l.m.namespace, "--op", &l.m.op])
-            .args(["--cpu", &s.bench_cpu.to_string()])
-            .args(["--batch-ns", &s.batch.as_nanos().to_string()])
-            .args(["--min-iters", &l.m.min_iters.to_string()])
-            .args(["--samples", &l.m.samples.to_string()]);
-        l.commands.push(exec::argv(&cmd));
-        match Served::spawn(&mut cmd, &mut l.m.log) {
+        let args: Vec<String> = [
+            "serve".to_string(),
+            "--lib".into(),
+            l.m.object.display().to_string(),
+            "--api".into(),
+            std::path::absolute(&l.m.api_h)
+                .unwrap_or_else(|_| l.m.api_h.clone())
+                .display()
+                .to_string(),
+            "--ns".into(),
+            l.m.namespace.clone(),
+            "--op".into(),
+            l.m.op.clone(),
+            "--cpu".into(),
+            s.bench_cpu.to_string(),
+            "--batch-ns".into(),
+            s.batch.as_nanos().to_string(),
+            "--min-iters".into(),
+            l.m.min_iters.to_string(),
+            "--samples".into(),
+            l.m.samples.to_string(),
+        ]
+        .into();
+        let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
+            .chain(args.iter().cloned())
+            .collect();
+        l.commands.push(shown.clone());
+        let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
+        match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
             Ok(mut served) => {
                 let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
                 l.served = Some(served);
@@ -253,12 +299,14 @@ pub fn run(
             let l = &mut live[i];
             let served = l.served.as_mut().expect("alive members are served");
             let before = interference::read_cpu(s.bench_cpu);
-            let r = served
-                .send("batch")
-                .map_err(|_| NoLine::Ended(exec::Exit::Code(-1)))
-                .and_then(|_| {
+            let sent = Instant::now();
+            let r = match served.send("batch") {
+                Ok(()) => {
                     served.next_line(&[BATCH, DONE], Instant::now() + s.timeout, &mut l.m.log)
-                });
+                }
+                Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+            };
+            let wall = sent.elapsed();
             let after = interference::read_cpu(s.bench_cpu);
             let reply = match &r {
                 Ok((w, json)) if w == BATCH => serde_json::from_str::<BatchReply>(json).ok(),
@@ -268,7 +316,19 @@ pub fn run(
                 l.fail_from(r, s.timeout);
                 continue;
             };
+            if u128::from(b.ns) > wall.as_nanos() {
+                let stop = Stop::failed(format!(
+                    "implausible timing record: batch {} claims {:.3} ms but kem-runner answered \
+                     in {:.3} ms",
+                    l.values.len() + 1,
+                    b.ns as f64 / 1e6,
+                    wall.as_secs_f64() * 1e3
+                ));
+                l.fail(stop);
+                continue;
+            }
             used_ns += b.ns;
+            l.batches.push((b.iters, b.cycles, b.ns));
             // Every alive member takes part in every round, so round i is `values[i]`.
             l.values.push(b.cycles as f64 / b.iters as f64);
             l.why.push(interference::judge(before, after, &b.own, b.ns));
@@ -298,18 +358,15 @@ pub fn run(
     for mut l in live {
         if l.alive() {
             let served = l.served.as_mut().expect("alive");
-            let r = served
-                .send("finish")
-                .map_err(|_| NoLine::Ended(exec::Exit::Code(-1)))
-                .and_then(|_| served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log));
+            let r = match served.send("finish") {
+                Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
+                Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+            };
             match r {
                 Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
-                    Ok(o) if o.failure.is_none() && o.trials.len() == l.values.len() => {
-                        let exit = served.wait();
-                        let _ = std::io::Write::write_all(
-                            &mut l.m.log,
-                            format!("# {}\n", exit.describe()).as_bytes(),
-                        );
+                    Ok(o) if o.failure.is_none() && lists(&o, &l.batches) => {
+                        served.wait(&mut l.m.log);
+                        l.elapsed = served.elapsed();
                         let (estimate, clean_only) = l
                             .estimate(seed, stats::BOOTSTRAP_RESAMPLES)
                             .expect("an alive member has rounds");
@@ -332,7 +389,7 @@ pub fn run(
                     }
                     Ok(o) if o.failure.is_some() => l.fail_from(Ok((DONE.into(), json)), s.timeout),
                     Ok(_) => l.fail(Stop::failed(format!(
-                        "{}: the runner's record does not list every batch",
+                        "{}: the runner's record does not list the batches it answered",
                         l.m.op
                     ))),
                     Err(_) => l.fail_from(Ok((DONE.into(), json)), s.timeout),
@@ -349,6 +406,16 @@ pub fn run(
     (id, seed, out)
 }
 
+/// Whether the final record's trials are exactly the batches the runner answered.
+fn lists(out: &TimeOutput, batches: &[(u64, u64, u64)]) -> bool {
+    out.trials.len() == batches.len()
+        && out
+            .trials
+            .iter()
+            .zip(batches)
+            .all(|(t, &b)| (t.iters, t.cycles, t.ns) == b)
+}
+
 fn finish(l: Live, result: Result<(TimeOutput, Rounds), Stop>) -> Outcome {
     let interfered = l.why.iter().map(|w| !w.is_empty()).collect();
     Outcome {
@@ -356,5 +423,6 @@ fn finish(l: Live, result: Result<(TimeOutput, Rounds), Stop>) -> Outcome {
         result,
         values: l.values,
         interfered,
+        elapsed: l.elapsed,
     }
 }

@@ -12,9 +12,17 @@
 //!                    [--batch-ns 20000000] [--min-iters 1] [--samples 101] [--rng ctr-drbg|os]
 //! ```
 //!
+//! The record goes to the stdout the runner was started with; before it loads the KEM the
+//! runner points file descriptor 1 at stderr, so whatever the KEM prints (a debugging
+//! `printf`, a forged record from a constructor) lands in the log, not in the record.
+//! (Code running in this process can still find the original descriptor and write to it
+//! deliberately: the engine re-derives what it can from files — the KAT's `.rsp` — and
+//! checks timing records for plausibility.)
+//!
 //! `serve` stays alive and times one batch per `batch` line on stdin (see
-//! `kem_native::serve` for the protocol); its final record is the `time` record, with one
-//! trial per batch.
+//! `kem_native::serve` for the protocol); its protocol lines go to the same original stdout,
+//! so a KEM printing `batch ...` cannot answer for the runner. Its final record is the
+//! `time` record, with one trial per batch.
 //!
 //! Exit 0: success. Exit 1: the KEM misbehaved (the record's `failure` says how; the JSON
 //! is still printed). Exit 2: usage or load error (one line on stderr, no JSON). A crash
@@ -31,7 +39,8 @@ use kem_native::serve::{self, BatchReply, Ready, SchedSnapshot};
 use kem_native::timer;
 use kem_native::timing::{measure_overhead, prepare, time_op, Op, OpCall, TimeConfig};
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::fs::File;
+use std::io::{BufRead, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -267,6 +276,7 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
                 target_trial_ns: cfg.trial_ns,
                 batch_iters: 0,
                 batch_ns: 0,
+                batches_ns: Vec::new(),
                 iters: 0,
                 min_iters: cfg.min_iters,
             },
@@ -318,21 +328,26 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
     })
 }
 
-/// Print one protocol line on stdout and flush it.
-fn say(word: &str, json: &str) -> Result<(), String> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{word} {json}")
-        .and_then(|_| out.flush())
-        .map_err(|e| format!("cannot write to stdout: {e}"))
+/// Write one protocol line on the record channel (the original stdout, see the module doc)
+/// as one buffer.
+fn say(channel: &mut File, word: &str, json: &str) -> Result<(), String> {
+    channel
+        .write_all(format!("{word} {json}\n").as_bytes())
+        .map_err(|e| format!("cannot write to the record channel: {e}"))
 }
 
-fn job_serve(args: &Args) -> Result<Outcome, String> {
+/// `serve`: the protocol lines go to `channel`, the record channel; whatever the KEM writes
+/// to file descriptor 1 lands on stderr.
+fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
     let op = Op::parse(args.get("op")?)?;
     let cpu: Option<usize> = args.opt_num("cpu")?;
     let batch_ns: u64 = args.num("batch-ns", Some(20_000_000))?;
     let min_iters: u64 = args.num("min-iters", Some(1))?;
     let samples: u32 = args.num("samples", Some(101))?;
     let (rng, rng_name) = timing_rng(args)?;
+    let mut channel = channel
+        .try_clone()
+        .map_err(|e| format!("cannot share the record channel: {e}"))?;
     let kem = load(args)?;
     let out = run_on_big_stack(move || -> Result<TimeOutput, String> {
         let (pinned_cpu, pin_error) = pin(cpu);
@@ -362,6 +377,7 @@ fn job_serve(args: &Args) -> Result<Outcome, String> {
                 target_trial_ns: batch_ns,
                 batch_iters: 0,
                 batch_ns: 0,
+                batches_ns: Vec::new(),
                 iters: 0,
                 min_iters,
             },
@@ -394,6 +410,7 @@ fn job_serve(args: &Args) -> Result<Outcome, String> {
         record.warmup_iters = warm;
         record.calibration = cal.clone();
         say(
+            &mut channel,
             serve::READY,
             &to_json(&Ready {
                 calibration: cal,
@@ -446,6 +463,7 @@ fn job_serve(args: &Args) -> Result<Outcome, String> {
                         return Ok(record);
                     }
                     say(
+                        &mut channel,
                         serve::BATCH,
                         &to_json(&BatchReply {
                             iters,
@@ -549,15 +567,25 @@ fn main() -> ExitCode {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
+    let mut record = match kem_native::sys::take_stdout() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("kem-runner: cannot set up the record channel: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = Args::parse(&argv, allowed).and_then(|args| match args.job.as_str() {
         "kat" => job_kat(&args),
         "time" => job_time(&args),
-        "serve" => job_serve(&args),
+        "serve" => job_serve(&args, &record),
         _ => job_profile(&args),
     });
     match result {
         Ok(o) => {
-            println!("{}", o.json);
+            if let Err(e) = writeln!(record, "{}", o.json) {
+                eprintln!("kem-runner: cannot write the record: {e}");
+                return ExitCode::from(2);
+            }
             if o.ok {
                 ExitCode::SUCCESS
             } else {

@@ -55,8 +55,75 @@ fn rsp_name(instance: &str, mode: KatMode, suffix: &str) -> String {
     }
 }
 
-/// One runner KAT job: Ok(output) when the runner produced its record (success or a
-/// misbehaving KEM), Err(done) for crashes, timeouts and runner errors.
+/// Check the `.rsp` file a runner job left and return its SHA-256, computed here: the
+/// runner's record is not trusted (the KEM runs in the same process and could forge it).
+/// The file must exist, parse, hold `counts` entries with pk/sk/ct/ss of the sizes api.h
+/// declares, and hash to what the record claims.
+fn verify_rsp(
+    rsp: &Path,
+    claimed: &KatOutput,
+    counts: u32,
+    build: &BuildData,
+) -> Result<String, String> {
+    let bytes = std::fs::read(rsp).map_err(|e| {
+        format!("kem-runner reported success but its .rsp file cannot be read ({e}); record not trusted")
+    })?;
+    let sha = sha256_hex(&bytes);
+    let text =
+        String::from_utf8(bytes).map_err(|_| "the .rsp file is not UTF-8 text".to_string())?;
+    let entries =
+        crate::rsp::parse_rsp(&text).map_err(|e| format!("the .rsp file does not parse: {e}"))?;
+    if entries.len() != counts as usize {
+        return Err(format!(
+            "the .rsp file holds {} counts, {counts} expected",
+            entries.len()
+        ));
+    }
+    let api = &build.api;
+    for e in &entries {
+        for (field, want) in [
+            ("pk", api.pk),
+            ("sk", api.sk),
+            ("ct", api.ct),
+            ("ss", api.ss),
+        ] {
+            let got = e.field(field).map(|v| v.len() as u64);
+            if got != Some(want) {
+                return Err(format!(
+                    "the .rsp file's count {} has {field} of {} bytes, api.h declares {want}",
+                    e.count,
+                    got.map_or("no".to_string(), |g| g.to_string())
+                ));
+            }
+        }
+    }
+    if sha != claimed.rsp_sha256 {
+        return Err(format!(
+            "kem-runner's record claims sha256 {} but the .rsp file hashes to {sha}; record not trusted",
+            claimed.rsp_sha256
+        ));
+    }
+    Ok(sha)
+}
+
+/// The last two lines the KEM itself wrote on stderr (not the runner's `calling ...`
+/// lines), each cut at 200 characters, for the reason of a failed KAT.
+fn kem_said(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(kem_native::kat::CALLING))
+        .map(|l| l.chars().take(200).collect())
+        .collect();
+    (!lines.is_empty()).then(|| lines[lines.len().saturating_sub(2)..].join(" / "))
+}
+
+/// One runner KAT job, in the sandbox, writing into a scratch folder; the `.rsp` is
+/// checked and moved to `rsp`. Ok(output) when the runner produced its record (success or
+/// a misbehaving KEM; on success `rsp_sha256` is the engine's own hash of the file),
+/// Err(done) for crashes, timeouts and runner errors.
+#[allow(clippy::too_many_arguments)]
 fn run_kat(
     step: &mut Step,
     object: &Path,
@@ -64,54 +131,81 @@ fn run_kat(
     mode: KatMode,
     counts: u32,
     rsp: &Path,
-    log: &mut std::fs::File,
+    log: &mut crate::run::exec::Log,
 ) -> Result<Result<KatOutput, String>, Stop> {
     let rng = match step.submission().kat.rng {
         KatRng::Nist => "nist",
         KatRng::Hqc => "hqc",
     };
-    let mut cmd = step.runner();
-    cmd.arg("kat")
-        .arg("--lib")
-        .arg(object)
-        .arg("--api")
-        .arg(&build.api_h)
-        .args([
-            "--ns",
-            &build.namespace,
-            "--rng",
-            rng,
-            "--mode",
-            mode.name(),
-            "--counts",
-        ])
-        .arg(counts.to_string())
-        .arg("--out")
-        .arg(rsp);
-    let out = step
-        .exec(&mut cmd, log)
-        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))?;
-    match &out.exit {
-        Exit::Code(0) | Exit::Code(1) => Ok(parse_runner::<KatOutput>(&out)),
-        Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
-        Exit::Signal(_) => {
-            // The runner names each call on stderr just before making it.
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let prefix = format!("{} ", kem_native::kat::CALLING);
-            let at = stderr
-                .lines()
-                .rev()
-                .find_map(|l| l.strip_prefix(&prefix))
-                .map(|call| format!(" in {call}"))
-                .unwrap_or_default();
-            Ok(Err(format!("crashed{at}: {}", out.exit.describe())))
-        }
-        other => Ok(Err(format!(
-            "kem-runner failed ({}): {}",
-            other.describe(),
-            crate::run::exec::tail(&out.stderr, 3)
-        ))),
-    }
+    let _ = std::fs::remove_file(rsp);
+    let scratch = step.scratch(&format!("kat-{}", mode.name()))?;
+    let written = scratch.join(rsp.file_name().unwrap_or_default());
+    let args: Vec<String> = vec![
+        "kat".into(),
+        "--lib".into(),
+        object.display().to_string(),
+        "--api".into(),
+        std::path::absolute(&build.api_h)
+            .unwrap_or_else(|_| build.api_h.clone())
+            .display()
+            .to_string(),
+        "--ns".into(),
+        build.namespace.clone(),
+        "--rng".into(),
+        rng.into(),
+        "--mode".into(),
+        mode.name().into(),
+        "--counts".into(),
+        counts.to_string(),
+        "--out".into(),
+        written.display().to_string(),
+    ];
+    let jail = step.runner_jail(object, &build.api_h, &scratch);
+    let runner = step.ctx.runner.clone();
+    let out = step.exec_contained(&runner, &args, &jail, log, &|_| {});
+    let result = out
+        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))
+        .and_then(|out| match &out.exit {
+            Exit::Code(0) | Exit::Code(1) => {
+                Ok(parse_runner::<KatOutput>(&out).and_then(|mut o| {
+                    if let (Some(f), Some(said)) = (&mut o.failure, kem_said(&out.stderr)) {
+                        let _ = write!(f, "; the KEM wrote: {said}");
+                    }
+                    if o.failure.is_none() {
+                        o.rsp_sha256 = verify_rsp(&written, &o, counts, build)?;
+                        std::fs::rename(&written, rsp)
+                            .or_else(|_| std::fs::copy(&written, rsp).map(|_| ()))
+                            .map_err(|e| format!("cannot keep the .rsp file: {e}"))?;
+                        o.rsp_path = rsp.display().to_string();
+                    }
+                    Ok(o)
+                }))
+            }
+            Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
+            Exit::Signal(_) => {
+                // The runner names each call on stderr just before making it.
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let prefix = format!("{} ", kem_native::kat::CALLING);
+                let at = stderr
+                    .lines()
+                    .rev()
+                    .find_map(|l| l.strip_prefix(&prefix))
+                    .map(|call| format!(" in {call}"))
+                    .unwrap_or_default();
+                Ok(Err(format!(
+                    "crashed{at}: {} ({})",
+                    out.exit.describe(),
+                    step.limits_note()
+                )))
+            }
+            other => Ok(Err(format!(
+                "kem-runner failed ({}): {}",
+                other.describe(),
+                crate::run::exec::tail(&out.stderr, 3)
+            ))),
+        });
+    step.drop_scratch(&scratch);
+    result
 }
 
 pub fn run(step: &mut Step) -> Done {
@@ -152,7 +246,9 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
         let rsp = kat_dir.join(rsp_name(&inst.id, mode, ""));
         let want = expected.get(&manifest_name(&inst.id, mode)).cloned();
         let res = run_kat(step, &object, &build, mode, counts, &rsp, &mut log)?;
-        step.artefacts.push(ctx.rel(&rsp));
+        if rsp.is_file() {
+            step.artefacts.push(ctx.rel(&rsp));
+        }
         let mut r = KatModeResult {
             mode,
             status: KatStatus::Fail,
@@ -258,7 +354,9 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
                 &rsp,
                 &mut log,
             )?;
-            step.artefacts.push(ctx.rel(&rsp));
+            if rsp.is_file() {
+                step.artefacts.push(ctx.rel(&rsp));
+            }
             let got = match res {
                 Ok(out) if out.failure.is_none() => out.rsp_sha256,
                 Ok(out) => format!("failed: {}", out.failure.unwrap_or_default()),

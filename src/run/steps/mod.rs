@@ -10,13 +10,13 @@ pub mod source;
 mod survey;
 pub mod time;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use petgraph::graph::NodeIndex;
 
+use super::sandbox::Jail;
 use super::{exec, Ctx};
 use crate::graph::Node;
 use crate::model::{Instance, StepKind, Submission};
@@ -89,6 +89,8 @@ pub struct Step<'a> {
     pub commands: Vec<Vec<String>>,
     pub logs: Vec<PathBuf>,
     pub artefacts: Vec<PathBuf>,
+    /// Whether the step ran submission-controlled code (in the sandbox).
+    pub contained: bool,
 }
 
 impl<'a> Step<'a> {
@@ -101,13 +103,95 @@ impl<'a> Step<'a> {
     }
 
     /// Run a command with the step's deadline, logging it.
-    pub fn exec(&mut self, cmd: &mut Command, log: &mut File) -> std::io::Result<exec::Output> {
+    pub fn exec(
+        &mut self,
+        cmd: &mut Command,
+        log: &mut exec::Log,
+    ) -> std::io::Result<exec::Output> {
         self.commands.push(exec::argv(cmd));
         exec::run(cmd, self.deadline, log)
     }
 
+    /// Run `program` with `args` in the sandbox (`jail`) with the step's deadline, logging
+    /// and recording the command as written (not the sandbox around it).
+    pub fn exec_contained(
+        &mut self,
+        program: &Path,
+        args: &[String],
+        jail: &Jail,
+        log: &mut exec::Log,
+        on_stderr_line: &(dyn Fn(&str) + Sync),
+    ) -> std::io::Result<exec::Output> {
+        let shown: Vec<String> = std::iter::once(program.display().to_string())
+            .chain(args.iter().cloned())
+            .collect();
+        self.commands.push(shown.clone());
+        self.contained = true;
+        let mut cmd = self.ctx.sandbox.command(program, args, jail);
+        let mut out = exec::run_observed(&mut cmd, &shown, self.deadline, log, on_stderr_line)?;
+        if self.ctx.sandbox.contained() {
+            out.exit = out.exit.through_sandbox();
+        }
+        Ok(out)
+    }
+
+    /// A fresh, empty scratch folder for this step's contained processes
+    /// (`scratch/<sub>/<instance>/<name>` under the outputs).
+    pub fn scratch(&self, name: &str) -> Result<PathBuf, Stop> {
+        let dir = self.ctx.out.join("scratch").join(self.slug()).join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Stop::failed(format!("{}: {e}", dir.display())))?;
+        Ok(dir)
+    }
+
+    /// Remove a scratch folder made by [`Step::scratch`] and its parents left empty.
+    pub fn drop_scratch(&self, dir: &Path) {
+        let _ = std::fs::remove_dir_all(dir);
+        let top = self.ctx.out.join("scratch");
+        let mut d = dir.parent();
+        while let Some(p) = d.filter(|p| p.starts_with(&top)) {
+            if std::fs::remove_dir(p).is_err() {
+                break;
+            }
+            d = p.parent();
+        }
+    }
+
+    /// The jail of a kem-runner job: it reads the runner, the object and its `api.h`, and
+    /// writes only `scratch`.
+    pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
+        let api_h = std::path::absolute(api_h).unwrap_or_else(|_| api_h.to_path_buf());
+        Jail {
+            read: vec![self.ctx.runner.clone(), object.to_path_buf(), api_h],
+            write: vec![scratch.to_path_buf()],
+            cwd: scratch.to_path_buf(),
+            memory: self.memory(),
+        }
+    }
+
+    /// The limits a contained process had, for the reason of a crash (a failed allocation
+    /// often ends in SIGSEGV or SIGABRT).
+    pub fn limits_note(&self) -> String {
+        super::sandbox::limits_note(self.memory())
+    }
+
+    /// Address-space limit of this step's contained processes.
+    pub fn memory(&self) -> u64 {
+        self.ctx
+            .spec(self.node.kind)
+            .and_then(|s| s.params.memory)
+            .unwrap_or(super::sandbox::DEFAULT_MEMORY)
+    }
+
     /// Open a log under the output folder (relative path) and remember it.
-    pub fn open_log(&mut self, rel: PathBuf) -> std::io::Result<File> {
+    pub fn open_log(&mut self, rel: PathBuf) -> std::io::Result<exec::Log> {
+        if !stays_inside(&rel) {
+            return Err(std::io::Error::other(format!(
+                "refused: log path {} leaves the outputs folder",
+                rel.display()
+            )));
+        }
         let f = exec::open_log(&self.ctx.out.join(&rel))?;
         if !self.logs.contains(&rel) {
             self.logs.push(rel);
@@ -154,11 +238,6 @@ impl<'a> Step<'a> {
         }
     }
 
-    /// The kem-runner binary.
-    pub fn runner(&self) -> Command {
-        Command::new(&self.ctx.runner)
-    }
-
     /// Timeout of this step as text.
     pub fn timeout_text(&self) -> String {
         let t = self
@@ -168,6 +247,25 @@ impl<'a> Step<'a> {
             .unwrap_or_default();
         format!("timed out after {} s (killed)", t.as_secs())
     }
+}
+
+/// True when `rel` names something inside the folder it is joined to: relative, only
+/// plain names (no `..`, no root). Ids are validated by the DSL; this is the last guard
+/// before anything is written.
+pub fn stays_inside(rel: &Path) -> bool {
+    rel.components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// The refusal of a step whose output paths would leave the outputs folder.
+fn refused(step: &Step) -> Option<Done> {
+    let record_rel = step.ctx.rel(&step.ctx.record_path(step.node));
+    (!stays_inside(&step.slug()) || !stays_inside(&record_rel)).then(|| {
+        Done::failed(format!(
+            "refused: output paths of `{}` would leave the outputs folder",
+            step.node.id
+        ))
+    })
 }
 
 fn new_step(ctx: &Ctx, ix: NodeIndex) -> Step<'_> {
@@ -181,6 +279,7 @@ fn new_step(ctx: &Ctx, ix: NodeIndex) -> Step<'_> {
         commands: Vec::new(),
         logs: Vec::new(),
         artefacts: Vec::new(),
+        contained: false,
     }
 }
 
@@ -193,10 +292,14 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
     let mut joined = Vec::new();
     let mut done: Vec<Option<Done>> = Vec::new();
     for (i, step) in steps.iter_mut().enumerate() {
+        if let Some(refusal) = refused(step) {
+            done.push(Some(refusal));
+            continue;
+        }
         match time::member(step) {
-            Ok((m, rec, build)) => {
+            Ok((m, rec, build, scratch)) => {
                 members.push(m);
-                joined.push((i, rec, build));
+                joined.push((i, rec, build, scratch));
                 done.push(None);
             }
             Err(e) => done.push(Some(Done::failed(e))),
@@ -204,6 +307,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
     }
     let settings = super::session::Settings {
         runner: ctx.runner.clone(),
+        sandbox: ctx.sandbox.clone(),
         bench_cpu: ctx.campaign.system.bench_cpu,
         precision: super::session::DEFAULT_PRECISION,
         batch: super::session::DEFAULT_BATCH.min(spec.params.trial),
@@ -226,9 +330,12 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
         }
     };
     let (_, _, outcomes) = super::session::run(members, &settings, &show);
-    for ((i, rec, build), o) in joined.into_iter().zip(outcomes) {
+    for ((i, rec, build, scratch), o) in joined.into_iter().zip(outcomes) {
+        steps[i].drop_scratch(&scratch);
         steps[i].commands.extend(o.commands);
-        done[i] = Some(time::from_session(&steps[i], rec, build, o.result));
+        done[i] = Some(time::from_session(
+            &steps[i], rec, build, o.result, o.elapsed,
+        ));
     }
     steps
         .into_iter()
@@ -241,16 +348,19 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
 pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
     let mut step = new_step(ctx, ix);
     let node = step.node;
-    let done = match node.kind {
-        StepKind::Source => source::run(&mut step),
-        StepKind::Build => build::run(&mut step),
-        StepKind::Kat => kat::run(&mut step),
-        StepKind::Sizes => sizes::run(&mut step),
-        StepKind::Time => time::run(&mut step),
-        StepKind::Profile => profile::run(&mut step),
-        StepKind::Survey => survey::run(&mut step),
-        StepKind::Report => report::run(&mut step),
-        StepKind::Index => report::run_index(&mut step),
+    let done = match refused(&step) {
+        Some(refusal) => refusal,
+        None => match node.kind {
+            StepKind::Source => source::run(&mut step),
+            StepKind::Build => build::run(&mut step),
+            StepKind::Kat => kat::run(&mut step),
+            StepKind::Sizes => sizes::run(&mut step),
+            StepKind::Time => time::run(&mut step),
+            StepKind::Profile => profile::run(&mut step),
+            StepKind::Survey => survey::run(&mut step),
+            StepKind::Report => report::run(&mut step),
+            StepKind::Index => report::run_index(&mut step),
+        },
     };
     record_of(step, done)
 }
@@ -261,6 +371,9 @@ fn record_of(step: Step, done: Done) -> StepRecord {
     rec.commands = step.commands;
     rec.logs = step.logs;
     rec.artefacts = step.artefacts;
+    if step.contained {
+        rec.sandbox = Some(step.ctx.sandbox.info.clone());
+    }
     rec
 }
 
@@ -298,6 +411,7 @@ fn base_record(ctx: &Ctx, ix: NodeIndex, status: Status, reason: Option<String>)
         env_fingerprint: ctx.facts.env_fingerprint.clone(),
         logs: Vec::new(),
         artefacts: Vec::new(),
+        sandbox: None,
         data: None,
     }
 }
@@ -322,14 +436,14 @@ impl RunnerRecord for crate::record::ProfileOutput {
 /// Run one per-operation kem-runner job (`time`, `profile`) on `object`, pinned to the
 /// bench core, with `extra` arguments, logging to `logs/<sub>/<instance>/<job>__<op>.log`.
 /// The KEM's own failure (exit 1 with `failure` set), a crash, a timeout or a runner error
-/// become the step's reason.
+/// become the step's reason. Returns the record and the runner's wall-clock time.
 pub fn runner_job<T: RunnerRecord>(
     step: &mut Step,
     job: &str,
     object: &Path,
     build: &BuildData,
     extra: &[String],
-) -> Result<T, Stop> {
+) -> Result<(T, std::time::Duration), Stop> {
     let op = step.node.op.expect("runner jobs are per operation");
     let log_rel = Path::new("logs")
         .join(step.slug())
@@ -337,51 +451,81 @@ pub fn runner_job<T: RunnerRecord>(
     let mut log = step
         .open_log(log_rel)
         .map_err(|e| Stop::failed(e.to_string()))?;
-    let mut cmd = step.runner();
-    cmd.arg(job)
-        .arg("--lib")
-        .arg(object)
-        .arg("--api")
-        .arg(&build.api_h)
-        .args(["--ns", &build.namespace, "--op", op.name()])
-        .args(["--cpu", &step.ctx.campaign.system.bench_cpu.to_string()])
-        .args(extra);
-    step.commands.push(exec::argv(&cmd));
-    let (ctx, id) = (step.ctx, step.node.id.as_str());
+    let scratch = step.scratch(&format!("{job}__{op}"))?;
+    let mut args: Vec<String> = vec![
+        job.to_string(),
+        "--lib".into(),
+        object.display().to_string(),
+        "--api".into(),
+        std::path::absolute(&build.api_h)
+            .unwrap_or_else(|_| build.api_h.clone())
+            .display()
+            .to_string(),
+        "--ns".into(),
+        build.namespace.clone(),
+        "--op".into(),
+        op.name().to_string(),
+        "--cpu".into(),
+        step.ctx.campaign.system.bench_cpu.to_string(),
+    ];
+    args.extend(extra.iter().cloned());
+    let jail = step.runner_jail(object, &build.api_h, &scratch);
+    let (ctx, id) = (step.ctx, step.node.id.clone());
     let prefix = format!("{} ", kem_native::timing::PROGRESS);
     let show = |line: &str| {
         if let (Some(what), Some(p)) = (line.strip_prefix(&prefix), ctx.progress.get()) {
-            p.update(id, what);
+            p.update(&id, what);
         }
     };
-    let out = exec::run_observed(&mut cmd, step.deadline, &mut log, &show)
-        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))?;
-    match &out.exit {
-        exec::Exit::Code(0) => parse_runner(&out).map_err(Stop::failed),
-        exec::Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
-        exec::Exit::Code(1) => match parse_runner::<T>(&out) {
-            Ok(rec) if rec.failure().is_some() => Err(Stop::failed(format!(
-                "{op}: {}",
-                rec.failure().unwrap_or_default()
-            ))),
-            _ => Err(Stop::failed(format!(
-                "{op}: exit code 1; {}",
+    let runner = ctx.runner.clone();
+    let started = std::time::Instant::now();
+    let out = step
+        .exec_contained(&runner, &args, &jail, &mut log, &show)
+        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")));
+    step.drop_scratch(&scratch);
+    let out = out?;
+    let elapsed = started.elapsed();
+    let rec: T = match &out.exit {
+        exec::Exit::Code(0) => parse_runner(&out).map_err(Stop::failed)?,
+        exec::Exit::TimedOut => return Err(Stop::timed_out(step.timeout_text())),
+        exec::Exit::Code(1) => {
+            return Err(match parse_runner::<T>(&out) {
+                Ok(rec) if rec.failure().is_some() => {
+                    Stop::failed(format!("{op}: {}", rec.failure().unwrap_or_default()))
+                }
+                _ => Stop::failed(format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3))),
+            })
+        }
+        exec::Exit::Signal(_) => {
+            return Err(Stop::failed(format!(
+                "{op}: {} ({}); {}",
+                out.exit.describe(),
+                step.limits_note(),
                 exec::tail(&out.stderr, 3)
-            ))),
-        },
-        other => Err(Stop::failed(format!(
-            "{op}: {}; {}",
-            other.describe(),
-            exec::tail(&out.stderr, 3)
-        ))),
-    }
+            )))
+        }
+        other => {
+            return Err(Stop::failed(format!(
+                "{op}: {}; {}",
+                other.describe(),
+                exec::tail(&out.stderr, 3)
+            )))
+        }
+    };
+    Ok((rec, elapsed))
 }
 
-/// Parse the one JSON record a runner job prints.
+/// Parse the one JSON record a runner job writes on its record channel (the stdout it was
+/// started with; the KEM's own stdout goes to stderr).
 pub fn parse_runner<T: for<'de> serde::Deserialize<'de>>(out: &exec::Output) -> Result<T, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
-            "kem-runner printed no valid record ({e}); {}: {}",
+            "kem-runner wrote no valid record ({e}{}); {}: {}",
+            if out.truncated {
+                "; output cut at its size limit"
+            } else {
+                ""
+            },
             out.exit.describe(),
             exec::tail(&out.stderr, 3)
         )

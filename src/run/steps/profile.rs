@@ -40,7 +40,7 @@ pub fn run(step: &mut Step) -> Done {
     let mut runs: Vec<ProfileOutput> = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
         match runner_job(step, "profile", &ctx.out.join(&prof), &build, &extra) {
-            Ok(o) => runs.push(o),
+            Ok((o, _)) => runs.push(o),
             Err(stop) => return stop.into(),
         }
     }

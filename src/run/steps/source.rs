@@ -49,7 +49,11 @@ pub fn run(step: &mut Step) -> Done {
 /// Write a throwaway cargo project under `scratch` whose only dependency is `name` at
 /// exactly `version`; returns its manifest.
 fn fetch_project(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, String> {
-    let dir = scratch.join(format!("{name}-{version}"));
+    let leaf = format!("{name}-{version}");
+    if !super::stays_inside(Path::new(&leaf)) || leaf.contains('/') {
+        return Err(format!("refused: `{leaf}` is not a plain folder name"));
+    }
+    let dir = scratch.join(leaf);
     std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
     let manifest = dir.join("Cargo.toml");
     let text = format!(
@@ -109,6 +113,30 @@ pub fn fetch_crate(scratch: &Path, name: &str, version: &str) -> Result<PathBuf,
     Err(format!(
         "could not fetch crate `{name}` {version}: {last_err}"
     ))
+}
+
+/// The folder a submission's instance `dir`s are relative to: the `path` folder, or the
+/// crate fetched like the `source` step does (under `scratch`) joined with its `root`.
+/// For `check --deep`.
+pub fn resolve_root(source: &Source, scratch: &Path) -> Result<PathBuf, String> {
+    match source {
+        Source::Path { path } => Ok(path.clone()),
+        Source::Crate {
+            name,
+            version,
+            root,
+        } => {
+            let dir = fetch_crate(scratch, name, version)?.join(root);
+            if dir.is_dir() {
+                Ok(dir)
+            } else {
+                Err(format!(
+                    "crate `{name}` {version} has no folder `{root}` ({})",
+                    dir.display()
+                ))
+            }
+        }
+    }
 }
 
 /// Fetch `name` at exactly `version`; returns its unpacked folder and its checksum.

@@ -5,12 +5,69 @@
 //! In a campaign run every `time` step to run is measured in one timing session instead
 //! ([`member`], [`from_session`], [`crate::run::session`]): interleaved rounds, one trial
 //! per round, the median with its bootstrap interval in the summary.
+//!
+//! The record comes from a process that also runs the KEM, so it is checked before it is
+//! believed: a record whose batch mean disagrees with its own single-call samples by more
+//! than 3x, or whose trials claim more time than the runner process lasted, is failed as
+//! implausible (its data kept as evidence, kept out of the reports); the records of a
+//! session get the same check.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::{runner_job, Done, Step, Stop};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput};
 use crate::run::session::{Member, Rounds};
+
+/// How far a timing record can be believed.
+#[derive(Debug, PartialEq)]
+pub enum Plausibility {
+    Plausible,
+    /// Batch mean more than 3x the single-call median: what preemption of the bench core
+    /// does to whole trials; kept, with this reason.
+    Disturbed(String),
+    /// Batch mean below a third of the single-call median, or trials longer than the
+    /// process: not what the runner can have measured; the step fails.
+    Implausible(String),
+}
+
+/// Check a timing record against itself and against the runner's wall-clock time: batch
+/// mean and single-call median must agree within 3x (the single call's own counter
+/// overhead as slack), and the trials cannot add up to more time than the process ran.
+pub fn plausibility(out: &TimeOutput, elapsed: Duration) -> Plausibility {
+    let iters: u64 = out.trials.iter().map(|t| t.iters).sum();
+    let cycles: u64 = out.trials.iter().map(|t| t.cycles).sum();
+    let trial_ns: u64 = out.trials.iter().map(|t| t.ns).sum();
+    if trial_ns as u128 > elapsed.as_nanos() {
+        return Plausibility::Implausible(format!(
+            "implausible timing record: its trials add up to {:.3} s but kem-runner ran {:.3} s",
+            trial_ns as f64 / 1e9,
+            elapsed.as_secs_f64()
+        ));
+    }
+    if iters == 0 || out.samples.is_empty() {
+        return Plausibility::Plausible;
+    }
+    let batch = cycles as f64 / iters as f64;
+    let mut samples = out.samples.clone();
+    samples.sort_unstable();
+    let single = samples[samples.len() / 2] as f64;
+    let slack = out.overhead.single_call_cycles.max(0.0);
+    let (lo, hi) = (batch.min(single), batch.max(single));
+    if hi <= 3.0 * lo + slack {
+        return Plausibility::Plausible;
+    }
+    let what = format!(
+        "batch mean {batch:.0} cycles/op and single-call median {single:.0} cycles disagree by more than 3x"
+    );
+    if batch < single {
+        Plausibility::Implausible(format!("implausible timing record: {what}"))
+    } else {
+        Plausibility::Disturbed(format!(
+            "implausible timing record: {what} (trials disturbed: is the bench core shared?)"
+        ))
+    }
+}
 
 pub fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
@@ -30,16 +87,42 @@ pub fn run(step: &mut Step) -> Done {
         p.samples.to_string(),
     ];
     let object = ctx.out.join(&build.object);
-    let output: TimeOutput = match runner_job(step, "time", &object, &build, &extra) {
+    let (output, elapsed): (TimeOutput, _) = match runner_job(step, "time", &object, &build, &extra)
+    {
         Ok(o) => o,
         Err(stop) => return stop.into(),
     };
     let summary = crate::measure::stats::summarize(&output);
-    let reason = summary
-        .unstable
-        .then(|| format!("unstable: CV across trials {:.1}% > 2%", summary.cv * 100.0));
+    let check = plausibility(&output, elapsed);
+    let mut notes = Vec::new();
+    if summary.unstable {
+        notes.push(format!(
+            "unstable: CV across trials {:.1}% > 2%",
+            summary.cv * 100.0
+        ));
+    }
+    if !summary.off_target_trials.is_empty() {
+        notes.push(format!(
+            "{} of {} trials lasted less than half or more than twice the target {:.0} ms",
+            summary.off_target_trials.len(),
+            summary.trials,
+            output.calibration.target_trial_ns as f64 / 1e6
+        ));
+    }
+    let status = match check {
+        Plausibility::Plausible => Status::Ok,
+        Plausibility::Disturbed(r) => {
+            notes.push(r);
+            Status::Ok
+        }
+        Plausibility::Implausible(r) => {
+            notes.insert(0, r);
+            Status::Failed
+        }
+    };
+    let reason = (!notes.is_empty()).then(|| notes.join("; "));
     Done {
-        status: Status::Ok,
+        status,
         reason,
         data: Some(StepData::Time(Box::new(TimeData {
             output,
@@ -53,9 +136,10 @@ pub fn run(step: &mut Step) -> Done {
     }
 }
 
-/// This step as a member of a timing session, with the build it times; `Err` is why it
-/// cannot take part (no object, no log).
-pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData), String> {
+/// This step as a member of a timing session, with the build it times and the scratch
+/// folder its runner may write (the only one; see [`Step::runner_jail`]); `Err` is why it
+/// cannot take part (no object, no log, no scratch folder).
+pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf), String> {
     let ctx = step.ctx;
     let (build_rec, build) = step.build()?;
     let p = &ctx.spec(step.node.kind).expect("declared").params;
@@ -64,9 +148,15 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData), String
         .join(step.slug())
         .join(format!("time__{op}.log"));
     let log = step.open_log(log_rel).map_err(|e| e.to_string())?;
+    let object = ctx.out.join(&build.object);
+    let scratch = step
+        .scratch(&format!("time__{op}"))
+        .map_err(|stop| stop.reason)?;
+    let jail = step.runner_jail(&object, &build.api_h, &scratch);
+    step.contained = true;
     let member = Member {
         label: step.node.id.clone(),
-        object: ctx.out.join(&build.object),
+        object,
         api_h: build.api_h.clone(),
         namespace: build.namespace.clone(),
         op: op.name().to_string(),
@@ -74,16 +164,19 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData), String
         samples: p.samples,
         budget_ns: (p.trial.as_nanos() as u64).saturating_mul(u64::from(p.trials)),
         log,
+        jail,
     };
-    Ok((member, build_rec, build))
+    Ok((member, build_rec, build, scratch))
 }
 
-/// The step's result from its session outcome.
+/// The step's result from its session outcome; `elapsed` is how long its runner ran. The
+/// record is checked like [`run`]'s ([`plausibility`]).
 pub fn from_session(
     step: &Step,
     build_rec: StepRecord,
     build: BuildData,
     result: Result<(TimeOutput, Rounds), Stop>,
+    elapsed: Duration,
 ) -> Done {
     let (output, rounds) = match result {
         Ok(r) => r,
@@ -110,8 +203,27 @@ pub fn from_session(
             summary.cv * 100.0
         ));
     }
+    if !summary.off_target_trials.is_empty() {
+        notes.push(format!(
+            "{} of {} batches lasted less than half or more than twice the target {:.0} ms",
+            summary.off_target_trials.len(),
+            summary.trials,
+            output.calibration.target_trial_ns as f64 / 1e6
+        ));
+    }
+    let status = match plausibility(&output, elapsed) {
+        Plausibility::Plausible => Status::Ok,
+        Plausibility::Disturbed(r) => {
+            notes.push(r);
+            Status::Ok
+        }
+        Plausibility::Implausible(r) => {
+            notes.insert(0, r);
+            Status::Failed
+        }
+    };
     Done {
-        status: Status::Ok,
+        status,
         reason: (!notes.is_empty()).then(|| notes.join("; ")),
         data: Some(StepData::Time(Box::new(TimeData {
             output,
@@ -122,5 +234,52 @@ pub fn from_session(
             environment: step.ctx.env.clone(),
             rounds: Some(rounds),
         }))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(batch_per_op: u64, single: u64) -> TimeOutput {
+        let json = format!(
+            r#"{{"op":"keygen","sizes":{{"pk":1,"sk":1,"ct":1,"ss":1}},"pinned_cpu":null,"pin_error":null,
+"counter":"rdtsc","rng":"ctr-drbg","core_cycles":{{"status":"unavailable","reason":"x"}},
+"calibration":{{"target_trial_ns":1,"batch_iters":1,"batch_ns":1,"iters":100,"min_iters":1}},
+"warmup_iters":1,"trials":[{{"iters":100,"cycles":{},"ns":1000000,"core_cycles":null}}],
+"samples":[{single},{single},{single}],
+"overhead":{{"cycles_per_call":1.0,"ns_per_call":1.0,"single_call_cycles":40.0}},
+"memory":{{"baseline_rss_kib":null,"peak_rss_kib":null,"stack_bytes":null,"stack_painted_bytes":0}},"failure":null}}"#,
+            batch_per_op * 100
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    #[test]
+    fn batch_and_single_calls_must_agree_within_3x() {
+        let long = Duration::from_secs(1);
+        use Plausibility::*;
+        assert_eq!(plausibility(&record(10_000, 11_000), long), Plausible);
+        assert_eq!(plausibility(&record(10_000, 29_000), long), Plausible);
+        let Implausible(r) = plausibility(&record(1, 10_000), long) else {
+            panic!("a batch far faster than single calls is implausible")
+        };
+        assert!(r.contains("batch mean 1 cycles/op"), "{r}");
+        let Disturbed(r) = plausibility(&record(40_000, 10_000), long) else {
+            panic!("a batch far slower than single calls is flagged")
+        };
+        assert!(r.contains("disturbed"), "{r}");
+        // The single call's counter overhead is slack for tiny operations.
+        assert_eq!(plausibility(&record(10, 60), long), Plausible);
+    }
+
+    #[test]
+    fn trials_cannot_last_longer_than_the_process() {
+        let Plausibility::Implausible(r) =
+            plausibility(&record(10_000, 10_000), Duration::from_micros(10))
+        else {
+            panic!("trials longer than the process")
+        };
+        assert!(r.contains("trials add up to 0.001 s"), "{r}");
     }
 }

@@ -1,0 +1,490 @@
+//! The `matrix` of a manifest and its expansion: `instance` templates over every
+//! combination of matrix values, with `when` blocks adding flags, sources and CPU needs.
+
+use std::collections::BTreeMap;
+
+use kdl::{KdlEntry, KdlNode};
+use miette::SourceSpan;
+
+use super::super::cflags::flag_problem;
+use super::super::cpu_flags;
+use super::super::diag::line_col;
+use super::super::diag::{backticked, did_you_mean};
+use super::super::pipeline::words;
+use super::super::reader::{name, name_span, Cx};
+use super::super::template::{parse_template, undefined_var, Template};
+use super::{check_id, id_problem, plain_node};
+use crate::model::{Instance, Origin, Pos};
+
+const WHEN_NODES: [&str; 4] = ["cflags", "sources", "requires-cpu", "exclude"];
+/// A matrix larger than this is refused (it is surely a mistake, and memory is finite).
+const MAX_MATRIX: usize = 100_000;
+
+/// Matrix variables in declaration order with their values.
+pub(super) type Matrix = Vec<(String, Vec<String>)>;
+
+pub(super) fn lower_matrix(cx: &mut Cx<'_>, n: &KdlNode) -> Option<Matrix> {
+    cx.no_args(n, "matrix");
+    cx.no_children(n, "matrix");
+    let mut m: Matrix = Vec::new();
+    let mut spans: BTreeMap<String, SourceSpan> = BTreeMap::new();
+    let mut ok = true;
+    for e in n.entries() {
+        let Some(key) = e.name() else { continue };
+        let k = key.value().to_string();
+        if let Some(prev) = spans.get(&k) {
+            let d = cx
+                .diag(format!("matrix variable `{k}` is given twice"))
+                .label(key.span(), "given again here")
+                .label(*prev, "first given here");
+            cx.push(d);
+            ok = false;
+            continue;
+        }
+        spans.insert(k.clone(), key.span());
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+        {
+            cx.error(
+                key.span(),
+                "invalid name",
+                format!("matrix variable `{k}` must use only letters, digits, `-` and `_`"),
+            );
+            ok = false;
+            continue;
+        }
+        let Some(v) = cx.expect_string(e, &k) else {
+            ok = false;
+            continue;
+        };
+        let mut vals: Vec<String> = Vec::new();
+        for (w, r) in words(&v) {
+            if vals.iter().any(|x| x == w) {
+                let s = cx.sub_span(e, &r);
+                cx.error(
+                    s,
+                    "listed again",
+                    format!("value `{w}` is listed twice in matrix variable `{k}`"),
+                );
+                ok = false;
+            } else {
+                vals.push(w.to_string());
+            }
+        }
+        if vals.is_empty() {
+            let s = cx.value_span(e);
+            cx.error(
+                s,
+                "no values",
+                format!("matrix variable `{k}` has no values"),
+            );
+            ok = false;
+            continue;
+        }
+        m.push((k, vals));
+    }
+    let total = m
+        .iter()
+        .try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
+    if total.is_none_or(|t| t > MAX_MATRIX) {
+        cx.error(
+            name_span(n),
+            "too large",
+            format!("matrix expands to more than {MAX_MATRIX} instances"),
+        );
+        ok = false;
+    }
+    ok.then_some(m)
+}
+
+/// Every combination of matrix values, first variable outermost.
+fn combinations(m: &Matrix) -> Vec<BTreeMap<String, String>> {
+    let mut out = vec![BTreeMap::new()];
+    for (k, vals) in m {
+        let mut next = Vec::with_capacity(out.len() * vals.len());
+        for base in &out {
+            for v in vals {
+                let mut c = base.clone();
+                c.insert(k.clone(), v.clone());
+                next.push(c);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+/// A `when` block: conditions (variable -> accepted values) and what it adds.
+struct When {
+    cond: Vec<(String, Vec<String>)>,
+    cflags: Vec<String>,
+    sources: Vec<String>,
+    requires_cpu: Vec<String>,
+    exclude: Vec<String>,
+}
+
+fn lower_when(cx: &mut Cx<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
+    cx.no_args(n, "when");
+    let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+    let mut ok = true;
+    let mut cond = Vec::new();
+    if n.entries().iter().all(|e| e.name().is_none()) {
+        cx.error(
+            name_span(n),
+            "no condition",
+            "`when` needs at least one condition, e.g. `when impl=\"avx2\" { ... }`",
+        );
+        ok = false;
+    }
+    for e in n.entries() {
+        let Some(key) = e.name() else { continue };
+        let k = key.value();
+        let Some((_, vals)) = m.iter().find(|(v, _)| v == k) else {
+            let list = backticked(vars.iter().copied());
+            let msg = if list.is_empty() {
+                format!("unknown matrix variable `{k}` in `when`, no matrix variables are defined")
+            } else {
+                format!("unknown matrix variable `{k}` in `when`, expected one of {list}")
+            };
+            let d = cx
+                .diag(msg)
+                .label(key.span(), "unknown variable")
+                .maybe_help(did_you_mean(k, vars.iter().copied()));
+            cx.push(d);
+            ok = false;
+            continue;
+        };
+        let Some(text) = cx.expect_string(e, k) else {
+            ok = false;
+            continue;
+        };
+        let mut accepted = Vec::new();
+        for (w, r) in words(&text) {
+            if !vals.iter().any(|v| v == w) {
+                let s = cx.sub_span(e, &r);
+                let d = cx
+                    .diag(format!(
+                        "`{w}` is not a value of matrix variable `{k}`, expected one of {}",
+                        backticked(vals.iter().map(|s| s.as_str()))
+                    ))
+                    .label(s, "no such value")
+                    .maybe_help(did_you_mean(w, vals.iter().map(|s| s.as_str())));
+                cx.push(d);
+                ok = false;
+            } else {
+                accepted.push(w.to_string());
+            }
+        }
+        cond.push((k.to_string(), accepted));
+    }
+    let mut w = When {
+        cond,
+        cflags: Vec::new(),
+        sources: Vec::new(),
+        requires_cpu: Vec::new(),
+        exclude: Vec::new(),
+    };
+    let children = cx.expect_children(n, "when")?;
+    for c in children.nodes() {
+        let nm = name(c);
+        if !WHEN_NODES.contains(&nm) {
+            cx.unknown_node(c, "`when`", &WHEN_NODES);
+            ok = false;
+            continue;
+        }
+        plain_node(cx, c);
+        let args = cx.string_args(c, nm, 1);
+        if nm == "cflags" {
+            let mut prev: Option<&str> = None;
+            for (flag, e) in &args {
+                if let Some(p) = flag_problem(flag, prev) {
+                    let s = cx.value_span(e);
+                    let d = cx
+                        .diag(format!("compiler option refused: {p}"))
+                        .label(s, "refused")
+                        .help("`cflags` may change code generation, warnings, definitions and include folders, not run programs, load plugins or write elsewhere");
+                    cx.push(d);
+                    ok = false;
+                }
+                prev = Some(flag);
+            }
+        }
+        if nm == "requires-cpu" {
+            for (flag, e) in &args {
+                if cpu_flags::known(flag) {
+                    continue;
+                }
+                let s = cx.value_span(e);
+                let d = cx
+                    .diag(format!(
+                        "`{flag}` is not a CPU feature name that /proc/cpuinfo uses"
+                    ))
+                    .label(s, "unknown CPU feature")
+                    .help(match cpu_flags::suggestion(flag) {
+                        Some(g) => format!("did you mean `{g}`? (`requires-cpu` takes the names of /proc/cpuinfo's `flags`, not gcc's `-m` names)"),
+                        None => "`requires-cpu` takes the names of /proc/cpuinfo's `flags` (x86) or `Features` (Arm)".to_string(),
+                    });
+                cx.push(d);
+                ok = false;
+            }
+        }
+        let vals = args.into_iter().map(|(s, _)| s);
+        match nm {
+            "cflags" => w.cflags.extend(vals),
+            "sources" => w.sources.extend(vals),
+            "requires-cpu" => w.requires_cpu.extend(vals),
+            _ => w.exclude.extend(vals),
+        }
+    }
+    ok.then_some(w)
+}
+
+/// A template-valued entry, parsed, with every variable checked against the matrix.
+fn template_value(cx: &mut Cx<'_>, e: &KdlEntry, what: &str, vars: &[&str]) -> Option<Template> {
+    let text = cx.expect_string(e, what)?;
+    let t = match parse_template(&text) {
+        Ok(t) => t,
+        Err(err) => {
+            let s = cx.sub_span(e, &err.span);
+            let d = cx
+                .diag(format!("bad template in `{what}`: {}", err.message))
+                .label(s, "here")
+                .maybe_help(err.help);
+            cx.push(d);
+            return None;
+        }
+    };
+    let mut ok = true;
+    for (v, r) in t.vars() {
+        if !vars.contains(&v) {
+            let err = undefined_var(v, vars.iter().copied(), &r);
+            let s = cx.sub_span(e, &err.span);
+            let d = cx
+                .diag(err.message)
+                .label(s, "not a matrix variable")
+                .maybe_help(err.help);
+            cx.push(d);
+            ok = false;
+        }
+    }
+    ok.then_some(t)
+}
+
+/// An instance declaration; `dir`/`namespace` are `None` when broken (reported), and the
+/// id is still expanded so duplicates are found.
+struct InstanceTpl<'n> {
+    id_entry: &'n KdlEntry,
+    id: Template,
+    dir: Option<Template>,
+    namespace: Option<Template>,
+    origin: Origin,
+}
+
+pub(super) fn expand_instances(
+    cx: &mut Cx<'_>,
+    nodes: &[&KdlNode],
+    whens: &[&KdlNode],
+    m: &Matrix,
+    sub_span: SourceSpan,
+    what: &str,
+) -> (Vec<Instance>, bool) {
+    let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+    if nodes.is_empty() {
+        cx.missing_node(sub_span, "instance", what);
+    }
+    let mut tpls = Vec::new();
+    for n in nodes {
+        cx.no_children(n, "instance");
+        let id = cx.one_string_arg(n, "instance");
+        let props = cx.props(n, "`instance`", &["dir", "namespace"]);
+        let id_t = id
+            .as_ref()
+            .and_then(|(_, e)| template_value(cx, e, "instance", &vars));
+        let mut get = |k: &str| match props.get(k) {
+            Some(e) => template_value(cx, e, k, &vars),
+            None => {
+                cx.missing_prop(n, k, "`instance`");
+                None
+            }
+        };
+        let dir = get("dir");
+        let namespace = get("namespace");
+        if let (Some((_, e)), Some(id)) = (id, id_t) {
+            let at = |e: Option<&&KdlEntry>| {
+                let s = e.map(|e| cx.value_span(e)).unwrap_or(name_span(n));
+                let (line, col) = line_col(cx.file.text(), s.offset());
+                Pos {
+                    offset: s.offset(),
+                    len: s.len(),
+                    line,
+                    col,
+                }
+            };
+            let origin = Origin {
+                manifest: cx.file.display_name().to_string(),
+                instance: at(Some(&e)),
+                dir: at(props.get("dir")),
+                namespace: at(props.get("namespace")),
+            };
+            tpls.push(InstanceTpl {
+                id_entry: e,
+                id,
+                dir,
+                namespace,
+                origin,
+            });
+        }
+    }
+    let whens: Vec<When> = whens.iter().filter_map(|w| lower_when(cx, w, m)).collect();
+
+    let combos = combinations(m);
+    let mut out: Vec<Instance> = Vec::new();
+    // For duplicate detection: id -> (template index, combination).
+    let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut reported: Vec<String> = Vec::new();
+    let mut self_reported: Vec<usize> = Vec::new();
+    let mut bad_ids: Vec<usize> = Vec::new();
+    for (ti, t) in tpls.iter().enumerate() {
+        for (ci, vars) in combos.iter().enumerate() {
+            // Variables were checked above, so expansion cannot fail here.
+            let Ok(id) = t.id.expand(vars) else { continue };
+            if let Some(&(pti, pci)) = seen.get(&id) {
+                // One report per duplicated id, and one per template that repeats itself.
+                let same_tpl = pti == ti;
+                if !(reported.contains(&id) || same_tpl && self_reported.contains(&ti)) {
+                    reported.push(id.clone());
+                    if same_tpl {
+                        self_reported.push(ti);
+                    }
+                    duplicate_instance(cx, &id, &tpls, (pti, pci), (ti, ci), &combos, m);
+                }
+                continue;
+            }
+            seen.insert(id.clone(), (ti, ci));
+            // One report per template (it is the same mistake in every combination).
+            if id_problem(&id).is_some() {
+                if !bad_ids.contains(&ti) {
+                    bad_ids.push(ti);
+                    let s = cx.value_span(t.id_entry);
+                    check_id(cx, &id, s, "instance id");
+                }
+                continue;
+            }
+            let expand = |t: &Option<Template>| t.as_ref().and_then(|t| t.expand(vars).ok());
+            let (Some(dir), Some(namespace)) = (expand(&t.dir), expand(&t.namespace)) else {
+                continue;
+            };
+            let mut inst = Instance {
+                id,
+                dir,
+                namespace,
+                cflags: Vec::new(),
+                extra_sources: Vec::new(),
+                requires_cpu: Vec::new(),
+                exclude: Vec::new(),
+                vars: vars.clone(),
+                nist_category: None,
+                origin: t.origin.clone(),
+            };
+            for w in &whens {
+                let applies = w
+                    .cond
+                    .iter()
+                    .all(|(k, accepted)| vars.get(k).is_some_and(|v| accepted.contains(v)));
+                if applies {
+                    inst.cflags.extend(w.cflags.iter().cloned());
+                    inst.extra_sources.extend(w.sources.iter().cloned());
+                    inst.requires_cpu.extend(w.requires_cpu.iter().cloned());
+                    inst.exclude.extend(w.exclude.iter().cloned());
+                }
+            }
+            out.push(inst);
+        }
+    }
+    // Every declared id expanded (so catalog keys can be checked against them).
+    let complete = tpls.len() == nodes.len()
+        && tpls
+            .iter()
+            .all(|t| t.dir.is_some() && t.namespace.is_some())
+        && bad_ids.is_empty()
+        && reported.is_empty();
+    (out, complete)
+}
+
+fn describe_combo(c: &BTreeMap<String, String>, m: &Matrix) -> String {
+    m.iter()
+        .map(|(k, _)| format!("{k}={}", c.get(k).map(String::as_str).unwrap_or("")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn duplicate_instance(
+    cx: &mut Cx<'_>,
+    id: &str,
+    tpls: &[InstanceTpl<'_>],
+    first: (usize, usize),
+    again: (usize, usize),
+    combos: &[BTreeMap<String, String>],
+    m: &Matrix,
+) {
+    let again_span = cx.value_span(tpls[again.0].id_entry);
+    let first_span = cx.value_span(tpls[first.0].id_entry);
+    let mut d = cx.diag(format!("duplicate instance id `{id}`"));
+    if first.0 == again.0 {
+        // One template gives the same id for two matrix combinations.
+        let t = &tpls[again.0].id;
+        let unused: Vec<&str> = m
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !t.vars().any(|(v, _)| v == *k))
+            .collect();
+        d = d
+            .label(
+                again_span,
+                format!(
+                    "expands to `{id}` for both `{}` and `{}`",
+                    describe_combo(&combos[first.1], m),
+                    describe_combo(&combos[again.1], m)
+                ),
+            )
+            .help(format!(
+                "use every matrix variable in the instance id; it does not use {}",
+                backticked(unused.iter().copied())
+            ));
+    } else {
+        // Name the matrix values only where the template uses variables.
+        let label = |(t, c): (usize, usize)| {
+            if tpls[t].id.vars().next().is_none() {
+                String::new()
+            } else {
+                format!(" (for `{}`)", describe_combo(&combos[c], m))
+            }
+        };
+        d = d
+            .label(again_span, format!("declared again here{}", label(again)))
+            .label(first_span, format!("first declared here{}", label(first)))
+            .help("instance ids must be unique within a submission");
+    }
+    cx.push(d);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combinations_first_variable_outermost() {
+        let m: Matrix = vec![
+            ("level".into(), vec!["512".into(), "768".into()]),
+            ("impl".into(), vec!["clean".into(), "avx2".into()]),
+        ];
+        let got: Vec<String> = combinations(&m)
+            .iter()
+            .map(|c| format!("{}-{}", c["level"], c["impl"]))
+            .collect();
+        assert_eq!(got, ["512-clean", "512-avx2", "768-clean", "768-avx2"]);
+        assert_eq!(combinations(&Vec::new()).len(), 1);
+    }
+}

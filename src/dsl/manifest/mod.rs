@@ -1,0 +1,450 @@
+//! Lowering of a submission manifest (`submissions/<id>/manifest.kdl`): report metadata and
+//! source here; primitives (inline or included) in [`primitives`], the KAT settings and the
+//! size catalog in [`catalog`], the matrix expansion of `instance` templates with `when`
+//! blocks in [`matrix`].
+
+mod catalog;
+mod matrix;
+mod primitives;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kdl::{KdlDocument, KdlEntry, KdlNode};
+use miette::SourceSpan;
+
+use super::diag::SourceFile;
+use super::fs::normalize;
+use super::load::Loader;
+use super::reader::{args, name, name_span, Cx};
+use crate::model::{Primitives, ReportMeta, Source, Submission};
+use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};
+use matrix::{expand_instances, lower_matrix};
+use primitives::lower_primitives_node;
+
+const SUBMISSION_NODES: [&str; 14] = [
+    "algorithm",
+    "category",
+    "function",
+    "versions",
+    "note",
+    "link",
+    "source",
+    "primitives",
+    "kat",
+    "sizes",
+    "matrix",
+    "instance",
+    "when",
+    "nist-category",
+];
+const REPEATABLE: [&str; 5] = ["note", "link", "instance", "when", "nist-category"];
+
+/// Lowers one manifest; returns the submission and the span of its id, or `None` when
+/// something was wrong (reported).
+pub(crate) fn lower_manifest(
+    loader: &mut Loader<'_>,
+    file: &SourceFile,
+    doc: &KdlDocument,
+) -> Option<(Submission, SourceSpan)> {
+    let mut diags = Vec::new();
+    let before = loader.diags.len();
+    let out = {
+        let mut cx = Cx::new(file, &mut diags);
+        lower_doc(&mut cx, loader, doc)
+    };
+    let clean = diags.is_empty() && loader.diags.len() == before;
+    loader.diags.append(&mut diags);
+    if clean {
+        out
+    } else {
+        None
+    }
+}
+
+fn lower_doc(
+    cx: &mut Cx<'_>,
+    loader: &mut Loader<'_>,
+    doc: &KdlDocument,
+) -> Option<(Submission, SourceSpan)> {
+    let mut sub: Option<&KdlNode> = None;
+    for n in doc.nodes() {
+        if name(n) != "submission" {
+            cx.unknown_node(n, "the manifest", &["submission"]);
+        } else if let Some(first) = sub {
+            cx.duplicate_node(first, n, "the manifest (one submission per manifest)");
+        } else {
+            sub = Some(n);
+        }
+    }
+    let Some(n) = sub else {
+        cx.missing_node(SourceSpan::new(0.into(), 0), "submission", "the manifest");
+        return None;
+    };
+    cx.props(n, "`submission`", &[]);
+    let id = cx.one_string_arg(n, "submission");
+    let what = match &id {
+        Some((id, _)) => format!("`submission \"{id}\"`"),
+        None => "`submission`".to_string(),
+    };
+    if let Some((id, e)) = &id {
+        let s = cx.value_span(e);
+        check_id(cx, id, s, "submission id");
+    }
+    let children = cx.expect_children(n, "submission")?;
+    let dir = cx
+        .file
+        .path()
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .to_path_buf();
+
+    // Sort children by name; report unknown and repeated ones.
+    let mut nodes: BTreeMap<&str, Vec<&KdlNode>> = BTreeMap::new();
+    // Names that a misspelt node probably meant: not reported again as missing.
+    let mut typos: Vec<&str> = Vec::new();
+    for c in children.nodes() {
+        let nm = name(c);
+        if !SUBMISSION_NODES.contains(&nm) {
+            typos.extend(cx.unknown_node(c, &what, &SUBMISSION_NODES));
+            continue;
+        }
+        let list = nodes.entry(nm).or_default();
+        if !REPEATABLE.contains(&nm) && !list.is_empty() {
+            cx.duplicate_node(list[0], c, &what);
+            continue;
+        }
+        list.push(c);
+    }
+    let one = |k: &str| nodes.get(k).and_then(|v| v.first().copied());
+    let all = |k: &str| nodes.get(k).cloned().unwrap_or_default();
+    let sub_span = name_span(n);
+
+    let mut meta = ReportMeta::default();
+    match one("algorithm") {
+        Some(a) => {
+            meta.algorithm = simple_string(cx, a).unwrap_or_default();
+        }
+        None if typos.contains(&"algorithm") => {}
+        None => cx.missing_node(sub_span, "algorithm", &what),
+    }
+    meta.category = one("category").and_then(|c| simple_string(cx, c));
+    meta.function = one("function").and_then(|c| simple_string(cx, c));
+    if let Some(v) = one("versions") {
+        plain_node(cx, v);
+        meta.versions = cx
+            .string_args(v, "versions", 1)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+    }
+    for note in all("note") {
+        if let Some(s) = simple_string(cx, note) {
+            meta.notes.push(s);
+        }
+    }
+    for link in all("link") {
+        plain_node(cx, link);
+        let a: Vec<&KdlEntry> = args(link).collect();
+        if a.len() != 2 {
+            cx.error(
+                name_span(link),
+                "expected a title and a URL",
+                format!(
+                    "`link` takes two arguments (a title and a URL), found {}",
+                    a.len()
+                ),
+            );
+            continue;
+        }
+        if let (Some(t), Some(u)) = (
+            cx.expect_string(a[0], "link"),
+            cx.expect_string(a[1], "link"),
+        ) {
+            meta.links.push((t, u));
+        }
+    }
+
+    let source = match one("source") {
+        Some(s) => lower_source(cx, loader, s, &dir),
+        None => {
+            if !typos.contains(&"source") {
+                cx.missing_node(sub_span, "source", &what);
+            }
+            None
+        }
+    };
+    let primitives = match one("primitives") {
+        Some(p) => lower_primitives_node(cx, loader, p, &dir),
+        None => Some(Primitives::default()),
+    };
+    let kat = lower_kat(cx, loader, one("kat"), sub_span, &dir);
+    let mut size_keys = Vec::new();
+    let sizes = match one("sizes") {
+        Some(s) => lower_sizes(cx, loader, s, &dir, &mut size_keys),
+        None => BTreeMap::new(),
+    };
+    let matrix = match one("matrix") {
+        Some(m) => lower_matrix(cx, m),
+        None => Some(Vec::new()),
+    };
+    let instances = match &matrix {
+        Some(matrix) => {
+            if meta.versions.is_empty() {
+                if let Some((_, vals)) = matrix.iter().find(|(k, _)| k == "impl") {
+                    meta.versions = vals.clone();
+                }
+            }
+            if typos.contains(&"instance") {
+                (Vec::new(), false)
+            } else {
+                let mut instances =
+                    expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what);
+                crate::dsl::category::apply(cx, &all("nist-category"), matrix, &mut instances.0);
+                instances
+            }
+        }
+        None => (Vec::new(), false),
+    };
+    let (instances, ids_complete) = instances;
+    // Catalog keys are checked against the instances when they all expanded.
+    if ids_complete {
+        if let Some(kat) = &kat {
+            check_kat_file(loader, cx.file, kat, &instances);
+        }
+        check_size_keys(loader, &size_keys, &instances);
+    }
+
+    let (id, id_entry) = id?;
+    let id_span = cx.value_span(id_entry);
+    Some((
+        Submission {
+            id,
+            manifest_path: cx.file.path().to_path_buf(),
+            dir,
+            meta,
+            source: source?,
+            primitives: primitives?,
+            kat: kat?,
+            sizes,
+            instances,
+        },
+        id_span,
+    ))
+}
+
+/// What is wrong with an id, if anything. Ids name folders under the outputs and appear in
+/// step ids `submission/instance/step`: letters, digits and `-_.+`, no `..`.
+pub(crate) fn id_problem(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("must not be empty")
+    } else if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+    {
+        Some("may use only letters, digits, `-`, `_`, `.` and `+`")
+    } else if id.contains("..") || id == "." {
+        Some("must not be `.` or contain `..`")
+    } else {
+        None
+    }
+}
+
+/// Reports an invalid id at `span`; false when it was invalid.
+fn check_id(cx: &mut Cx<'_>, id: &str, span: SourceSpan, what: &str) -> bool {
+    match id_problem(id) {
+        Some(p) => {
+            let d = cx
+                .diag(format!("{what} `{id}` {p}"))
+                .label(span, "invalid id")
+                .help("ids name folders under the outputs and parts of step ids");
+            cx.push(d);
+            false
+        }
+        None => true,
+    }
+}
+
+/// A path named in a manifest (`kat manifest=`, `sizes catalog=`, `primitives include=`,
+/// `kat reference=`), resolved against the manifest's folder. It must stay inside that
+/// folder or inside the pipeline's `submissions-root` when one is set; links are followed
+/// before comparing. An escape is reported at `e` and gives `None`.
+pub(super) fn confined_path(
+    cx: &mut Cx<'_>,
+    loader: &Loader<'_>,
+    dir: &Path,
+    rel: &str,
+    e: &KdlEntry,
+    what: &str,
+) -> Option<PathBuf> {
+    let abs = normalize(&dir.join(rel));
+    let fs = loader.fs;
+    let real = fs.canonical(&abs);
+    let inside = |root: &Path| real.starts_with(fs.canonical(root));
+    if inside(dir) || loader.submissions_root.as_deref().is_some_and(inside) {
+        return Some(abs);
+    }
+    let (root, root_name) = match &loader.submissions_root {
+        Some(r) => (
+            r.as_path(),
+            "the manifest's folder and the pipeline's `submissions-root`",
+        ),
+        None => (dir, "the manifest's folder"),
+    };
+    let span = cx.value_span(e);
+    let help = if loader.submissions_root.is_some() {
+        format!("keep the file under {}", fs.display(root))
+    } else {
+        "keep the file beside the manifest, or let the pipeline allow a wider folder with `submissions-root \"../submissions\"`".to_string()
+    };
+    let d = cx
+        .diag(format!(
+            "{what} `{rel}` is outside {root_name} ({})",
+            fs.display(root)
+        ))
+        .label(span, "outside the allowed folder")
+        .help(help);
+    cx.push(d);
+    None
+}
+
+/// A crates.io package name: ASCII letters, digits, `-` and `_`, starting with a letter,
+/// at most 64 characters (the registry's rule).
+fn crate_name_ok(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// A relative path without `..`, `.` or a root: it stays inside the folder it is joined to.
+pub(super) fn plain_relative(p: &str) -> bool {
+    !p.is_empty()
+        && Path::new(p)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// A node with only arguments (no properties, no children).
+fn plain_node(cx: &mut Cx<'_>, n: &KdlNode) {
+    let nm = name(n).to_string();
+    cx.props(n, &format!("`{nm}`"), &[]);
+    cx.no_children(n, &nm);
+}
+
+/// A node holding one string argument and nothing else.
+fn simple_string(cx: &mut Cx<'_>, n: &KdlNode) -> Option<String> {
+    plain_node(cx, n);
+    let nm = name(n).to_string();
+    cx.one_string_arg(n, &nm).map(|(s, _)| s)
+}
+
+fn lower_source(cx: &mut Cx<'_>, loader: &Loader<'_>, n: &KdlNode, dir: &Path) -> Option<Source> {
+    cx.no_args(n, "source");
+    cx.no_children(n, "source");
+    let props = cx.props(n, "`source`", &["path", "crate", "version", "root"]);
+    match (props.get("path"), props.get("crate")) {
+        (Some(_), Some(c)) => {
+            let span = c.name().map(|i| i.span()).unwrap_or(c.span());
+            cx.error(
+                span,
+                "second kind of source",
+                "`source` takes either `path` or `crate`, not both",
+            );
+            None
+        }
+        (Some(p), None) => {
+            for k in ["version", "root"] {
+                if let Some(e) = props.get(k) {
+                    let span = e.name().map(|i| i.span()).unwrap_or(e.span());
+                    cx.error(
+                        span,
+                        "only for crates",
+                        format!("property `{k}` applies only to `source crate=...`"),
+                    );
+                }
+            }
+            let rel = cx.expect_string(p, "path")?;
+            let abs = normalize(&dir.join(&rel));
+            if !loader.fs.is_dir(&abs) {
+                let span = cx.value_span(p);
+                let resolved = loader.fs.display(&abs);
+                let msg = if loader.fs.exists(&abs) {
+                    format!("source path `{rel}` is not a folder (resolved to {resolved})")
+                } else {
+                    format!("source path `{rel}` does not exist (resolved to {resolved})")
+                };
+                let d = cx
+                    .diag(msg)
+                    .label(span, "no such folder")
+                    .help("the path is relative to the manifest's folder");
+                cx.push(d);
+                return None;
+            }
+            Some(Source::Path { path: abs })
+        }
+        (None, Some(c)) => {
+            let name = cx.expect_string(c, "crate").filter(|name| {
+                let ok = crate_name_ok(name);
+                if !ok {
+                    let s = cx.value_span(c);
+                    cx.error(
+                        s,
+                        "not a crate name",
+                        format!("`{name}` is not a crates.io package name (letters, digits, `-`, `_`; starting with a letter)"),
+                    );
+                }
+                ok
+            });
+            let version = match props.get("version") {
+                Some(v) => cx.expect_string(v, "version").filter(|ver| {
+                    let parsed = semver::Version::parse(ver);
+                    if let Err(err) = &parsed {
+                        let s = cx.value_span(v);
+                        let d = cx
+                            .diag(format!(
+                                "crate version `{ver}` is not an exact semver version: {err}"
+                            ))
+                            .label(s, "not a version")
+                            .help("give the exact version published on crates.io, e.g. `0.1.1`");
+                        cx.push(d);
+                    }
+                    parsed.is_ok()
+                }),
+                None => {
+                    cx.missing_prop(n, "version", "`source crate=...`");
+                    None
+                }
+            };
+            let root = match props.get("root") {
+                Some(r) => cx.expect_string(r, "root").filter(|root| {
+                    let ok = plain_relative(root);
+                    if !ok {
+                        let s = cx.value_span(r);
+                        cx.error(
+                            s,
+                            "leaves the crate",
+                            format!("`root` `{root}` must be a folder inside the crate (relative, no `..`)"),
+                        );
+                    }
+                    ok
+                }),
+                None => Some(String::new()),
+            };
+            Some(Source::Crate {
+                name: name?,
+                version: version?,
+                root: root?,
+            })
+        }
+        (None, None) => {
+            cx.error(
+                name_span(n),
+                "`path` or `crate` missing",
+                "missing required property `path` or `crate` on `source`",
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! The campaign index (`reports/index.md`, the site's front page): one row per instance,
+//! the other systems side by side, the failures.
+
+use std::collections::BTreeMap;
+
+use crate::model::Op;
+use crate::record::{KatStatus, Status, StepRecord};
+
+use super::{breadcrumb, status_text, UNKNOWN};
+use crate::report::doc::{code, link, Doc, Table};
+use crate::report::format::{self as fmt, DASH};
+use crate::report::results::{self, ResultInstance, Results};
+use crate::report::view::{self, CampaignView};
+
+/// Per-instance row cells of the campaign index for one system's results.
+fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
+    let mut t = Table::new(&[
+        "submission",
+        "instance",
+        "KAT",
+        "keygen cycles",
+        "enc cycles",
+        "dec cycles",
+        "pk bytes",
+        "ct bytes",
+        "hash share (keygen / enc / dec)",
+    ]);
+    for sub in &results.submissions {
+        for inst in &sub.instances {
+            let cyc = |op: Op| {
+                inst.op(op)
+                    .and_then(|o| o.mean_cycles)
+                    .map(|c| {
+                        let unstable = inst.op(op).and_then(|o| o.unstable).unwrap_or(false);
+                        format!(
+                            "{}{}",
+                            fmt::cycles(c),
+                            if unstable { " (unstable)" } else { "" }
+                        )
+                    })
+                    .unwrap_or_else(|| DASH.into())
+            };
+            let shares: Vec<String> = Op::ALL
+                .iter()
+                .map(|&op| {
+                    inst.op(op)
+                        .and_then(|o| o.hash_share)
+                        .map(fmt::share)
+                        .unwrap_or_else(|| DASH.into())
+                })
+                .collect();
+            t.row(vec![
+                link(&sub.id, &format!("{prefix}{}.{link_ext}", sub.id)),
+                code(&inst.id),
+                kat_evidence(inst),
+                cyc(Op::Keygen),
+                cyc(Op::Enc),
+                cyc(Op::Dec),
+                fmt::opt_int(inst.pk),
+                fmt::opt_int(inst.ct),
+                shares.join(" / "),
+            ]);
+        }
+    }
+    t
+}
+
+/// The best KAT evidence of an instance: "PASS" when every mode passed, "PASS (single), no
+/// all-KAT hash" when the others had no expected hash, else each mode's status.
+fn kat_evidence(inst: &ResultInstance) -> String {
+    let modes = &inst.kat_modes;
+    if modes.is_empty() {
+        return inst.kat.clone().unwrap_or_else(|| "did not run".into());
+    }
+    let with = |st: KatStatus| -> Vec<&str> {
+        modes
+            .iter()
+            .filter(|m| m.status == st)
+            .map(|m| m.mode.as_str())
+            .collect()
+    };
+    let (pass, nokat) = (with(KatStatus::Pass), with(KatStatus::Nokat));
+    if pass.len() == modes.len() {
+        "PASS".to_string()
+    } else if !pass.is_empty() && pass.len() + nokat.len() == modes.len() {
+        format!(
+            "PASS ({}), no {} hash",
+            pass.join(", "),
+            nokat
+                .iter()
+                .map(|m| format!("{m}-KAT"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
+    } else if modes.len() == 1 {
+        results::kat_status_name(modes[0].status).to_string()
+    } else {
+        modes
+            .iter()
+            .map(|m| format!("{} {}", results::kat_status_name(m.status), m.mode))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The campaign index (`reports/index.md`): one row per instance, links, failures.
+pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
+    let mut doc = Doc {
+        title: format!("{} — performance measurements", view.system),
+        blocks: Vec::new(),
+    };
+    doc.p(breadcrumb(view, None));
+    doc.h(
+        1,
+        format!(
+            "Performance measurements on {} (system {})",
+            view.arch, view.system
+        ),
+    );
+    if let Some(c) = &view.campaign {
+        doc.p(format!(
+            "Campaign start / end (UTC): {} / {}.",
+            fmt::utc(&c.started),
+            c.finished
+                .as_deref()
+                .map(fmt::utc)
+                .unwrap_or_else(|| UNKNOWN.into())
+        ));
+    }
+    doc.p(
+        "Mean cycles per operation; KAT is the worst status over the checked modes. \
+           Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
+    );
+    doc.table(index_table(results, "md", ""));
+    super::categories::by_category(&mut doc, view, results);
+    if !view.other_systems.is_empty() {
+        let mut all: Vec<&Results> = view.other_systems.iter().collect();
+        all.push(results);
+        all.sort_by(|a, b| a.system.cmp(&b.system));
+        doc.h(2, "Across systems");
+        doc.p(
+            "Mean cycles per operation on every system whose outputs sit beside this one \
+             (read from their `reports/results.json`); cycles of different counters \
+             (`rdtsc`, `cntvct_el0`) are not comparable across architectures.",
+        );
+        doc.table(systems_table(&all));
+    }
+    failures(&mut doc, view);
+    doc
+}
+
+/// One row per submission, instance and operation; one column per system.
+pub fn systems_table(all: &[&Results]) -> Table {
+    let mut head = vec![
+        "submission".to_string(),
+        "instance".into(),
+        "operation".into(),
+    ];
+    head.extend(all.iter().map(|r| r.system.clone()));
+    let mut t = Table {
+        head,
+        rows: Vec::new(),
+    };
+    // keys in first-seen order over the systems, sorted systems first
+    let mut keys: Vec<(String, String, Op)> = Vec::new();
+    for r in all {
+        for sub in &r.submissions {
+            for inst in &sub.instances {
+                for o in &inst.ops {
+                    let k = (sub.id.clone(), inst.id.clone(), o.op);
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+            }
+        }
+    }
+    for (sub, inst, op) in keys {
+        let mut row = vec![sub.clone(), code(&inst), op.name().to_string()];
+        for r in all {
+            let cell = r
+                .submissions
+                .iter()
+                .find(|s| s.id == sub)
+                .and_then(|s| s.instances.iter().find(|i| i.id == inst))
+                .and_then(|i| i.op(op))
+                .and_then(|o| o.mean_cycles)
+                .map(fmt::cycles)
+                .unwrap_or_else(|| DASH.into());
+            row.push(cell);
+        }
+        t.row(row);
+    }
+    t
+}
+
+/// The failure list of the index: every failed or timed-out step with its reason.
+pub fn failures(doc: &mut Doc, view: &CampaignView) {
+    doc.h(2, "Failures");
+    let mut failed: BTreeMap<String, String> = BTreeMap::new();
+    let mut skipped = 0usize;
+    for sub in &view.submissions {
+        let mut recs: Vec<&StepRecord> = sub.source.iter().collect();
+        for inst in &sub.instances {
+            recs.extend(inst.records());
+        }
+        for r in recs {
+            if r.status == Status::Skipped {
+                skipped += 1;
+            }
+            match view::kat_data(r) {
+                // a KAT with results: one line per mode that did not pass
+                Some(d) => {
+                    // a mode without an expected hash is no failure when another passed
+                    let passed = d.modes.iter().any(|m| m.status == KatStatus::Pass);
+                    for m in d.modes.iter().filter(|m| {
+                        m.status != KatStatus::Pass && !(passed && m.status == KatStatus::Nokat)
+                    }) {
+                        failed.insert(
+                            format!("{} ({})", r.id, m.mode.name()),
+                            format!(
+                                "KAT {}{}",
+                                results::kat_status_name(m.status),
+                                m.reason
+                                    .as_deref()
+                                    .map(|r| format!(": {r}"))
+                                    .unwrap_or_default()
+                            ),
+                        );
+                    }
+                }
+                None if r.status.is_failure() => {
+                    failed.insert(r.id.clone(), status_text(r));
+                }
+                None => {}
+            }
+        }
+    }
+    // steps of campaign.json without a record here (e.g. a source that failed)
+    if let Some(c) = &view.campaign {
+        for s in c.steps.iter().filter(|s| s.status.is_failure()) {
+            if !failed
+                .keys()
+                .any(|k| k == &s.id || k.starts_with(&format!("{} (", s.id)))
+            {
+                failed.insert(
+                    s.id.clone(),
+                    format!(
+                        "{}{}",
+                        s.status.name(),
+                        s.reason
+                            .as_deref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+        }
+    }
+    if failed.is_empty() {
+        doc.p("No step failed and every KAT passed.");
+    } else {
+        doc.list(
+            failed
+                .into_iter()
+                .map(|(id, why)| format!("{}: {why}", code(&id)))
+                .collect(),
+        );
+    }
+    if skipped > 0 {
+        doc.p(format!(
+            "{skipped} step{} skipped because a step {} depended on did not succeed.",
+            if skipped == 1 { " was" } else { "s were" },
+            if skipped == 1 { "it" } else { "they" }
+        ));
+    }
+}
+
+/// The index table of another system (site side-by-side view).
+pub fn other_system_table(results: &Results) -> Table {
+    index_table(results, "md", &format!("../../{}/reports/", results.system))
+}
+
+/// The index table of this system, with links relative to `reports/`.
+pub fn this_system_table(results: &Results) -> Table {
+    index_table(results, "md", "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::results::KatModeStatus;
+
+    fn inst(modes: &[(&str, KatStatus)]) -> ResultInstance {
+        ResultInstance {
+            id: "K".into(),
+            level: None,
+            nist_category: None,
+            kat: None,
+            kat_modes: modes
+                .iter()
+                .map(|(m, s)| KatModeStatus {
+                    mode: m.to_string(),
+                    status: *s,
+                })
+                .collect(),
+            build_flags: None,
+            static_bytes: None,
+            pk: None,
+            sk: None,
+            ct: None,
+            ss: None,
+            survey: None,
+            ops: vec![],
+        }
+    }
+
+    #[test]
+    fn kat_evidence_shows_the_best_evidence() {
+        use KatStatus::*;
+        assert_eq!(
+            kat_evidence(&inst(&[("single", Pass), ("all", Pass)])),
+            "PASS"
+        );
+        assert_eq!(
+            kat_evidence(&inst(&[("single", Pass), ("all", Nokat)])),
+            "PASS (single), no all-KAT hash"
+        );
+        assert_eq!(kat_evidence(&inst(&[("single", Nokat)])), "NOKAT");
+        assert_eq!(
+            kat_evidence(&inst(&[("single", Pass), ("all", Mismatch)])),
+            "PASS single, MISMATCH all"
+        );
+        assert_eq!(kat_evidence(&inst(&[])), "did not run");
+    }
+}

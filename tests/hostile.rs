@@ -1,0 +1,343 @@
+//! The hostile fixture KEMs (`tests/fixtures/hostile/`) run by the real engine beside the
+//! `good` fixture: whatever they try — writing outside, reading `$HOME`, loopback TCP,
+//! daemons, holding the pipes, killing the engine, forging records, flooding stderr,
+//! allocating 30 GiB — the good KEM still passes and is timed, nothing appears outside the
+//! outputs folder, no process outlives the run, and each record's reason names the cause.
+//!
+//! Needs bubblewrap (`bwrap`) with working user namespaces; `.ci/run` runs this binary as
+//! root and as an unprivileged user.
+
+use std::io::Read as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use ngcc_pipe::model::{KatMode, Op, StepKind};
+use ngcc_pipe::record::{KatStatus, Status, StepData};
+
+mod common;
+use common::*;
+
+/// The port `loopback` connects to (its kem.c says the same).
+const PORT: u16 = 47613;
+
+fn pipeline() -> PathBuf {
+    repo().join("tests/fixtures/hostile/hostile.kdl")
+}
+
+/// Files the hostile fixtures try to create outside the outputs folder.
+fn markers() -> Vec<PathBuf> {
+    vec![
+        PathBuf::from("/tmp/ngcc-hostile-write-outside"),
+        repo().join("tests/fixtures/hostile/write-outside/kem.c.written"),
+    ]
+}
+
+/// Processes alive whose command line names the run's outputs folder: kem-runner, bwrap,
+/// and what the fixtures fork (they keep kem-runner's command line; their names, shown
+/// here too, are `ngcc-hostile-*`).
+fn survivors(out: &Path) -> Vec<String> {
+    let needle = out.display().to_string();
+    let mut found = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let cmdline = std::fs::read(e.path().join("cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        if cmdline.contains(&needle) {
+            found.push(format!("{name} {} {cmdline}", comm.trim()));
+        }
+    }
+    found
+}
+
+/// Survivors after giving the kernel a moment to reap what was just killed.
+fn settled_survivors(out: &Path) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        let s = survivors(out);
+        if s.is_empty() || Instant::now() > until {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Peak resident memory (VmHWM, KiB) of a running process, if readable.
+fn vm_hwm(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// (fixture, KAT status, text the KAT reason must contain); `None`: the KAT passes.
+const KAT_CASES: [(&str, Option<(Status, &str)>); 11] = [
+    (
+        "write-outside",
+        Some((Status::Failed, "Read-only file system")),
+    ),
+    (
+        "read-home",
+        Some((Status::Failed, "/root and /home are empty here")),
+    ),
+    (
+        "loopback",
+        Some((
+            Status::Failed,
+            "connect 127.0.0.1:47613: Connection refused",
+        )),
+    ),
+    ("daemon", None),
+    (
+        "pipe-holder",
+        Some((Status::TimedOut, "timed out after 8 s")),
+    ),
+    ("kill-parent", None),
+    (
+        "forged-kat",
+        Some((Status::Failed, ".rsp file cannot be read")),
+    ),
+    ("forged-time", None),
+    ("printf", None),
+    ("stderr-flood", None),
+    (
+        "malloc-30g",
+        Some((
+            Status::Failed,
+            "malloc(30 GiB) failed: Cannot allocate memory",
+        )),
+    ),
+];
+
+const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
+
+/// The hostile campaign, run once and checked case by case.
+#[test]
+fn hostile_kems_are_contained_and_the_good_one_is_measured() {
+    for m in markers() {
+        let _ = std::fs::remove_file(&m);
+    }
+    let listener = TcpListener::bind(("127.0.0.1", PORT))
+        .unwrap_or_else(|e| panic!("cannot listen on 127.0.0.1:{PORT} for `loopback`: {e}"));
+    listener.set_nonblocking(true).expect("non-blocking");
+    let tmp = tempdir();
+    let out = tmp.path().join("out");
+
+    let started = Instant::now();
+    let mut child = ngcc()
+        .arg("run")
+        .arg(pipeline())
+        .arg("--outputs")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ngcc-pipe starts");
+    let pid = child.id();
+    let mut stdout_pipe = child.stdout.take().expect("piped");
+    let mut stderr_pipe = child.stderr.take().expect("piped");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout_pipe.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr_pipe.read_to_string(&mut s);
+        s
+    });
+    let mut peak_kib = 0;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        peak_kib = peak_kib.max(vm_hwm(pid).unwrap_or(0));
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "the hostile campaign did not finish in 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let r = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+        secs: started.elapsed().as_secs_f64(),
+    };
+    let ctx = r.show();
+    let mut c = Checks::default();
+
+    // The engine survived `kill-parent` and reports the failures with exit code 1.
+    c.check(r.code == 1, || format!("exit code {} (want 1)", r.code));
+
+    // The good KEM passes and is timed.
+    let kat = rec(&out, StepKind::Kat, "good", Some("good"), None);
+    let single = kat_data(&kat)
+        .modes
+        .iter()
+        .find(|m| m.mode == KatMode::Single)
+        .map(|m| m.status);
+    c.check(single == Some(KatStatus::Pass), || {
+        format!("good KAT {single:?}: {:?}", kat.reason)
+    });
+    for op in OPS {
+        let t = rec(&out, StepKind::Time, "good", Some("good"), Some(op));
+        c.check(
+            t.status == Status::Ok && matches!(t.data, Some(StepData::Time(_))),
+            || format!("good time:{op} {:?}: {:?}", t.status, t.reason),
+        );
+    }
+
+    // Every case: the KAT's status and reason; the steps that ran did so in the sandbox.
+    for (case, want) in KAT_CASES {
+        let kat = rec(&out, StepKind::Kat, case, Some(case), None);
+        match want {
+            None => c.check(kat.status == Status::Ok, || {
+                format!("{case}: KAT {:?}: {:?}", kat.status, kat.reason)
+            }),
+            Some((status, text)) => c.check(
+                kat.status == status && kat.reason.as_deref().is_some_and(|r| r.contains(text)),
+                || {
+                    format!(
+                        "{case}: KAT {:?} {:?}, want {status:?} naming `{text}`",
+                        kat.status, kat.reason
+                    )
+                },
+            ),
+        }
+        for rec in [
+            rec(&out, StepKind::Build, case, Some(case), None),
+            kat.clone(),
+        ] {
+            let missing = rec.sandbox.as_ref().map(|s| s.missing.clone());
+            c.check(missing == Some(vec![]), || {
+                format!("{}: sandbox {:?}", rec.id, rec.sandbox)
+            });
+        }
+    }
+
+    // Harmless or contained misbehaviour does not stop timing.
+    for case in ["daemon", "kill-parent", "printf", "stderr-flood"] {
+        for op in OPS {
+            let t = rec(&out, StepKind::Time, case, Some(case), Some(op));
+            c.check(t.status == Status::Ok, || {
+                format!("{case} time:{op} {:?}: {:?}", t.status, t.reason)
+            });
+        }
+    }
+    // Forged timing records are not believed.
+    for op in OPS {
+        let t = rec(
+            &out,
+            StepKind::Time,
+            "forged-time",
+            Some("forged-time"),
+            Some(op),
+        );
+        c.check(
+            t.status == Status::Failed
+                && t.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("implausible timing record")),
+            || format!("forged-time time:{op} {:?}: {:?}", t.status, t.reason),
+        );
+    }
+
+    // Nothing outside the outputs folder, no listener contact, no survivors.
+    for m in markers() {
+        c.check(!m.exists(), || format!("{} was created", m.display()));
+    }
+    c.check(listener.accept().is_err(), || {
+        "`loopback` reached the listener on 127.0.0.1".to_string()
+    });
+    let left = settled_survivors(&out);
+    c.check(left.is_empty(), || {
+        format!("processes outlived the run: {left:?}")
+    });
+
+    // 256 MB on stderr: the log keeps 2 MiB and says so; the engine stays small.
+    let log = std::fs::read(out.join("kat/stderr-flood/stderr-flood.log")).unwrap_or_default();
+    c.check(log.len() < (2 << 20) + 4096, || {
+        format!("stderr-flood KAT log is {} bytes", log.len())
+    });
+    c.check(
+        String::from_utf8_lossy(&log).contains("bytes cut by ngcc-pipe"),
+        || "stderr-flood KAT log does not mark the cut".to_string(),
+    );
+    c.check(peak_kib > 0 && peak_kib < 200 * 1024, || {
+        format!("engine peak RSS {peak_kib} KiB (want < 200 MiB)")
+    });
+    // The pipe holder's KAT ends at its timeout, not when its child lets go of the pipes.
+    let ph = rec(
+        &out,
+        StepKind::Kat,
+        "pipe-holder",
+        Some("pipe-holder"),
+        None,
+    );
+    c.check(ph.duration_s < 8.0 + 3.0, || {
+        format!("pipe-holder KAT took {} s (timeout 8 s)", ph.duration_s)
+    });
+    c.done(&ctx);
+}
+
+/// Ctrl-C while a KEM's child holds the output pipes open ends the run within 2 s, with
+/// exit code 130, and leaves no process behind.
+#[test]
+fn ctrl_c_exits_within_two_seconds_while_a_child_holds_the_pipes() {
+    let tmp = tempdir();
+    let out = tmp.path().join("out");
+    let mut child = ngcc()
+        .arg("run")
+        .arg(pipeline())
+        .arg("--outputs")
+        .arg(&out)
+        .args(["--only", "pipe-holder/*/kat"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ngcc-pipe starts");
+    // Wait until the KEM's pipe-holding child exists (after source and build).
+    let until = Instant::now() + Duration::from_secs(120);
+    while !survivors(&out).iter().any(|p| p.contains("ngcc-hostile-p")) {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended before the pipe holder started"
+        );
+        assert!(Instant::now() < until, "the pipe holder never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sent = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if sent.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("ngcc-pipe still running 10 s after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = sent.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "exit took {took:?} after Ctrl-C"
+    );
+    assert_eq!(status.code(), Some(130));
+    let left = settled_survivors(&out);
+    assert!(left.is_empty(), "processes outlived the run: {left:?}");
+}

@@ -247,6 +247,10 @@ fn fault_fixtures_fail_alone_with_their_reasons() {
         }
         for op in OPS {
             let t = rec(&out, StepKind::Time, fx, Some(fx), Some(op));
+            // Its runner ran contained, like every runner step's.
+            c.check(t.sandbox.is_some(), || {
+                format!("{fx}: time:{op} record has no sandbox field")
+            });
             match &t.data {
                 Some(StepData::Time(td)) => {
                     c.check(td.summary.n > 0, || {

@@ -107,7 +107,8 @@ enum Cmd {
     Report { pipeline: PathBuf },
     /// Compare two output folders: ratio b/a of median cycles, and whether it is beyond noise.
     #[command(
-        after_help = "Example:\n  ngcc-pipe compare outputs/quick outputs/quick-again --csv diff.csv"
+        after_help = "Examples:\n  ngcc-pipe compare outputs/quick outputs/quick-again --csv diff.csv\n  \
+                      ngcc-pipe compare --measure outputs/quick outputs/quick-O0 --csv paired.csv"
     )]
     Compare {
         a: PathBuf,
@@ -115,6 +116,9 @@ enum Cmd {
         /// Also write the comparison as CSV here.
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Time A's and B's objects now, interleaved in one session with an A/A pair.
+        #[arg(long)]
+        measure: bool,
     },
     /// Benchmarks of ngcc-pipe itself.
     #[command(
@@ -357,7 +361,32 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
             print!("{}", crate::bench::plan(instances, repeats)?);
             Ok(0)
         }
-        Cmd::Compare { a, b, csv } => {
+        Cmd::Compare {
+            a,
+            b,
+            csv,
+            measure: true,
+        } => {
+            let runner = locate_runner()?;
+            let sandbox = run::sandbox::Sandbox::detect();
+            for m in &sandbox.info.missing {
+                eprintln!("warning: sandbox: {m}");
+            }
+            let p = crate::run::paired::measure(
+                &a,
+                &b,
+                &runner,
+                &sandbox,
+                std::time::Duration::from_secs(600),
+            )?;
+            print!("{}", crate::run::paired::markdown(&p));
+            if let Some(path) = csv {
+                record::write_atomic(&path, crate::run::paired::csv(&p).as_bytes())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Ok(if p.failures.is_empty() { 0 } else { 1 })
+        }
+        Cmd::Compare { a, b, csv, .. } => {
             let cmp = crate::report::compare(&a, &b).map_err(|e| e.to_string())?;
             print!("{}", crate::report::compare_markdown(&cmp));
             if let Some(path) = csv {

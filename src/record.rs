@@ -250,6 +250,18 @@ pub struct TimeSummary {
     pub sample_outliers: usize,
     /// cv > 2%.
     pub unstable: bool,
+    /// Interleaved rounds (absent for a block of trials): median per-op cycles of the
+    /// rounds used, its 95% bootstrap interval, the rounds and how many were interfered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_low_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_high_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfered_rounds: Option<u32>,
     /// Trial indices that lasted less than half or more than twice the target trial length
     /// (calibration fooled, or the machine interfered).
     #[serde(default)]
@@ -269,6 +281,9 @@ pub struct TimeData {
     pub object_cache_key: String,
     pub object_sha256: String,
     pub environment: Environment,
+    /// The timing session this was measured in (absent for a block of trials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<crate::run::session::Rounds>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -284,6 +299,22 @@ pub struct ProfileData {
     /// Mean calls per operation for each symbol called at least once.
     pub calls_per_op: Vec<(String, f64)>,
     pub environment: Environment,
+    /// Every repeat of the measurement (the figures above are the median-share repeat's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<ProfileRepeat>,
+    /// The wrapped total per operation (wrapper cost taken out) over the timed cycles of the
+    /// same operation, when a time record exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapped_over_timed: Option<f64>,
+}
+
+/// One repeat of a profile measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRepeat {
+    pub hash_share: f64,
+    pub drng_share: f64,
+    /// Cycles per operation with the wrappers' cost taken out.
+    pub cycles_per_op: Option<f64>,
 }
 
 /// Survey verdict.

@@ -208,6 +208,7 @@ fn fault_fixtures_fail_alone_with_their_reasons() {
 
     // The working fixtures: every step ok, KAT PASS.
     let camp = campaign_json(&out);
+    let mut sessions: BTreeSet<String> = BTreeSet::new();
     for fx in WORKING {
         let steps: Vec<_> = camp
             .steps
@@ -246,16 +247,53 @@ fn fault_fixtures_fail_alone_with_their_reasons() {
         }
         for op in OPS {
             let t = rec(&out, StepKind::Time, fx, Some(fx), Some(op));
+            // Its runner ran contained, like every runner step's.
+            c.check(t.sandbox.is_some(), || {
+                format!("{fx}: time:{op} record has no sandbox field")
+            });
             match &t.data {
-                Some(StepData::Time(td)) => c.check(td.summary.n > 0, || {
-                    format!("{fx}: time:{op} measured nothing")
-                }),
+                Some(StepData::Time(td)) => {
+                    c.check(td.summary.n > 0, || {
+                        format!("{fx}: time:{op} measured nothing")
+                    });
+                    // Timed in the campaign's one session: a trial per round, its position
+                    // in every round, the median inside its CI, memory per process.
+                    match &td.rounds {
+                        Some(r) => {
+                            sessions.insert(r.session.clone());
+                            let s = &td.summary;
+                            c.check(
+                                r.positions.len() == td.output.trials.len()
+                                    && r.interference.len() == r.positions.len()
+                                    && s.rounds == Some(r.positions.len() as u32)
+                                    && r.positions.iter().all(|&p| (p as usize) < r.members),
+                                || format!("{fx}: time:{op} rounds do not match trials: {r:?}"),
+                            );
+                            c.check(
+                                s.ci_low_cycles <= s.median_cycles
+                                    && s.median_cycles <= s.ci_high_cycles
+                                    && s.median_cycles
+                                        .is_some_and(|m| m >= s.min_cycles && m <= s.max_cycles),
+                                || format!("{fx}: time:{op} median outside its CI: {s:?}"),
+                            );
+                            c.check(
+                                td.output.memory.peak_rss_kib.is_some()
+                                    && td.output.memory.stack_bytes.is_some(),
+                                || format!("{fx}: time:{op} memory missing"),
+                            );
+                        }
+                        None => c.0.push(format!("{fx}: time:{op} not timed in a session")),
+                    }
+                }
                 other => {
                     c.0.push(format!("{fx}: time:{op} has no time data: {other:?}"))
                 }
             }
         }
     }
+    c.check(sessions.len() == 1, || {
+        format!("the working fixtures were timed in {sessions:?}, not in one session")
+    });
     // Exactly the six faulty KATs fail: the failure list has no other entry.
     let failed: BTreeSet<&str> = camp
         .steps

@@ -80,7 +80,7 @@ fn vm_hwm(pid: u32) -> Option<u64> {
 }
 
 /// (fixture, KAT status, text the KAT reason must contain); `None`: the KAT passes.
-const KAT_CASES: [(&str, Option<(Status, &str)>); 11] = [
+const KAT_CASES: [(&str, Option<(Status, &str)>); 12] = [
     (
         "write-outside",
         Some((Status::Failed, "Read-only file system")),
@@ -108,6 +108,7 @@ const KAT_CASES: [(&str, Option<(Status, &str)>); 11] = [
     ),
     ("forged-time", None),
     ("printf", None),
+    ("protocol-printf", None),
     ("stderr-flood", None),
     (
         "malloc-30g",
@@ -226,13 +227,45 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
     }
 
     // Harmless or contained misbehaviour does not stop timing.
-    for case in ["daemon", "kill-parent", "printf", "stderr-flood"] {
+    for case in [
+        "daemon",
+        "kill-parent",
+        "printf",
+        "protocol-printf",
+        "stderr-flood",
+    ] {
         for op in OPS {
             let t = rec(&out, StepKind::Time, case, Some(case), Some(op));
             c.check(t.status == Status::Ok, || {
                 format!("{case} time:{op} {:?}: {:?}", t.status, t.reason)
             });
+            let missing = t.sandbox.as_ref().map(|s| s.missing.clone());
+            c.check(missing == Some(vec![]), || {
+                format!("{}: sandbox {:?}", t.id, t.sandbox)
+            });
         }
+    }
+    // Protocol lines a KEM prints on stdout during a timing session (`batch` claiming 1
+    // cycle per million calls) are not answers: the session's figures are the runner's own,
+    // of the toy KEM's real cost like `good`'s, and the lines are in the log.
+    for op in OPS {
+        let median = |sub: &str| match rec(&out, StepKind::Time, sub, Some(sub), Some(op)).data {
+            Some(StepData::Time(t)) => t.rounds.as_ref().map(|r| r.estimate.median),
+            _ => None,
+        };
+        let (good, chatty) = (median("good"), median("protocol-printf"));
+        c.check(
+            matches!((good, chatty), (Some(g), Some(p)) if p > g / 3.0 && p < g * 3.0),
+            || format!("protocol-printf time:{op}: session median {chatty:?}, good's {good:?}"),
+        );
+        let log = std::fs::read_to_string(out.join(format!(
+            "logs/protocol-printf/protocol-printf/time__{op}.log"
+        )))
+        .unwrap_or_default();
+        c.check(
+            log.contains("batch {\"iters\":1000000,\"cycles\":1,"),
+            || format!("protocol-printf time:{op}: the printed lines are not in the log"),
+        );
     }
     // Forged timing records are not believed.
     for op in OPS {

@@ -666,6 +666,7 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             object_cache_key: hexish(&format!("{id}.build")),
             object_sha256: hexish(&format!("{id}.so")),
             environment: env.clone(),
+            rounds: None,
         };
         let mut r = base_record(
             ctx.arm,
@@ -732,6 +733,8 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             ],
             calls_per_op,
             environment: env.clone(),
+            repeats: Vec::new(),
+            wrapped_over_timed: None,
         };
         push(
             ctx,

@@ -6,7 +6,7 @@
 //! [`api`] (sizes from api.h), [`drbg`] (KAT random sources), [`kem`] (loading, guarded
 //! buffers, the random-byte hook, big-stack threads), [`kat`] (NIST `.rsp` generation),
 //! [`timer`] (cycle counters, perf), [`timing`] (the hot loop), [`memory`] (RSS, stack
-//! painting), [`profile`] (wrapped-symbol tables), [`sys`] (safe wrappers over the OS calls the engine needs).
+//! painting), [`profile`] (wrapped-symbol tables), [`serve`] (the persistent runner of interleaved rounds), [`sys`] (safe wrappers over the OS calls the engine needs).
 
 pub mod api;
 pub mod drbg;
@@ -15,6 +15,7 @@ pub mod kem;
 pub mod memory;
 pub mod output;
 pub mod profile;
+pub mod serve;
 pub mod sys;
 pub mod timer;
 pub mod timing;

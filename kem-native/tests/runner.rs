@@ -688,6 +688,55 @@ fn kem_output_on_stdout_does_not_touch_the_record() {
     assert!(!String::from_utf8_lossy(&o.stdout).contains("debug"));
 }
 
+/// `serve` answers on the record channel too: `batch` lines a KEM prints on stdout while it
+/// is timed go to stderr, and every answer is the runner's own measurement.
+#[test]
+fn serve_answers_cannot_be_forged_by_printing_them() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some((so, api)) = faulty("PROTOCOL") else {
+        return;
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kem-runner"))
+        .args([
+            "serve",
+            "--lib",
+            s(&so),
+            "--api",
+            s(&api),
+            "--ns",
+            "FAULTY_",
+        ])
+        .args(["--op", "keygen", "--batch-ns", "2000000", "--samples", "5"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kem-runner serve");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let stderr = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let mut next = || lines.next().expect("a line").expect("utf-8");
+    assert!(next().starts_with("ready {"));
+    for _ in 0..3 {
+        writeln!(stdin, "batch").unwrap();
+        let line = next();
+        let json = line.strip_prefix("batch ").expect("a batch answer");
+        let b: kem_native::serve::BatchReply = serde_json::from_str(json).unwrap();
+        assert!(b.iters < 1_000_000 && b.cycles >= b.iters, "{line}");
+    }
+    writeln!(stdin, "finish").unwrap();
+    let line = next();
+    let rec: TimeOutput = serde_json::from_str(line.strip_prefix("done ").unwrap()).unwrap();
+    assert_eq!((rec.trials.len(), rec.failure), (3, None));
+    assert!(child.wait().unwrap().success());
+    let err = err.join().unwrap();
+    assert!(
+        err.contains("batch {\"iters\":1000000,\"cycles\":1,"),
+        "{err}"
+    );
+}
+
 #[test]
 fn enc_error_return_is_reported_with_its_count() {
     let Some((o, rec)) = faulty_kat("ENC_RC") else {

@@ -1,4 +1,5 @@
 //! Environment capture and statistics.
 
 pub mod env;
+pub mod interference;
 pub mod stats;

@@ -89,6 +89,26 @@ pub fn summarize(output: &ProfileOutput) -> ProfileSummary {
     }
 }
 
+/// Cycles per operation of a profile run with the wrappers' cost to their callers taken
+/// out (what the plain object would spend); `None` without iterations.
+pub fn unwrapped_cycles_per_op(output: &ProfileOutput) -> Option<f64> {
+    if output.iters == 0 {
+        return None;
+    }
+    let calls: u64 = output.symbols.iter().map(|s| s.calls).sum();
+    let total =
+        (output.total_cycles as f64 - output.wrapper_overhead_cycles * calls as f64).max(0.0);
+    Some(total / output.iters as f64)
+}
+
+/// Index of the repeat whose value is the median (the lower middle for an even count), so
+/// the median share comes with the one run that produced it; `None` for no values.
+pub fn median_index(values: &[f64]) -> Option<usize> {
+    let mut idx: Vec<usize> = (0..values.len()).collect();
+    idx.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    idx.get(values.len().saturating_sub(1) / 2).copied()
+}
+
 /// Provided symbols the instance uses: symbols undefined in some instance object and
 /// defined (as global functions) in some primitive object, sorted.
 pub fn provided_symbols_used(
@@ -169,5 +189,31 @@ mod tests {
         let s = summarize(&out);
         assert_eq!((s.hash_share, s.drng_share), (0.0, 0.0));
         assert!(s.calls_per_op.is_empty());
+    }
+
+    #[test]
+    fn median_repeat_and_unwrapped_total() {
+        assert_eq!(median_index(&[0.30, 0.10, 0.20]), Some(2));
+        assert_eq!(median_index(&[0.4, 0.1, 0.3, 0.2]), Some(3));
+        assert_eq!(median_index(&[]), None);
+        let out = ProfileOutput {
+            op: "keygen".into(),
+            iters: 10,
+            total_cycles: 11_000,
+            wrapper_overhead_cycles: 5.0,
+            symbols: vec![SymbolProfile {
+                symbol: "shake256".into(),
+                family: "keccak".into(),
+                calls: 200,
+                cycles: 4000.0,
+            }],
+            failure: None,
+        };
+        // (11000 - 5 * 200) / 10
+        assert_eq!(unwrapped_cycles_per_op(&out), Some(1000.0));
+        assert_eq!(
+            unwrapped_cycles_per_op(&ProfileOutput { iters: 0, ..out }),
+            None
+        );
     }
 }

@@ -255,6 +255,12 @@ pub fn compare_markdown(c: &Comparison) -> String {
         c.spread_factor,
         format::share(c.min_effect)
     ));
+    o.push_str(
+        "These are two separate runs: each side's trials show only the noise within its own \
+         run, not how the host drifted between the runs, so a difference here may be the host \
+         rather than the code. `ngcc-pipe compare --measure A B` times both objects now, \
+         interleaved in the same rounds with an A/A pair, and gives a CI of the ratio.\n\n",
+    );
     let significant = c
         .rows
         .iter()

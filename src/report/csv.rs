@@ -3,7 +3,10 @@
 //! Columns, exactly: system, submission, instance, op, kat, mean_cycles, mean_ns,
 //! ops_per_s, median_trial_ns, trials, iters, cv, static_bytes, baseline_rss_kib,
 //! peak_rss_kib, stack_bytes, pk, sk, ct, ss, hash_share, drng_share, counter_ghz (the
-//! measured counter rate). Unknown values are
+//! measured counter rate), median_cycles, ci_low_cycles, ci_high_cycles, rounds,
+//! interfered_rounds (the last five from a timing session's interleaved rounds: median
+//! per-op cycles and its 95% bootstrap interval; empty for a block of trials). Unknown
+//! values are
 //! empty cells; an instance without timed or profiled operations gets one row with an empty
 //! `op`. Cycles and ns have one decimal, ops/s three, cv and shares six (fractions).
 
@@ -14,7 +17,7 @@ use super::view::CampaignView;
 use super::Renderer;
 
 /// Header line of `results.csv`.
-pub const COLUMNS: [&str; 23] = [
+pub const COLUMNS: [&str; 28] = [
     "system",
     "submission",
     "instance",
@@ -38,6 +41,11 @@ pub const COLUMNS: [&str; 23] = [
     "hash_share",
     "drng_share",
     "counter_ghz",
+    "median_cycles",
+    "ci_low_cycles",
+    "ci_high_cycles",
+    "rounds",
+    "interfered_rounds",
 ];
 
 /// The CSV renderer.
@@ -96,6 +104,13 @@ pub fn to_csv(results: &Results) -> String {
                 ]);
                 r.extend(sizes.iter().cloned());
                 r.extend([f(o.hash_share, 6), f(o.drng_share, 6), f(o.counter_ghz, 4)]);
+                r.extend([
+                    f(o.median_cycles, 1),
+                    f(o.ci_low_cycles, 1),
+                    f(o.ci_high_cycles, 1),
+                    i(o.rounds),
+                    i(o.interfered_rounds),
+                ]);
                 rows.push(r);
             }
             if rows.is_empty() {
@@ -104,7 +119,7 @@ pub fn to_csv(results: &Results) -> String {
                 r.push(i(inst.static_bytes));
                 r.extend(std::iter::repeat_n(String::new(), 3));
                 r.extend(sizes.iter().cloned());
-                r.extend([String::new(), String::new(), String::new()]);
+                r.extend(std::iter::repeat_n(String::new(), 8));
                 rows.push(r);
             }
             for r in rows {
@@ -151,7 +166,8 @@ mod tests {
             to_csv(&r),
             "system,submission,instance,op,kat,mean_cycles,mean_ns,ops_per_s,median_trial_ns,\
              trials,iters,cv,static_bytes,baseline_rss_kib,peak_rss_kib,stack_bytes,pk,sk,ct,ss,\
-             hash_share,drng_share,counter_ghz\n"
+             hash_share,drng_share,counter_ghz,median_cycles,ci_low_cycles,ci_high_cycles,\
+             rounds,interfered_rounds\n"
         );
     }
 }

@@ -603,8 +603,21 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         "single call median (q1–q3)",
         "flags",
     ]);
+    // Records from a timing session add the median of the rounds with its 95% CI.
+    let in_rounds = sub.instances.iter().any(|i| {
+        i.time
+            .iter()
+            .any(|(op, _)| i.time_ok(*op).is_some_and(|t| t.rounds.is_some()))
+    });
+    if in_rounds {
+        t.head.splice(
+            2..2,
+            ["median cycles (95% CI)", "rounds (interfered)"].map(String::from),
+        );
+    }
     let mut counters: Vec<String> = Vec::new();
     let mut core_cycles: Vec<String> = Vec::new();
+    let mut not_reached = false;
     for inst in &sub.instances {
         for (op, _) in &inst.time {
             let Some(td) = inst.time_ok(*op) else {
@@ -650,7 +663,11 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                         .join(", ")
                 ));
             }
-            t.row(vec![
+            if td.rounds.as_ref().is_some_and(|r| !r.reached) {
+                not_reached = true;
+                flags.push("CI wider than the precision".to_string());
+            }
+            let mut row = vec![
                 code(&inst.id),
                 op.name().to_string(),
                 fmt::cycles(s.mean_cycles),
@@ -680,7 +697,23 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                 } else {
                     flags.join("; ")
                 },
-            ]);
+            ];
+            if in_rounds {
+                let (median, rounds) = match (&td.rounds, s.median_cycles, s.rounds) {
+                    (Some(r), Some(m), Some(n)) => (
+                        format!(
+                            "{} ({}–{})",
+                            fmt::cycles(m),
+                            fmt::cycles(r.estimate.ci_low),
+                            fmt::cycles(r.estimate.ci_high)
+                        ),
+                        format!("{n} ({})", s.interfered_rounds.unwrap_or(0)),
+                    ),
+                    _ => (DASH.to_string(), DASH.to_string()),
+                };
+                row.splice(2..2, [median, rounds]);
+            }
+            t.row(row);
         }
     }
     if t.rows.is_empty() {
@@ -702,6 +735,22 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
                 .join(", "),
             core_cycles.join("; ")
         ));
+        if in_rounds {
+            doc.p(format!(
+                "Timed in interleaved rounds: each round times one short batch of every \
+                 instance and operation of the session, in a freshly shuffled order. Median \
+                 cycles are the median of the per-round values with a 95% bootstrap \
+                 confidence interval; rounds marked interfered (steal, irq, preemption or \
+                 waiting for the bench core) are left out when at least {} clean rounds \
+                 exist; trials are the rounds.{}",
+                crate::run::session::MIN_ROUNDS,
+                if not_reached {
+                    " \"CI wider than the precision\": the time budget ran out first."
+                } else {
+                    ""
+                }
+            ));
+        }
     }
     build_commands(doc, sub);
     let slow = categories::slower_than_clean(&categories::speedups(sub));

@@ -43,7 +43,8 @@ are counter ticks per operation; times are nanoseconds per operation.
         "max_cycles", "trial_cycles": [per-op cycles of every trial],
         "baseline_rss_kib", "peak_rss_kib", "stack_bytes",
         "hash_share", "drng_share", "calls_per_op": [["shake256", 2.0], ...],
-        "counter_ghz": measured counter rate (ticks / monotonic ns of the trials)
+        "counter_ghz": measured counter rate (ticks / monotonic ns of the trials),
+        "median_cycles", "ci_low_cycles", "ci_high_cycles", "rounds", "interfered_rounds"
       } ]
     } ]
   } ]
@@ -123,6 +124,12 @@ pub struct ResultOp {
     pub drng_share: Option<f64>,
     pub calls_per_op: Vec<(String, f64)>,
     pub counter_ghz: Option<f64>,
+    /// Interleaved rounds: median per-op cycles, its 95% bootstrap interval, rounds.
+    pub median_cycles: Option<f64>,
+    pub ci_low_cycles: Option<f64>,
+    pub ci_high_cycles: Option<f64>,
+    pub rounds: Option<u32>,
+    pub interfered_rounds: Option<u32>,
 }
 
 impl ResultInstance {
@@ -239,6 +246,11 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         drng_share: p.map(|p| p.drng_share),
         calls_per_op: p.map(calls_named).unwrap_or_default(),
         counter_ghz: s.and_then(|s| s.counter_ghz),
+        median_cycles: s.and_then(|s| s.median_cycles),
+        ci_low_cycles: s.and_then(|s| s.ci_low_cycles),
+        ci_high_cycles: s.and_then(|s| s.ci_high_cycles),
+        rounds: s.and_then(|s| s.rounds),
+        interfered_rounds: s.and_then(|s| s.interfered_rounds),
     }
 }
 

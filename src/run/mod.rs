@@ -4,10 +4,12 @@
 pub mod exec;
 pub mod keys;
 pub mod lock;
+pub mod paired;
 pub mod plan;
 pub mod progress;
 pub mod sandbox;
 mod scheduler;
+pub mod session;
 pub mod steps;
 
 pub use scheduler::{execute, RunOptions, Summary};

@@ -236,6 +236,16 @@ impl Sandbox {
     }
 }
 
+/// The limits of a contained process with address-space limit `memory`, for the reason of
+/// a crash (a failed allocation often ends in SIGSEGV or SIGABRT).
+pub fn limits_note(memory: u64) -> String {
+    format!(
+        "limits: address space {} MiB, files {} MiB",
+        memory >> 20,
+        FILE_SIZE >> 20
+    )
+}
+
 fn home() -> Option<PathBuf> {
     std::env::var_os("HOME").map(PathBuf::from)
 }

@@ -2,6 +2,12 @@
 //! exclusive steps one at a time on a bench lane of their own, so timing never overlaps
 //! another timing step or a build on the bench core while builds go on beside it.
 //!
+//! Exclusive `time` steps are not run one by one: once every selected `time` step has
+//! either an outcome or a decision to run (its KAT done), those to run go to the bench
+//! lane together as one timing session ([`super::session`]: interleaved rounds), which
+//! then finishes each of them with its own record. Until then they are held aside, so the
+//! parallel steps they wait for (other instances' KATs) are not blocked by `machine`.
+//!
 //! Failure isolation: a failed step's dependents are skipped with the reason, the rest
 //! goes on. Every finished step (skips included) writes its record before the next
 //! decision is taken, so an interrupted run resumes where it stopped.
@@ -61,6 +67,13 @@ enum Msg {
     Done(NodeIndex, Box<StepRecord>),
 }
 
+/// Work for the bench lane.
+enum BenchJob {
+    One(NodeIndex, String),
+    /// Exclusive `time` steps measured together in one session.
+    Session(Vec<(NodeIndex, String)>),
+}
+
 /// Run the selected steps. Returns when every selected step has an outcome or the run
 /// was stopped (Ctrl-C, `--fail-fast`).
 pub fn execute(
@@ -94,22 +107,36 @@ pub fn execute(
     };
 
     let (tx, rx) = mpsc::channel::<Msg>();
-    let (bench_tx, bench_rx) = mpsc::channel::<(NodeIndex, String)>();
+    let (bench_tx, bench_rx) = mpsc::channel::<BenchJob>();
     let bench_lane = {
         let ctx = Arc::clone(&ctx);
         let tx = tx.clone();
+        let off_bench: Vec<usize> = kem_native::sys::thread_affinity()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&c| c != bench)
+            .collect();
         std::thread::Builder::new()
             .name("ngcc-bench-lane".into())
             .spawn(move || {
-                for (ix, why) in bench_rx {
-                    let rec = run_one(&ctx, ix, &why);
-                    if tx.send(Msg::Done(ix, Box::new(rec))).is_err() {
-                        break;
+                for job in bench_rx {
+                    let done = match job {
+                        BenchJob::One(ix, why) => vec![(ix, run_one(&ctx, ix, &why))],
+                        BenchJob::Session(steps) => run_session(&ctx, &steps, &off_bench),
+                    };
+                    for (ix, rec) in done {
+                        if tx.send(Msg::Done(ix, Box::new(rec))).is_err() {
+                            return;
+                        }
                     }
                 }
             })
             .expect("bench lane starts")
     };
+    let session_steps = selected.iter().filter(|&&ix| in_session(&ctx, ix)).count();
+    // Session steps decided to run, held until every session step is decided.
+    let mut held: Vec<(NodeIndex, String)> = Vec::new();
+    let mut session: Option<Vec<(NodeIndex, String)>> = None;
 
     let mut waiting: BTreeMap<NodeIndex, usize> = selected
         .iter()
@@ -165,6 +192,10 @@ pub fn execute(
                                 .expect("up-to-date steps have a record");
                             Some(outcome_of(&rec, false))
                         }
+                        Decision::Run(why) if in_session(&ctx, ix) => {
+                            held.push((ix, why.to_string()));
+                            None
+                        }
                         Decision::Run(why) => {
                             queued.push_back((ix, why.to_string()));
                             None
@@ -183,7 +214,24 @@ pub fn execute(
         // lane runs exclusive steps one by one, the pool the rest, off the bench core).
         // `machine`: an exclusive step starts only when no parallel step runs, and no
         // parallel step starts while an exclusive one runs or waits.
+        let settled = held.len() + outcomes.keys().filter(|&&ix| in_session(&ctx, ix)).count();
+        if !stop && !held.is_empty() && settled == session_steps {
+            session = Some(std::mem::take(&mut held));
+        }
         if !stop {
+            if let Some(steps) = session.take() {
+                if !machine || running_parallel + running_exclusive == 0 {
+                    for (ix, _) in &steps {
+                        progress.started(&ctx.node(*ix).id, true);
+                    }
+                    running_exclusive += steps.len();
+                    bench_tx
+                        .send(BenchJob::Session(steps))
+                        .expect("bench lane is alive");
+                } else {
+                    session = Some(steps);
+                }
+            }
             let mut i = 0;
             while i < queued.len() {
                 let ix = queued[i].0;
@@ -195,6 +243,7 @@ pub fn execute(
                 } else {
                     running_exclusive == 0
                         && running_parallel < jobs
+                        && session.is_none()
                         && !queued.iter().any(|(q, _)| ctx.node(*q).exclusive)
                 };
                 if !allowed {
@@ -205,7 +254,9 @@ pub fn execute(
                 progress.started(&ctx.node(ix).id, exclusive);
                 if exclusive {
                     running_exclusive += 1;
-                    bench_tx.send((ix, why)).expect("bench lane is alive");
+                    bench_tx
+                        .send(BenchJob::One(ix, why))
+                        .expect("bench lane is alive");
                 } else {
                     running_parallel += 1;
                     let ctx = Arc::clone(&ctx);
@@ -266,6 +317,41 @@ fn run_one(ctx: &Ctx, ix: NodeIndex, why: &str) -> StepRecord {
     rec.duration_s = t0.elapsed().as_secs_f64();
     rec.ran_because = Some(why.to_string());
     rec
+}
+
+/// Whether a step is measured in the campaign's timing session: exclusive `time` steps.
+fn in_session(ctx: &Ctx, ix: NodeIndex) -> bool {
+    let node = ctx.node(ix);
+    node.kind == StepKind::Time && node.exclusive
+}
+
+/// Run `steps` as one timing session, the coordinating thread kept off the bench core, and
+/// fill in each record's common fields (the session's times, each step's own reason to run).
+fn run_session(
+    ctx: &Ctx,
+    steps: &[(NodeIndex, String)],
+    others: &[usize],
+) -> Vec<(NodeIndex, StepRecord)> {
+    if !others.is_empty() {
+        let _ = kem_native::sys::set_thread_affinity(others);
+    }
+    let started = super::utc_now();
+    let t0 = Instant::now();
+    let ixs: Vec<NodeIndex> = steps.iter().map(|(ix, _)| *ix).collect();
+    let recs = steps::run_time_session(ctx, &ixs);
+    let finished = super::utc_now();
+    let secs = t0.elapsed().as_secs_f64();
+    steps
+        .iter()
+        .zip(recs)
+        .map(|((ix, why), mut rec)| {
+            rec.started = started.clone();
+            rec.finished = finished.clone();
+            rec.duration_s = secs;
+            rec.ran_because = Some(why.clone());
+            (*ix, rec)
+        })
+        .collect()
 }
 
 /// Write a record and turn it into an outcome.

@@ -8,6 +8,8 @@
 //!                    [--rng ctr-drbg|os]
 //! kem-runner profile --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
 //!                    [--iters 20] [--rng ctr-drbg|os]
+//! kem-runner serve   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
+//!                    [--batch-ns 20000000] [--min-iters 1] [--samples 101] [--rng ctr-drbg|os]
 //! ```
 //!
 //! The record goes to the stdout the runner was started with; before it loads the KEM the
@@ -16,6 +18,11 @@
 //! (Code running in this process can still find the original descriptor and write to it
 //! deliberately: the engine re-derives what it can from files — the KAT's `.rsp` — and
 //! checks timing records for plausibility.)
+//!
+//! `serve` stays alive and times one batch per `batch` line on stdin (see
+//! `kem_native::serve` for the protocol); its protocol lines go to the same original stdout,
+//! so a KEM printing `batch ...` cannot answer for the runner. Its final record is the
+//! `time` record, with one trial per batch.
 //!
 //! Exit 0: success. Exit 1: the KEM misbehaved (the record's `failure` says how; the JSON
 //! is still printed). Exit 2: usage or load error (one line on stderr, no JSON). A crash
@@ -28,18 +35,21 @@ use kem_native::kem::{self, run_on_big_stack, Buffers, Kem, BIG_STACK_BYTES};
 use kem_native::memory::{stack_high_water, status_kib};
 use kem_native::output::{Memory, ProfileOutput, TimeOutput};
 use kem_native::profile::{profile_op, ProfileApi};
+use kem_native::serve::{self, BatchReply, Ready, SchedSnapshot};
 use kem_native::timer;
-use kem_native::timing::{prepare, time_op, Op, OpCall, TimeConfig};
+use kem_native::timing::{measure_overhead, prepare, time_op, Op, OpCall, TimeConfig};
 use std::collections::HashMap;
-use std::io::Write as _;
+use std::fs::File;
+use std::io::{BufRead, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: kem-runner kat|time|profile --lib X.so --api api.h --ns PREFIX [options] \
+    "usage: kem-runner kat|time|profile|serve --lib X.so --api api.h --ns PREFIX [options] \
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
-profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os])";
+profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
+serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os])";
 
 /// Parsed `--key value` pairs of one subcommand.
 struct Args {
@@ -54,12 +64,12 @@ impl Args {
     ) -> Result<Args, String> {
         let job = argv
             .first()
-            .ok_or("missing job (kat, time or profile)")?
+            .ok_or("missing job (kat, time, profile or serve)")?
             .clone();
         let known = allowed(&job);
         if known.is_empty() {
             return Err(format!(
-                "unknown job `{job}` (expected kat, time or profile)"
+                "unknown job `{job}` (expected kat, time, profile or serve)"
             ));
         }
         let mut values = HashMap::new();
@@ -124,6 +134,17 @@ fn allowed(job: &str) -> &'static [&'static str] {
             "rng",
         ],
         "profile" => &["lib", "api", "ns", "op", "cpu", "iters", "rng"],
+        "serve" => &[
+            "lib",
+            "api",
+            "ns",
+            "op",
+            "cpu",
+            "batch-ns",
+            "min-iters",
+            "samples",
+            "rng",
+        ],
         _ => &[],
     }
 }
@@ -307,6 +328,193 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
     })
 }
 
+/// Write one protocol line on the record channel (the original stdout, see the module doc)
+/// as one buffer.
+fn say(channel: &mut File, word: &str, json: &str) -> Result<(), String> {
+    channel
+        .write_all(format!("{word} {json}\n").as_bytes())
+        .map_err(|e| format!("cannot write to the record channel: {e}"))
+}
+
+/// `serve`: the protocol lines go to `channel`, the record channel; whatever the KEM writes
+/// to file descriptor 1 lands on stderr.
+fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
+    let op = Op::parse(args.get("op")?)?;
+    let cpu: Option<usize> = args.opt_num("cpu")?;
+    let batch_ns: u64 = args.num("batch-ns", Some(20_000_000))?;
+    let min_iters: u64 = args.num("min-iters", Some(1))?;
+    let samples: u32 = args.num("samples", Some(101))?;
+    let (rng, rng_name) = timing_rng(args)?;
+    let mut channel = channel
+        .try_clone()
+        .map_err(|e| format!("cannot share the record channel: {e}"))?;
+    let kem = load(args)?;
+    let out = run_on_big_stack(move || -> Result<TimeOutput, String> {
+        let (pinned_cpu, pin_error) = pin(cpu);
+        kem::set_rng(rng);
+        let mut bufs = Buffers::new(&kem.sizes)?;
+        let mut memory = Memory {
+            baseline_rss_kib: status_kib("VmRSS"),
+            peak_rss_kib: None,
+            stack_bytes: None,
+            stack_painted_bytes: 0,
+        };
+        let perf = timer::PerfCycles::open();
+        let mut record = TimeOutput {
+            op: op.name().into(),
+            sizes: kem.sizes.clone(),
+            pinned_cpu,
+            pin_error,
+            counter: timer::counter_name().into(),
+            rng: rng_name.into(),
+            core_cycles: match &perf {
+                Ok(_) => kem_native::output::CoreCycles::Available,
+                Err(reason) => kem_native::output::CoreCycles::Unavailable {
+                    reason: reason.clone(),
+                },
+            },
+            calibration: kem_native::output::Calibration {
+                target_trial_ns: batch_ns,
+                batch_iters: 0,
+                batch_ns: 0,
+                batches_ns: Vec::new(),
+                iters: 0,
+                min_iters,
+            },
+            warmup_iters: 0,
+            trials: Vec::new(),
+            samples: Vec::new(),
+            overhead: kem_native::output::Overhead {
+                cycles_per_call: 0.0,
+                ns_per_call: 0.0,
+                single_call_cycles: 0.0,
+            },
+            memory: memory.clone(),
+            failure: None,
+        };
+        if let Err(e) = prepare(op, &kem, &mut bufs) {
+            record.failure = Some(e);
+            return Ok(record);
+        }
+        let call = OpCall::new(op, &kem, &mut bufs);
+        let (warm, cal) = match serve::warm_and_calibrate(op, &call, batch_ns, min_iters)
+            .and_then(|c| bufs.check_all(op.c_name()).map(|_| c))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                record.failure = Some(e);
+                return Ok(record);
+            }
+        };
+        let iters = cal.iters;
+        record.warmup_iters = warm;
+        record.calibration = cal.clone();
+        say(
+            &mut channel,
+            serve::READY,
+            &to_json(&Ready {
+                calibration: cal,
+                warmup_iters: warm,
+                pinned_cpu,
+            })?,
+        )?;
+        let mut perf = perf.ok();
+        let mut line = String::new();
+        let stdin = std::io::stdin();
+        loop {
+            line.clear();
+            if stdin
+                .lock()
+                .read_line(&mut line)
+                .map_err(|e| e.to_string())?
+                == 0
+            {
+                return Err("stdin closed before `finish`".into());
+            }
+            match line.trim() {
+                "batch" => {
+                    let before = SchedSnapshot::read();
+                    let (b, cc) = match perf.as_mut() {
+                        Some(p) => {
+                            p.reset_enable();
+                            let b = call.batch(false, iters);
+                            (b, p.disable_read())
+                        }
+                        None => (call.batch(false, iters), None),
+                    };
+                    let own = SchedSnapshot::read().since(&before);
+                    record.trials.push(kem_native::output::Trial {
+                        iters,
+                        cycles: b.ticks,
+                        ns: b.ns,
+                        core_cycles: cc,
+                    });
+                    if b.rc_or != 0 {
+                        record.failure = Some(format!(
+                            "{} returned nonzero during batch {} (OR of return codes = {})",
+                            op.c_name(),
+                            record.trials.len(),
+                            b.rc_or
+                        ));
+                    } else if let Err(e) = bufs.check_all(op.c_name()) {
+                        record.failure = Some(format!("{e} (during the batches)"));
+                    }
+                    if record.failure.is_some() {
+                        return Ok(record);
+                    }
+                    say(
+                        &mut channel,
+                        serve::BATCH,
+                        &to_json(&BatchReply {
+                            iters,
+                            cycles: b.ticks,
+                            ns: b.ns,
+                            core_cycles: cc,
+                            own,
+                        })?,
+                    )?;
+                }
+                "finish" => break,
+                other => {
+                    return Err(format!(
+                        "unknown command `{other}` (expected batch or finish)"
+                    ))
+                }
+            }
+        }
+        let mut single = vec![0u64; samples as usize];
+        let rc = call.samples(false, &mut single);
+        record.samples = single;
+        if rc != 0 {
+            record.failure = Some(format!(
+                "{} returned nonzero during the single-call samples (OR of return codes = {rc})",
+                op.c_name()
+            ));
+            return Ok(record);
+        }
+        record.overhead = measure_overhead(&call);
+        memory.peak_rss_kib = status_kib("VmHWM");
+        match measure_stack(op, &call) {
+            Ok((used, painted)) => {
+                memory.stack_bytes = Some(used);
+                memory.stack_painted_bytes = painted;
+            }
+            Err(e) => record.failure = Some(e),
+        }
+        if record.failure.is_none() {
+            if let Err(e) = bufs.check_all(op.c_name()) {
+                record.failure = Some(format!("{e} (on the painted stack)"));
+            }
+        }
+        record.memory = memory;
+        Ok(record)
+    })??;
+    Ok(Outcome {
+        ok: out.failure.is_none(),
+        json: format!("{} {}", serve::DONE, to_json(&out)?),
+    })
+}
+
 fn job_profile(args: &Args) -> Result<Outcome, String> {
     let op = Op::parse(args.get("op")?)?;
     let cpu: Option<usize> = args.opt_num("cpu")?;
@@ -369,6 +577,7 @@ fn main() -> ExitCode {
     let result = Args::parse(&argv, allowed).and_then(|args| match args.job.as_str() {
         "kat" => job_kat(&args),
         "time" => job_time(&args),
+        "serve" => job_serve(&args, &record),
         _ => job_profile(&args),
     });
     match result {

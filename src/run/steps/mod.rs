@@ -8,7 +8,7 @@ mod report;
 mod sizes;
 pub mod source;
 mod survey;
-mod time;
+pub mod time;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -130,10 +130,7 @@ impl<'a> Step<'a> {
         let mut cmd = self.ctx.sandbox.command(program, args, jail);
         let mut out = exec::run_observed(&mut cmd, &shown, self.deadline, log, on_stderr_line)?;
         if self.ctx.sandbox.contained() {
-            // bubblewrap exits with 128 + N when the process it ran was killed by signal N.
-            if let exec::Exit::Code(c @ 129..=192) = out.exit {
-                out.exit = exec::Exit::Signal(c - 128);
-            }
+            out.exit = out.exit.through_sandbox();
         }
         Ok(out)
     }
@@ -176,11 +173,7 @@ impl<'a> Step<'a> {
     /// The limits a contained process had, for the reason of a crash (a failed allocation
     /// often ends in SIGSEGV or SIGABRT).
     pub fn limits_note(&self) -> String {
-        format!(
-            "limits: address space {} MiB, files {} MiB",
-            self.memory() >> 20,
-            super::sandbox::FILE_SIZE >> 20
-        )
+        super::sandbox::limits_note(self.memory())
     }
 
     /// Address-space limit of this step's contained processes.
@@ -264,11 +257,21 @@ pub fn stays_inside(rel: &Path) -> bool {
         .all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
-/// Run the step at `ix` and return its record (status, data, commands, logs).
-pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
+/// The refusal of a step whose output paths would leave the outputs folder.
+fn refused(step: &Step) -> Option<Done> {
+    let record_rel = step.ctx.rel(&step.ctx.record_path(step.node));
+    (!stays_inside(&step.slug()) || !stays_inside(&record_rel)).then(|| {
+        Done::failed(format!(
+            "refused: output paths of `{}` would leave the outputs folder",
+            step.node.id
+        ))
+    })
+}
+
+fn new_step(ctx: &Ctx, ix: NodeIndex) -> Step<'_> {
     let node = ctx.node(ix);
     let timeout = ctx.spec(node.kind).map(|s| s.timeout).unwrap_or_default();
-    let mut step = Step {
+    Step {
         ctx,
         ix,
         node,
@@ -277,30 +280,99 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
         logs: Vec::new(),
         artefacts: Vec::new(),
         contained: false,
+    }
+}
+
+/// Run the `time` steps at `ixs` together in one timing session ([`super::session`]) and
+/// return their records, in the order of `ixs`.
+pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
+    let spec = ctx.spec(StepKind::Time).expect("time steps are declared");
+    let mut steps: Vec<Step> = ixs.iter().map(|&ix| new_step(ctx, ix)).collect();
+    let mut members = Vec::new();
+    let mut joined = Vec::new();
+    let mut done: Vec<Option<Done>> = Vec::new();
+    for (i, step) in steps.iter_mut().enumerate() {
+        if let Some(refusal) = refused(step) {
+            done.push(Some(refusal));
+            continue;
+        }
+        match time::member(step) {
+            Ok((m, rec, build, scratch)) => {
+                members.push(m);
+                joined.push((i, rec, build, scratch));
+                done.push(None);
+            }
+            Err(e) => done.push(Some(Done::failed(e))),
+        }
+    }
+    let settings = super::session::Settings {
+        runner: ctx.runner.clone(),
+        sandbox: ctx.sandbox.clone(),
+        bench_cpu: ctx.campaign.system.bench_cpu,
+        precision: super::session::DEFAULT_PRECISION,
+        batch: super::session::DEFAULT_BATCH.min(spec.params.trial),
+        timeout: spec.timeout,
     };
-    let record_rel = ctx.rel(&ctx.record_path(node));
-    let done = match node.kind {
-        _ if !stays_inside(&step.slug()) || !stays_inside(&record_rel) => Done::failed(format!(
-            "refused: output paths of `{}` would leave the outputs folder",
-            node.id
-        )),
-        StepKind::Source => source::run(&mut step),
-        StepKind::Build => build::run(&mut step),
-        StepKind::Kat => kat::run(&mut step),
-        StepKind::Sizes => sizes::run(&mut step),
-        StepKind::Time => time::run(&mut step),
-        StepKind::Profile => profile::run(&mut step),
-        StepKind::Survey => survey::run(&mut step),
-        StepKind::Report => report::run(&mut step),
-        StepKind::Index => report::run_index(&mut step),
+    let ids: Vec<String> = joined
+        .iter()
+        .map(|(i, ..)| steps[*i].node.id.clone())
+        .collect();
+    let show = |round: usize, worst: f64| {
+        if let Some(p) = ctx.progress.get() {
+            let what = if worst.is_finite() {
+                format!("round {round}, widest CI ±{:.1}%", worst * 100.0)
+            } else {
+                format!("round {round}")
+            };
+            for id in &ids {
+                p.update(id, &what);
+            }
+        }
     };
-    let mut rec = base_record(ctx, ix, done.status, done.reason);
+    let (_, _, outcomes) = super::session::run(members, &settings, &show);
+    for ((i, rec, build, scratch), o) in joined.into_iter().zip(outcomes) {
+        steps[i].drop_scratch(&scratch);
+        steps[i].commands.extend(o.commands);
+        done[i] = Some(time::from_session(
+            &steps[i], rec, build, o.result, o.elapsed,
+        ));
+    }
+    steps
+        .into_iter()
+        .zip(done)
+        .map(|(step, d)| record_of(step, d.expect("every step has an outcome")))
+        .collect()
+}
+
+/// Run the step at `ix` and return its record (status, data, commands, logs).
+pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
+    let mut step = new_step(ctx, ix);
+    let node = step.node;
+    let done = match refused(&step) {
+        Some(refusal) => refusal,
+        None => match node.kind {
+            StepKind::Source => source::run(&mut step),
+            StepKind::Build => build::run(&mut step),
+            StepKind::Kat => kat::run(&mut step),
+            StepKind::Sizes => sizes::run(&mut step),
+            StepKind::Time => time::run(&mut step),
+            StepKind::Profile => profile::run(&mut step),
+            StepKind::Survey => survey::run(&mut step),
+            StepKind::Report => report::run(&mut step),
+            StepKind::Index => report::run_index(&mut step),
+        },
+    };
+    record_of(step, done)
+}
+
+fn record_of(step: Step, done: Done) -> StepRecord {
+    let mut rec = base_record(step.ctx, step.ix, done.status, done.reason);
     rec.data = done.data;
     rec.commands = step.commands;
     rec.logs = step.logs;
     rec.artefacts = step.artefacts;
     if step.contained {
-        rec.sandbox = Some(ctx.sandbox.info.clone());
+        rec.sandbox = Some(step.ctx.sandbox.info.clone());
     }
     rec
 }

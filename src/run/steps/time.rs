@@ -2,15 +2,22 @@
 //! bench core, calibrated, warmed up, `trials` trials; every raw trial and single-call
 //! sample is kept in the record beside the summary statistics and the environment.
 //!
+//! In a campaign run every `time` step to run is measured in one timing session instead
+//! ([`member`], [`from_session`], [`crate::run::session`]): interleaved rounds, one trial
+//! per round, the median with its bootstrap interval in the summary.
+//!
 //! The record comes from a process that also runs the KEM, so it is checked before it is
 //! believed: a record whose batch mean disagrees with its own single-call samples by more
 //! than 3x, or whose trials claim more time than the runner process lasted, is failed as
-//! implausible (its data kept as evidence, kept out of the reports).
+//! implausible (its data kept as evidence, kept out of the reports); the records of a
+//! session get the same check.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{runner_job, Done, Step};
-use crate::record::{Status, StepData, TimeData, TimeOutput};
+use super::{runner_job, Done, Step, Stop};
+use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput};
+use crate::run::session::{Member, Rounds};
 
 /// How far a timing record can be believed.
 #[derive(Debug, PartialEq)]
@@ -124,6 +131,108 @@ pub fn run(step: &mut Step) -> Done {
             object_cache_key: build_rec.cache_key,
             object_sha256: build.object_sha256,
             environment: ctx.env.clone(),
+            rounds: None,
+        }))),
+    }
+}
+
+/// This step as a member of a timing session, with the build it times and the scratch
+/// folder its runner may write (the only one; see [`Step::runner_jail`]); `Err` is why it
+/// cannot take part (no object, no log, no scratch folder).
+pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf), String> {
+    let ctx = step.ctx;
+    let (build_rec, build) = step.build()?;
+    let p = &ctx.spec(step.node.kind).expect("declared").params;
+    let op = step.node.op.expect("time is per operation");
+    let log_rel = Path::new("logs")
+        .join(step.slug())
+        .join(format!("time__{op}.log"));
+    let log = step.open_log(log_rel).map_err(|e| e.to_string())?;
+    let object = ctx.out.join(&build.object);
+    let scratch = step
+        .scratch(&format!("time__{op}"))
+        .map_err(|stop| stop.reason)?;
+    let jail = step.runner_jail(&object, &build.api_h, &scratch);
+    step.contained = true;
+    let member = Member {
+        label: step.node.id.clone(),
+        object,
+        api_h: build.api_h.clone(),
+        namespace: build.namespace.clone(),
+        op: op.name().to_string(),
+        min_iters: 1,
+        samples: p.samples,
+        budget_ns: (p.trial.as_nanos() as u64).saturating_mul(u64::from(p.trials)),
+        log,
+        jail,
+    };
+    Ok((member, build_rec, build, scratch))
+}
+
+/// The step's result from its session outcome; `elapsed` is how long its runner ran. The
+/// record is checked like [`run`]'s ([`plausibility`]).
+pub fn from_session(
+    step: &Step,
+    build_rec: StepRecord,
+    build: BuildData,
+    result: Result<(TimeOutput, Rounds), Stop>,
+    elapsed: Duration,
+) -> Done {
+    let (output, rounds) = match result {
+        Ok(r) => r,
+        Err(stop) => return stop.into(),
+    };
+    let mut summary = crate::measure::stats::summarize(&output);
+    summary.median_cycles = Some(rounds.estimate.median);
+    summary.ci_low_cycles = Some(rounds.estimate.ci_low);
+    summary.ci_high_cycles = Some(rounds.estimate.ci_high);
+    summary.rounds = Some(rounds.positions.len() as u32);
+    summary.interfered_rounds =
+        Some(rounds.interference.iter().filter(|w| !w.is_empty()).count() as u32);
+    let mut notes = Vec::new();
+    if !rounds.reached {
+        notes.push(format!(
+            "precision not reached: CI half-width {:.1}% > {:.1}% when the budget ran out",
+            rounds.estimate.rel_half_width() * 100.0,
+            rounds.precision * 100.0
+        ));
+    }
+    if summary.unstable {
+        notes.push(format!(
+            "unstable: CV across rounds {:.1}% > 2%",
+            summary.cv * 100.0
+        ));
+    }
+    if !summary.off_target_trials.is_empty() {
+        notes.push(format!(
+            "{} of {} batches lasted less than half or more than twice the target {:.0} ms",
+            summary.off_target_trials.len(),
+            summary.trials,
+            output.calibration.target_trial_ns as f64 / 1e6
+        ));
+    }
+    let status = match plausibility(&output, elapsed) {
+        Plausibility::Plausible => Status::Ok,
+        Plausibility::Disturbed(r) => {
+            notes.push(r);
+            Status::Ok
+        }
+        Plausibility::Implausible(r) => {
+            notes.insert(0, r);
+            Status::Failed
+        }
+    };
+    Done {
+        status,
+        reason: (!notes.is_empty()).then(|| notes.join("; ")),
+        data: Some(StepData::Time(Box::new(TimeData {
+            output,
+            summary,
+            static_bytes: build.static_bytes,
+            object_cache_key: build_rec.cache_key,
+            object_sha256: build.object_sha256,
+            environment: step.ctx.env.clone(),
+            rounds: Some(rounds),
         }))),
     }
 }

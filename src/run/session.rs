@@ -1,0 +1,428 @@
+//! The timing session: every (instance, operation) measured together, in rounds.
+//!
+//! One `kem-runner serve` process per member is started (one after the other, each warmed
+//! up and calibrated to a short batch), then rounds follow: each round times one batch of
+//! every member in a freshly shuffled order (ChaCha8 from a recorded seed), reading the
+//! bench core's `/proc/stat` line around each batch and the runner's own scheduler counters
+//! to mark interfered batches ([`crate::measure::interference`]). Rounds go on until every
+//! member's 95% bootstrap CI of the median per-op cycles is within `precision` of the
+//! median, or the measured batch time reaches the budget; then each runner takes its
+//! single-call samples, loop overhead, stack and peak RSS in its own process and returns
+//! its record. Slow drift of the host thus spreads over all members instead of landing on
+//! whichever was measured at that moment, and two objects in the same session are compared
+//! on the same moments of the host.
+//!
+//! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
+//! reads the runner, its object and `api.h`, writes only its own scratch folder, under the
+//! step's memory limit. Its protocol lines come on the runner's record channel (the stdout
+//! it was started with; the KEM's own stdout goes to stderr), so a KEM that prints
+//! `batch ...` cannot answer for it.
+//!
+//! A batch that claims more time than the engine waited for its answer is implausible
+//! (code in the runner's process forging answers): its member fails at once, before its
+//! claimed time can use up the session's budget.
+//!
+//! A member that fails (bad return code, crash, timeout, implausible batch) leaves the
+//! session with its reason; the others go on.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use super::exec::{self, NoLine, Served};
+use super::sandbox::{self, Jail, Sandbox};
+use super::steps::Stop;
+use crate::measure::interference;
+use crate::measure::stats::{self, Estimate};
+use crate::record::TimeOutput;
+use kem_native::serve::{BatchReply, BATCH, DONE, READY};
+
+/// Rounds before the precision is first checked, and clean rounds needed before
+/// interfered ones are left out of the estimate.
+pub const MIN_ROUNDS: usize = 10;
+
+/// Target CI half-width of a campaign's session: 1% of the median.
+pub const DEFAULT_PRECISION: f64 = 0.01;
+
+/// Length of one batch (shorter when the step's `trial` is).
+pub const DEFAULT_BATCH: Duration = Duration::from_millis(20);
+
+/// Bootstrap resamples of the stopping check (the recorded interval uses
+/// [`stats::BOOTSTRAP_RESAMPLES`]).
+const CHECK_RESAMPLES: usize = 200;
+
+/// One (object, operation) to time.
+pub struct Member {
+    /// For messages: `ml-kem/ML-KEM-512-clean/time:keygen`.
+    pub label: String,
+    pub object: PathBuf,
+    pub api_h: PathBuf,
+    pub namespace: String,
+    pub op: String,
+    pub min_iters: u64,
+    pub samples: u32,
+    /// Share of the session's budget, ns of measured batches.
+    pub budget_ns: u64,
+    pub log: exec::Log,
+    /// What its runner may read and write (the runner, the object, `api.h`; its scratch
+    /// folder) and its memory limit.
+    pub jail: Jail,
+}
+
+/// Settings shared by all members.
+pub struct Settings {
+    pub runner: PathBuf,
+    pub sandbox: Sandbox,
+    pub bench_cpu: usize,
+    /// Target CI half-width relative to the median (0.01 = 1%).
+    pub precision: f64,
+    pub batch: Duration,
+    /// Longest wait for one answer of a runner (the step's timeout).
+    pub timeout: Duration,
+}
+
+/// Why the rounds stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stopped {
+    /// Every member reached the precision.
+    Precision,
+    /// The measured batch time reached the budget first.
+    Budget,
+    /// No member was left (all failed).
+    NoMembers,
+}
+
+/// What a record keeps of the session it was measured in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rounds {
+    pub session: String,
+    pub seed: u64,
+    /// Members of the session.
+    pub members: usize,
+    /// This member's position (0-based) in each round's order; `trials[i]` is round i's batch.
+    pub positions: Vec<u32>,
+    /// Per round: why the batch counts as interfered (empty: clean).
+    pub interference: Vec<Vec<String>>,
+    /// Whether the estimate uses the clean rounds only (enough of them) or all rounds.
+    pub clean_only: bool,
+    /// Median per-op cycles over the rounds used, with its 95% bootstrap interval.
+    pub estimate: Estimate,
+    /// Target CI half-width (fraction) and whether this member reached it.
+    pub precision: f64,
+    pub reached: bool,
+    pub stopped: Stopped,
+    pub budget_s: f64,
+}
+
+/// One member's end of the session.
+pub struct Outcome {
+    pub commands: Vec<Vec<String>>,
+    pub result: Result<(TimeOutput, Rounds), Stop>,
+    /// Per-op cycles of every round (index = round), for paired comparisons.
+    pub values: Vec<f64>,
+    /// Whether each round was interfered.
+    pub interfered: Vec<bool>,
+    /// How long the member's runner process lasted, from its start to its exit (for the
+    /// plausibility of its record).
+    pub elapsed: Duration,
+}
+
+struct Live {
+    m: Member,
+    served: Option<Served>,
+    failed: Option<Stop>,
+    values: Vec<f64>,
+    why: Vec<Vec<String>>,
+    positions: Vec<u32>,
+    /// The batches as answered (iters, cycles, ns): the final record must list the same.
+    batches: Vec<(u64, u64, u64)>,
+    commands: Vec<Vec<String>>,
+    elapsed: Duration,
+}
+
+impl Live {
+    fn alive(&self) -> bool {
+        self.failed.is_none() && self.served.is_some()
+    }
+
+    fn fail(&mut self, stop: Stop) {
+        if let Some(mut s) = self.served.take() {
+            s.kill(
+                &format!("stopped by ngcc-pipe: {}", stop.reason),
+                &mut self.m.log,
+            );
+            self.elapsed = s.elapsed();
+        }
+        self.failed = Some(stop);
+    }
+
+    /// A runner's `done` line, or its end, as the member's failure.
+    fn fail_from(&mut self, what: Result<(String, String), NoLine>, timeout: Duration) {
+        let op = self.m.op.clone();
+        let stop = match what {
+            Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
+                Ok(out) => Stop::failed(format!(
+                    "{op}: {}",
+                    out.failure.unwrap_or_else(|| "runner stopped early".into())
+                )),
+                Err(e) => Stop::failed(format!("{op}: unreadable record from kem-runner ({e})")),
+            },
+            Err(NoLine::Killed(exec::Exit::TimedOut)) => Stop::timed_out(format!(
+                "timed out after {} s waiting for kem-runner (killed)",
+                timeout.as_secs()
+            )),
+            Err(NoLine::Ended(e @ exec::Exit::Signal(_))) => Stop::failed(format!(
+                "{op}: kem-runner {} ({})",
+                e.describe(),
+                sandbox::limits_note(self.m.jail.memory)
+            )),
+            Err(NoLine::Killed(e)) | Err(NoLine::Ended(e)) => {
+                Stop::failed(format!("{op}: kem-runner {}", e.describe()))
+            }
+        };
+        self.fail(stop);
+    }
+
+    /// The estimate over the rounds that count: the clean ones when there are enough.
+    fn estimate(&self, seed: u64, resamples: usize) -> Option<(Estimate, bool)> {
+        let clean: Vec<f64> = self
+            .values
+            .iter()
+            .zip(&self.why)
+            .filter(|(_, w)| w.is_empty())
+            .map(|(v, _)| *v)
+            .collect();
+        let clean_only = clean.len() >= MIN_ROUNDS;
+        let used = if clean_only { &clean } else { &self.values };
+        Some((stats::median_ci(used, seed, resamples)?, clean_only))
+    }
+}
+
+/// A fresh random seed for the round order and the bootstrap.
+pub fn fresh_seed() -> u64 {
+    let mut b = [0u8; 8];
+    if kem_native::drbg::OsRng.try_fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        return t.as_nanos() as u64;
+    }
+    u64::from_le_bytes(b)
+}
+
+/// Run a session over `members`; `on_round(round, worst half-width)` is told after each
+/// round. Outcomes come back in the order of `members`.
+pub fn run(
+    members: Vec<Member>,
+    s: &Settings,
+    on_round: &dyn Fn(usize, f64),
+) -> (String, u64, Vec<Outcome>) {
+    let seed = fresh_seed();
+    let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
+    let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
+    let n_members = members.len();
+    let mut live: Vec<Live> = members
+        .into_iter()
+        .map(|m| Live {
+            m,
+            served: None,
+            failed: None,
+            values: Vec::new(),
+            why: Vec::new(),
+            positions: Vec::new(),
+            batches: Vec::new(),
+            commands: Vec::new(),
+            elapsed: Duration::ZERO,
+        })
+        .collect();
+
+    // Start the runners one at a time: loading, warm-up and calibration on the bench core.
+    for l in live.iter_mut() {
+        if exec::cancelled() {
+            l.fail(Stop::failed("interrupted"));
+            continue;
+        }
+        let args: Vec<String> = [
+            "serve".to_string(),
+            "--lib".into(),
+            l.m.object.display().to_string(),
+            "--api".into(),
+            std::path::absolute(&l.m.api_h)
+                .unwrap_or_else(|_| l.m.api_h.clone())
+                .display()
+                .to_string(),
+            "--ns".into(),
+            l.m.namespace.clone(),
+            "--op".into(),
+            l.m.op.clone(),
+            "--cpu".into(),
+            s.bench_cpu.to_string(),
+            "--batch-ns".into(),
+            s.batch.as_nanos().to_string(),
+            "--min-iters".into(),
+            l.m.min_iters.to_string(),
+            "--samples".into(),
+            l.m.samples.to_string(),
+        ]
+        .into();
+        let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
+            .chain(args.iter().cloned())
+            .collect();
+        l.commands.push(shown.clone());
+        let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
+        match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
+            Ok(mut served) => {
+                let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
+                l.served = Some(served);
+                if !matches!(&r, Ok((w, _)) if w == READY) {
+                    l.fail_from(r, s.timeout);
+                }
+            }
+            Err(e) => l.fail(Stop::failed(format!("cannot run kem-runner: {e}"))),
+        }
+    }
+
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let mut used_ns = 0u64;
+    let mut round = 0usize;
+    let stopped = loop {
+        let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].alive()).collect();
+        if order.is_empty() || exec::cancelled() {
+            break Stopped::NoMembers;
+        }
+        order.shuffle(&mut rng);
+        for (pos, &i) in order.iter().enumerate() {
+            let l = &mut live[i];
+            let served = l.served.as_mut().expect("alive members are served");
+            let before = interference::read_cpu(s.bench_cpu);
+            let sent = Instant::now();
+            let r = match served.send("batch") {
+                Ok(()) => {
+                    served.next_line(&[BATCH, DONE], Instant::now() + s.timeout, &mut l.m.log)
+                }
+                Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+            };
+            let wall = sent.elapsed();
+            let after = interference::read_cpu(s.bench_cpu);
+            let reply = match &r {
+                Ok((w, json)) if w == BATCH => serde_json::from_str::<BatchReply>(json).ok(),
+                _ => None,
+            };
+            let Some(b) = reply.filter(|b| b.iters > 0) else {
+                l.fail_from(r, s.timeout);
+                continue;
+            };
+            if u128::from(b.ns) > wall.as_nanos() {
+                let stop = Stop::failed(format!(
+                    "implausible timing record: batch {} claims {:.3} ms but kem-runner answered \
+                     in {:.3} ms",
+                    l.values.len() + 1,
+                    b.ns as f64 / 1e6,
+                    wall.as_secs_f64() * 1e3
+                ));
+                l.fail(stop);
+                continue;
+            }
+            used_ns += b.ns;
+            l.batches.push((b.iters, b.cycles, b.ns));
+            // Every alive member takes part in every round, so round i is `values[i]`.
+            l.values.push(b.cycles as f64 / b.iters as f64);
+            l.why.push(interference::judge(before, after, &b.own, b.ns));
+            l.positions.push(pos as u32);
+        }
+        round += 1;
+        let worst = if round >= MIN_ROUNDS {
+            live.iter()
+                .filter(|l| l.alive())
+                .filter_map(|l| l.estimate(seed, CHECK_RESAMPLES))
+                .map(|(e, _)| e.rel_half_width())
+                .fold(0.0, f64::max)
+        } else {
+            f64::INFINITY
+        };
+        on_round(round, worst);
+        if worst <= s.precision {
+            break Stopped::Precision;
+        }
+        if used_ns >= budget_ns {
+            break Stopped::Budget;
+        }
+    };
+
+    // Each runner finishes in its own process: samples, overhead, stack, peak RSS.
+    let mut out = Vec::with_capacity(live.len());
+    for mut l in live {
+        if l.alive() {
+            let served = l.served.as_mut().expect("alive");
+            let r = match served.send("finish") {
+                Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
+                Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+            };
+            match r {
+                Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
+                    Ok(o) if o.failure.is_none() && lists(&o, &l.batches) => {
+                        served.wait(&mut l.m.log);
+                        l.elapsed = served.elapsed();
+                        let (estimate, clean_only) = l
+                            .estimate(seed, stats::BOOTSTRAP_RESAMPLES)
+                            .expect("an alive member has rounds");
+                        let rounds = Rounds {
+                            session: id.clone(),
+                            seed,
+                            members: n_members,
+                            positions: std::mem::take(&mut l.positions),
+                            interference: l.why.clone(),
+                            clean_only,
+                            estimate,
+                            precision: s.precision,
+                            reached: estimate.rel_half_width() <= s.precision,
+                            stopped,
+                            budget_s: budget_ns as f64 * 1e-9,
+                        };
+                        l.served = None;
+                        out.push(finish(l, Ok((o, rounds))));
+                        continue;
+                    }
+                    Ok(o) if o.failure.is_some() => l.fail_from(Ok((DONE.into(), json)), s.timeout),
+                    Ok(_) => l.fail(Stop::failed(format!(
+                        "{}: the runner's record does not list the batches it answered",
+                        l.m.op
+                    ))),
+                    Err(_) => l.fail_from(Ok((DONE.into(), json)), s.timeout),
+                },
+                Err(e) => l.fail_from(Err(e), s.timeout),
+            }
+        }
+        let stop = l
+            .failed
+            .take()
+            .unwrap_or_else(|| Stop::failed("interrupted"));
+        out.push(finish(l, Err(stop)));
+    }
+    (id, seed, out)
+}
+
+/// Whether the final record's trials are exactly the batches the runner answered.
+fn lists(out: &TimeOutput, batches: &[(u64, u64, u64)]) -> bool {
+    out.trials.len() == batches.len()
+        && out
+            .trials
+            .iter()
+            .zip(batches)
+            .all(|(t, &b)| (t.iters, t.cycles, t.ns) == b)
+}
+
+fn finish(l: Live, result: Result<(TimeOutput, Rounds), Stop>) -> Outcome {
+    let interfered = l.why.iter().map(|w| !w.is_empty()).collect();
+    Outcome {
+        commands: l.commands,
+        result,
+        values: l.values,
+        interfered,
+        elapsed: l.elapsed,
+    }
+}

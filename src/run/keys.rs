@@ -14,8 +14,9 @@ use sha2::{Digest, Sha256};
 use crate::graph::{Node, Plan};
 use crate::model::{Campaign, Source, StepKind, StepSpec};
 
-/// Bumped when a step's logic changes in a way that invalidates its old records.
-pub const STEP_LOGIC_VERSION: &str = "2";
+/// Bumped when a step's logic changes in a way that invalidates its old records
+/// (3: `time` measured in interleaved sessions, `profile` repeated).
+pub const STEP_LOGIC_VERSION: &str = "3";
 
 /// Facts about the machine and tools that feed into keys.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{runner_job, Done, Step, Stop};
-use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput};
+use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
 use crate::run::session::{Member, Rounds};
 
 /// How far a timing record can be believed.
@@ -94,21 +94,7 @@ pub fn run(step: &mut Step) -> Done {
     };
     let summary = crate::measure::stats::summarize(&output);
     let check = plausibility(&output, elapsed);
-    let mut notes = Vec::new();
-    if summary.unstable {
-        notes.push(format!(
-            "unstable: CV across trials {:.1}% > 2%",
-            summary.cv * 100.0
-        ));
-    }
-    if !summary.off_target_trials.is_empty() {
-        notes.push(format!(
-            "{} of {} trials lasted less than half or more than twice the target {:.0} ms",
-            summary.off_target_trials.len(),
-            summary.trials,
-            output.calibration.target_trial_ns as f64 / 1e6
-        ));
-    }
+    let mut notes = summary_notes(&summary, &output, "trials");
     let status = match check {
         Plausibility::Plausible => Status::Ok,
         Plausibility::Disturbed(r) => {
@@ -197,20 +183,7 @@ pub fn from_session(
             rounds.precision * 100.0
         ));
     }
-    if summary.unstable {
-        notes.push(format!(
-            "unstable: CV across rounds {:.1}% > 2%",
-            summary.cv * 100.0
-        ));
-    }
-    if !summary.off_target_trials.is_empty() {
-        notes.push(format!(
-            "{} of {} batches lasted less than half or more than twice the target {:.0} ms",
-            summary.off_target_trials.len(),
-            summary.trials,
-            output.calibration.target_trial_ns as f64 / 1e6
-        ));
-    }
+    notes.extend(summary_notes(&summary, &output, "batches"));
     let status = match plausibility(&output, elapsed) {
         Plausibility::Plausible => Status::Ok,
         Plausibility::Disturbed(r) => {
@@ -235,6 +208,32 @@ pub fn from_session(
             rounds: Some(rounds),
         }))),
     }
+}
+
+/// The notes a timing summary earns: instability (CV over 2%) and timed units (`trials` or
+/// the session's `batches`) that lasted under half or over twice their target.
+fn summary_notes(summary: &TimeSummary, output: &TimeOutput, units: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    if summary.unstable {
+        let across = if units == "trials" {
+            "trials"
+        } else {
+            "rounds"
+        };
+        notes.push(format!(
+            "unstable: CV across {across} {:.1}% > 2%",
+            summary.cv * 100.0
+        ));
+    }
+    if !summary.off_target_trials.is_empty() {
+        notes.push(format!(
+            "{} of {} {units} lasted less than half or more than twice the target {:.0} ms",
+            summary.off_target_trials.len(),
+            summary.trials,
+            output.calibration.target_trial_ns as f64 / 1e6
+        ));
+    }
+    notes
 }
 
 #[cfg(test)]

@@ -31,6 +31,23 @@ pub enum Plausibility {
     Implausible(String),
 }
 
+impl Plausibility {
+    /// The step status it leads to; its reason joins `notes` (an implausible record's first).
+    fn into_status(self, notes: &mut Vec<String>) -> Status {
+        match self {
+            Plausibility::Plausible => Status::Ok,
+            Plausibility::Disturbed(r) => {
+                notes.push(r);
+                Status::Ok
+            }
+            Plausibility::Implausible(r) => {
+                notes.insert(0, r);
+                Status::Failed
+            }
+        }
+    }
+}
+
 /// Check a timing record against itself and against the runner's wall-clock time: batch
 /// mean and single-call median must agree within 3x (the single call's own counter
 /// overhead as slack), and the trials cannot add up to more time than the process ran.
@@ -93,19 +110,8 @@ pub fn run(step: &mut Step) -> Done {
         Err(stop) => return stop.into(),
     };
     let summary = crate::measure::stats::summarize(&output);
-    let check = plausibility(&output, elapsed);
     let mut notes = summary_notes(&summary, &output, "trials");
-    let status = match check {
-        Plausibility::Plausible => Status::Ok,
-        Plausibility::Disturbed(r) => {
-            notes.push(r);
-            Status::Ok
-        }
-        Plausibility::Implausible(r) => {
-            notes.insert(0, r);
-            Status::Failed
-        }
-    };
+    let status = plausibility(&output, elapsed).into_status(&mut notes);
     let reason = (!notes.is_empty()).then(|| notes.join("; "));
     Done {
         status,
@@ -184,17 +190,7 @@ pub fn from_session(
         ));
     }
     notes.extend(summary_notes(&summary, &output, "batches"));
-    let status = match plausibility(&output, elapsed) {
-        Plausibility::Plausible => Status::Ok,
-        Plausibility::Disturbed(r) => {
-            notes.push(r);
-            Status::Ok
-        }
-        Plausibility::Implausible(r) => {
-            notes.insert(0, r);
-            Status::Failed
-        }
-    };
+    let status = plausibility(&output, elapsed).into_status(&mut notes);
     Done {
         status,
         reason: (!notes.is_empty()).then(|| notes.join("; ")),

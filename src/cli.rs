@@ -1,6 +1,6 @@
 //! The command line: the options (clap) and the dispatch to one file per command under
-//! `cli/` (cargo's `commands/`): [`run`] (and its dry run), [`check`], [`graph`], [`list`],
-//! [`explain`], [`report`], [`compare`] and [`bench`].
+//! `cli/` (cargo's `commands/`): `run.rs` (and its dry run), `check.rs`, `graph.rs`,
+//! `list.rs`, `explain.rs`, `report.rs`, `compare.rs` and `bench.rs`.
 //!
 //! Exit codes are [`Error::exit_code`]'s: 0 all good; 1 a step failed (or an operation of
 //! `compare --measure` could not be measured); 2 bad input (the campaign files, the command

@@ -42,6 +42,40 @@ fn closed_stdout_pipe_exits_0_without_a_message() {
     }
 }
 
+/// `compare --csv` with a closed standard output still writes its CSV, the same as with a
+/// reader.
+#[test]
+fn closed_stdout_pipe_still_writes_the_compare_csv() {
+    let fixtures = "tests/fixtures/records/x86_1";
+    let tmp = common::tempdir();
+    let (open_csv, closed_csv) = (tmp.path().join("open.csv"), tmp.path().join("closed.csv"));
+    let open = ngcc()
+        .args(["compare", fixtures, fixtures, "--csv"])
+        .arg(&open_csv)
+        .output()
+        .expect("ngcc-pipe starts");
+    assert_eq!(open.status.code(), Some(0));
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let closed = ngcc()
+        .args(["compare", fixtures, fixtures, "--csv"])
+        .arg(&closed_csv)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("ngcc-pipe starts");
+    let stderr = String::from_utf8_lossy(&closed.stderr);
+    assert_eq!(closed.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let want = std::fs::read(&open_csv).unwrap();
+    assert!(
+        want.starts_with(b"system_a,system_b,"),
+        "{}",
+        String::from_utf8_lossy(&want)
+    );
+    assert_eq!(std::fs::read(&closed_csv).unwrap(), want);
+}
+
 /// The same commands with a reader print what they printed before (the pipe's reader is
 /// not what makes them succeed).
 #[test]

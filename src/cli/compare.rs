@@ -21,11 +21,13 @@ pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
             &sandbox,
             std::time::Duration::from_secs(600),
         )?;
-        super::print(&paired::markdown(&p))?;
+        // The CSV is written even when nobody reads standard output.
+        let printed = super::print(&paired::markdown(&p));
         if let Some(path) = csv {
             record::write_atomic(&path, paired::csv(&p).as_bytes())
                 .map_err(Error::io(path.display()))?;
         }
+        printed?;
         if p.failures.is_empty() {
             Ok(())
         } else {
@@ -35,11 +37,11 @@ pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
         }
     } else {
         let cmp = crate::report::compare(&a, &b).map_err(|e| Error::Input(e.to_string()))?;
-        super::print(&crate::report::compare_markdown(&cmp))?;
+        let printed = super::print(&crate::report::compare_markdown(&cmp));
         if let Some(path) = csv {
             record::write_atomic(&path, crate::report::compare_csv(&cmp).as_bytes())
                 .map_err(Error::io(path.display()))?;
         }
-        Ok(())
+        printed
     }
 }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::error::Error;
 use crate::graph::Plan;
 use crate::run::keys;
 use crate::run::sandbox::{Jail, Sandbox, DEFAULT_MEMORY};
@@ -71,13 +72,13 @@ step "report" needs="kat time sizes survey profile"
 
 /// Run the benchmark: `repeats` rounds of load + expand + graph + keys + order, reporting
 /// the median and the fastest round.
-pub fn plan(instances: usize, repeats: usize) -> Result<String, String> {
+pub fn plan(instances: usize, repeats: usize) -> Result<String, Error> {
     let dir = std::env::temp_dir().join(format!("ngcc-bench-plan-{}", std::process::id()));
     let subs = 10usize;
     let per = instances.div_ceil(subs);
     let a = (per as f64).sqrt().ceil() as usize;
     let b = per.div_ceil(a);
-    let pipeline = generate(&dir, subs, a, b).map_err(|e| e.to_string())?;
+    let pipeline = generate(&dir, subs, a, b).map_err(Error::io(dir.display()))?;
     let facts = keys::Facts {
         cc_version: "bench".into(),
         env_fingerprint: "bench".into(),
@@ -86,7 +87,7 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, String> {
     let mut shape = String::new();
     for _ in 0..repeats.max(1) {
         let t0 = Instant::now();
-        let c = crate::dsl::load_campaign(&pipeline).map_err(|d| d.to_string())?;
+        let c = crate::dsl::load_campaign(&pipeline).map_err(Error::Campaign)?;
         let plan = Plan::build(&c);
         let inputs = keys::all_inputs(&c, &plan, &facts);
         let order = plan.execution_order();
@@ -146,11 +147,11 @@ pub fn build_reference(
     spec: &ReferenceSpec,
     dir: &Path,
     sandbox: &Sandbox,
-) -> Result<(PathBuf, Vec<String>), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+) -> Result<(PathBuf, Vec<String>), Error> {
+    std::fs::create_dir_all(dir).map_err(Error::io(dir.display()))?;
     let src = dir.join("minimal_loop.c");
     let exe = dir.join("minimal_loop");
-    std::fs::write(&src, MINIMAL_LOOP_C).map_err(|e| format!("{}: {e}", src.display()))?;
+    std::fs::write(&src, MINIMAL_LOOP_C).map_err(Error::io(src.display()))?;
     let ns = &spec.namespace;
     let mut args: Vec<String> = vec!["-static".into()];
     args.extend(spec.flags.iter().cloned());
@@ -187,12 +188,12 @@ pub fn build_reference(
     let out = sandbox
         .command(Path::new(&spec.cc), &args, &jail)
         .output()
-        .map_err(|e| format!("cannot run `{}`: {e}", spec.cc))?;
+        .map_err(|e| Error::ToolMissing(format!("cannot run `{}`: {e}", spec.cc)))?;
     if !out.status.success() {
-        return Err(format!(
+        return Err(Error::Tool(format!(
             "building the static reference failed:\n{}",
             crate::run::exec::tail(&out.stderr, 12)
-        ));
+        )));
     }
     let mut command = vec![spec.cc.clone()];
     command.extend(args);
@@ -201,30 +202,30 @@ pub fn build_reference(
 
 /// Check that `path` is a statically linked ELF executable (no program interpreter, no
 /// `DT_NEEDED`), and say what it is (`ELF64 ET_EXEC, statically linked`).
-pub fn static_elf_kind(path: &Path) -> Result<String, String> {
+pub fn static_elf_kind(path: &Path) -> Result<String, Error> {
     use object::elf;
     use object::read::elf::{Dyn, ElfFile64, FileHeader, ProgramHeader};
-    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let data = std::fs::read(path).map_err(Error::io(path.display()))?;
     let file = ElfFile64::<object::Endianness>::parse(&*data)
-        .map_err(|e| format!("{} is not a 64-bit ELF file: {e}", path.display()))?;
+        .map_err(|e| Error::Tool(format!("{} is not a 64-bit ELF file: {e}", path.display())))?;
     let endian = file.endian();
     let e_type = match file.elf_header().e_type(endian) {
         elf::ET_EXEC => "ET_EXEC",
         elf::ET_DYN => "ET_DYN",
         other => {
-            return Err(format!(
+            return Err(Error::Tool(format!(
                 "{}: ELF type {other} is not an executable",
                 path.display()
-            ))
+            )))
         }
     };
     let mut needed = Vec::new();
     for ph in file.elf_program_headers() {
         if ph.p_type(endian) == elf::PT_INTERP {
-            return Err(format!(
+            return Err(Error::Tool(format!(
                 "{} has a program interpreter: dynamically linked",
                 path.display()
-            ));
+            )));
         }
         if let Ok(Some(dynamic)) = ph.dynamic(endian, &*data) {
             needed.extend(
@@ -236,11 +237,11 @@ pub fn static_elf_kind(path: &Path) -> Result<String, String> {
         }
     }
     if !needed.is_empty() {
-        return Err(format!(
+        return Err(Error::Tool(format!(
             "{} needs {} shared libraries (DT_NEEDED)",
             path.display(),
             needed.len()
-        ));
+        )));
     }
     let pie = if e_type == "ET_DYN" {
         " (static PIE)"
@@ -294,7 +295,7 @@ pub fn fidelity(
     instance: &str,
     rounds: usize,
     trial: Duration,
-) -> Result<Fidelity, String> {
+) -> Result<Fidelity, Error> {
     use crate::model::{Op, StepKind};
     use crate::record::{StepData, TimeOutput};
 
@@ -303,32 +304,37 @@ pub fn fidelity(
         .by_id
         .get(&format!("{instance}/build"))
         .copied()
-        .ok_or_else(|| format!("no build step `{instance}/build` in this campaign"))?;
+        .ok_or_else(|| {
+            Error::Input(format!("no build step `{instance}/build` in this campaign"))
+        })?;
     let node = ctx.node(ix);
     let rec = ctx.read_record(node).ok_or_else(|| {
-        format!("`{instance}` is not built yet: run `ngcc-pipe run <pipeline> --only '{instance}/build'` first")
+        Error::Input(format!("`{instance}` is not built yet: run `ngcc-pipe run <pipeline> --only '{instance}/build'` first"))
     })?;
     let Some(StepData::Build(build)) = rec.data else {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "`{instance}/build` has no object ({})",
             rec.status.name()
-        ));
+        )));
     };
     let Some(StepData::Source(source)) = ctx
         .sibling_record(node, StepKind::Source)
         .and_then(|r| r.data)
     else {
-        return Err(format!("`{instance}` has no source record"));
+        return Err(Error::Input(format!("`{instance}` has no source record")));
     };
     let sub = ctx.submission(node);
-    let inst = ctx.instance(node).ok_or("build is per instance")?;
+    let inst = ctx
+        .instance(node)
+        .ok_or_else(|| Error::Input("build is per instance".into()))?;
     let root = &source.root;
     let mut sources = crate::run::steps::build::instance_sources(
         root,
         &inst.dir,
         &inst.exclude,
         &inst.extra_sources,
-    )?;
+    )
+    .map_err(|e| Error::Input(e.to_string()))?;
     sources.extend(sub.primitives.sources.iter().map(|s| root.join(s)));
     let mut includes = vec![format!("-I{}", root.join(&inst.dir).display())];
     includes.extend(
@@ -350,8 +356,9 @@ pub fn fidelity(
     let (exe, _) = build_reference(&spec, &dir, &ctx.sandbox)?;
     let reference_kind = static_elf_kind(&exe)?;
     // Children inherit this thread's affinity: pin to the bench core.
-    kem_native::sys::set_thread_affinity(&[ctx.campaign.system.bench_cpu])
-        .map_err(|e| e.to_string())?;
+    kem_native::sys::set_thread_affinity(&[ctx.campaign.system.bench_cpu]).map_err(Error::io(
+        format_args!("pinning to core {}", ctx.campaign.system.bench_cpu),
+    ))?;
     let object = ctx.out.join(&build.object);
     // Both sides run the submission's code: contained like the campaign's timing steps.
     let jail = Jail {
@@ -374,7 +381,7 @@ pub fn fidelity(
             minimal: Vec::new(),
         };
         for round in 0..rounds {
-            let runner = || -> Result<(f64, u64), String> {
+            let runner = || -> Result<(f64, u64), Error> {
                 let args: Vec<String> = [
                     "time",
                     "--lib",
@@ -404,29 +411,35 @@ pub fn fidelity(
                     .sandbox
                     .command(&ctx.runner, &args, &jail)
                     .output()
-                    .map_err(|e| e.to_string())?;
+                    .map_err(Error::io(ctx.runner.display()))?;
                 let t: TimeOutput = serde_json::from_slice(&out.stdout).map_err(|e| {
-                    format!("kem-runner: {e}: {}", String::from_utf8_lossy(&out.stderr))
+                    Error::Tool(format!(
+                        "kem-runner: {e}: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ))
                 })?;
-                let tr = t.trials.first().ok_or("kem-runner ran no trial")?;
+                let tr = t
+                    .trials
+                    .first()
+                    .ok_or_else(|| Error::Tool("kem-runner ran no trial".into()))?;
                 Ok((tr.cycles as f64 / tr.iters as f64, tr.iters))
             };
-            let minimal = |iters: u64| -> Result<f64, String> {
+            let minimal = |iters: u64| -> Result<f64, Error> {
                 let out = ctx
                     .sandbox
                     .command(&exe, &[op.name().to_string(), iters.to_string()], &jail)
                     .output()
-                    .map_err(|e| e.to_string())?;
+                    .map_err(Error::io(exe.display()))?;
                 let text = String::from_utf8_lossy(&out.stdout);
                 text.trim()
                     .strip_prefix("cycles_per_op=")
                     .and_then(|v| v.parse().ok())
                     .ok_or_else(|| {
-                        format!(
+                        Error::Tool(format!(
                             "minimal_loop: {}{}",
                             text,
                             String::from_utf8_lossy(&out.stderr)
-                        )
+                        ))
                     })
             };
             // Alternate which goes first, so drift over the run cancels out.

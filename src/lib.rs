@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod cli;
 pub mod dsl;
+pub mod error;
 pub mod graph;
 pub mod measure;
 pub mod model;

@@ -7,6 +7,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
+
 /// The held lock; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct OutputsLock {
@@ -15,8 +17,9 @@ pub struct OutputsLock {
 }
 
 impl OutputsLock {
-    /// Takes the lock of `out` (created if needed), or says who holds it.
-    pub fn acquire(out: &Path) -> Result<OutputsLock, String> {
+    /// Takes the lock of `out` (created if needed), or says who holds it
+    /// ([`Error::LockHeld`]).
+    pub fn acquire(out: &Path) -> Result<OutputsLock, Error> {
         let path = out.join(".lock");
         let mut file = OpenOptions::new()
             .read(true)
@@ -24,14 +27,14 @@ impl OutputsLock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(Error::io(path.display()))?;
         match file.try_lock() {
             Ok(()) => {
                 let pid = std::process::id();
                 file.set_len(0)
                     .and_then(|_| file.rewind())
                     .and_then(|_| writeln!(file, "{pid}"))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                    .map_err(Error::io(path.display()))?;
                 Ok(OutputsLock { _file: file, path })
             }
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -41,13 +44,13 @@ impl OutputsLock {
                     "" => "another process".to_string(),
                     pid => format!("process {pid}"),
                 };
-                Err(format!(
-                    "outputs folder {} is in use by {holder} (another `ngcc-pipe run`); wait for it to finish, or pass `--outputs` to write elsewhere",
-                    out.display()
-                ))
+                Err(Error::LockHeld {
+                    out: out.to_path_buf(),
+                    holder,
+                })
             }
             Err(std::fs::TryLockError::Error(e)) => {
-                Err(format!("cannot lock {}: {e}", path.display()))
+                Err(Error::io(format_args!("cannot lock {}", path.display()))(e))
             }
         }
     }
@@ -67,6 +70,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let held = OutputsLock::acquire(dir.path()).unwrap();
         let err = OutputsLock::acquire(dir.path()).unwrap_err();
+        assert!(matches!(err, Error::LockHeld { .. }), "{err}");
+        assert_eq!(err.exit_code(), 2);
+        let err = err.to_string();
         assert!(
             err.contains(&format!("process {}", std::process::id())),
             "{err}"

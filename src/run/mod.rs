@@ -1,6 +1,7 @@
 //! Running a campaign: cache keys, decisions (run or up to date, and why), the scheduler
 //! (a rayon pool for parallel steps, one bench lane for exclusive ones), and the steps.
 
+pub mod ctx;
 pub mod exec;
 pub mod keys;
 pub mod lock;
@@ -23,7 +24,8 @@ use crate::graph::{Node, Plan};
 use crate::model::{Campaign, Instance, StepKind, StepSpec, Submission};
 use crate::record::{self, Environment, StepRecord};
 
-/// Everything a step may read while it runs. Shared read-only across workers.
+/// Everything a step may read while it runs. Shared read-only across workers; built by
+/// [`Ctx::new`] (`ctx.rs`).
 pub struct Ctx {
     pub campaign: Campaign,
     pub plan: Plan,

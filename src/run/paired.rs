@@ -21,6 +21,7 @@ use super::sandbox::{Jail, Sandbox, DEFAULT_MEMORY};
 use super::session::{self, Member, Settings};
 use super::steps::stays_inside;
 use super::steps::time::{plausibility, Plausibility};
+use crate::error::Error;
 use crate::measure::stats::{self, Estimate, Verdict};
 use crate::model::{Op, StepKind};
 use crate::record::{self, BuildData, Status, StepData, StepRecord};
@@ -69,11 +70,13 @@ pub struct Paired {
 type Targets =
     std::collections::BTreeMap<(String, String, Op), (PathBuf, BuildData, Option<usize>)>;
 
-fn targets(dir: &Path) -> Result<Targets, String> {
+fn targets(dir: &Path) -> Result<Targets, Error> {
     let records = dir.join("records");
     let mut t = Targets::new();
-    let subs = std::fs::read_dir(&records)
-        .map_err(|e| format!("`{}`: no readable records/ folder: {e}", dir.display()))?;
+    let subs = std::fs::read_dir(&records).map_err(Error::io(format_args!(
+        "`{}`: no readable records/ folder",
+        dir.display()
+    )))?;
     for sub in subs.flatten() {
         let Ok(files) = std::fs::read_dir(sub.path()) else {
             continue;
@@ -113,34 +116,28 @@ fn targets(dir: &Path) -> Result<Targets, String> {
 
 /// `<top>/compare-measure/<sub>/<inst>/<name>` under `dir`, refused when the names read
 /// from the records would lead out of it.
-fn member_path(
-    dir: &Path,
-    top: &str,
-    sub: &str,
-    inst: &str,
-    name: &str,
-) -> Result<PathBuf, String> {
+fn member_path(dir: &Path, top: &str, sub: &str, inst: &str, name: &str) -> Result<PathBuf, Error> {
     let rel = Path::new(sub).join(inst).join(name);
     if !stays_inside(&rel) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "refused: `{}` would leave `{}`",
             rel.display(),
             dir.display()
-        ));
+        )));
     }
     Ok(dir.join(top).join("compare-measure").join(rel))
 }
 
-fn open_log(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<super::exec::Log, String> {
+fn open_log(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<super::exec::Log, Error> {
     let path = member_path(dir, "logs", sub, inst, &format!("{name}.log"))?;
-    super::exec::open_log(&path).map_err(|e| format!("{}: {e}", path.display()))
+    super::exec::open_log(&path).map_err(Error::io(path.display()))
 }
 
 /// A fresh, empty scratch folder for one runner.
-fn scratch(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<PathBuf, String> {
+fn scratch(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<PathBuf, Error> {
     let path = member_path(dir, "scratch", sub, inst, name)?;
     let _ = std::fs::remove_dir_all(&path);
-    std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::create_dir_all(&path).map_err(Error::io(path.display()))?;
     Ok(path)
 }
 
@@ -152,7 +149,7 @@ pub fn measure(
     runner: &Path,
     sandbox: &Sandbox,
     timeout: Duration,
-) -> Result<Paired, String> {
+) -> Result<Paired, Error> {
     // Absolute, so that the runners find them from their own working folder.
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let (dir_a, dir_b) = (a.to_path_buf(), b.to_path_buf());
@@ -164,16 +161,15 @@ pub fn measure(
     let only_b = tb.keys().filter(|k| !ta.contains_key(k)).map(key).collect();
     let both: Vec<_> = ta.keys().filter(|k| tb.contains_key(k)).cloned().collect();
     if both.is_empty() {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "no operation is timed successfully in both `{}` and `{}`",
             a.display(),
             b.display()
-        ));
+        )));
     }
-    let bench_cpu = both
-        .iter()
-        .find_map(|k| ta[k].2)
-        .ok_or("the records of A do not say which core they were timed on")?;
+    let bench_cpu = both.iter().find_map(|k| ta[k].2).ok_or_else(|| {
+        Error::Input("the records of A do not say which core they were timed on".into())
+    })?;
     let mut members = Vec::new();
     for k in &both {
         let (sub, inst, op) = k;

@@ -1,0 +1,47 @@
+//! `ngcc-pipe compare`: two output folders side by side from their records, or, with
+//! `--measure`, their objects timed again now in one paired session.
+
+use super::CompareArgs;
+use crate::error::Error;
+use crate::record;
+use crate::run::{self, paired, sandbox::Sandbox};
+
+pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
+    let CompareArgs { a, b, csv, measure } = args;
+    if measure {
+        let runner = run::ctx::locate_runner()?;
+        let sandbox = Sandbox::detect();
+        for m in &sandbox.info.missing {
+            eprintln!("warning: sandbox: {m}");
+        }
+        let p = paired::measure(
+            &a,
+            &b,
+            &runner,
+            &sandbox,
+            std::time::Duration::from_secs(600),
+        )?;
+        // The CSV is written even when nobody reads standard output.
+        let printed = super::print(&paired::markdown(&p));
+        if let Some(path) = csv {
+            record::write_atomic(&path, paired::csv(&p).as_bytes())
+                .map_err(Error::io(path.display()))?;
+        }
+        printed?;
+        if p.failures.is_empty() {
+            Ok(())
+        } else {
+            let n = p.failures.len();
+            let s = if n == 1 { "" } else { "s" };
+            Err(Error::Failed(format!("{n} operation{s}")))
+        }
+    } else {
+        let cmp = crate::report::compare(&a, &b).map_err(|e| Error::Input(e.to_string()))?;
+        let printed = super::print(&crate::report::compare_markdown(&cmp));
+        if let Some(path) = csv {
+            record::write_atomic(&path, crate::report::compare_csv(&cmp).as_bytes())
+                .map_err(Error::io(path.display()))?;
+        }
+        printed
+    }
+}

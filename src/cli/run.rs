@@ -1,0 +1,214 @@
+//! `ngcc-pipe run`: run a campaign (scheduler, `campaign.json`, reports, the summary), or
+//! print its plan with `--dry-run`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::RunArgs;
+use crate::error::Error;
+use crate::graph;
+use crate::model::StepKind;
+use crate::record::{self, CampaignRecord, CampaignStep, Status, RECORD_SCHEMA};
+use crate::run::ctx::Purpose;
+use crate::run::progress::{Progress, Verbosity};
+use crate::run::{self, Ctx};
+
+pub(super) fn exec(args: RunArgs, outputs: Option<&Path>) -> Result<(), Error> {
+    let RunArgs {
+        pipeline,
+        dry_run,
+        jobs,
+        only,
+        force,
+        fail_fast,
+        quiet,
+        verbose,
+    } = args;
+    let c = super::load(&pipeline, outputs)?;
+    let purpose = if dry_run { Purpose::Plan } else { Purpose::Run };
+    let ctx = Ctx::new(c, purpose)?;
+    let selected = ctx.plan.select(&only).map_err(Error::Input)?;
+    let force = graph::matchers(&force).map_err(Error::Input)?;
+    if dry_run {
+        return super::print(&run::plan::dry_run(&ctx, &selected, &force));
+    }
+    let verbosity = match (quiet, verbose) {
+        (true, _) => Verbosity::Quiet,
+        (_, true) => Verbosity::Verbose,
+        _ => Verbosity::Normal,
+    };
+    // The bench core is kept free of parallel work only when exclusive work may run
+    // beside it; a KAT-only run, or one isolating whole machines, uses every core.
+    let exclusive = selected.iter().any(|&ix| ctx.node(ix).exclusive)
+        && ctx.campaign.system.isolation == crate::model::Isolation::Core;
+    let jobs = jobs.unwrap_or_else(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if exclusive {
+            cores.saturating_sub(1).max(1)
+        } else {
+            cores
+        }
+    });
+    run_campaign(
+        ctx,
+        &selected,
+        run::RunOptions {
+            jobs,
+            force,
+            fail_fast,
+        },
+        verbosity,
+    )
+}
+
+fn run_campaign(
+    ctx: Ctx,
+    selected: &BTreeSet<petgraph::graph::NodeIndex>,
+    opts: run::RunOptions,
+    verbosity: Verbosity,
+) -> Result<(), Error> {
+    let ctx = Arc::new(ctx);
+    let _ = ctrlc::set_handler(|| {
+        run::exec::CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!("\ninterrupted: stopping running steps; finished steps are kept, `run` again to continue");
+    });
+    std::fs::create_dir_all(&ctx.out).map_err(Error::io(ctx.out.display()))?;
+    let _lock = run::lock::OutputsLock::acquire(&ctx.out)?;
+    for w in &ctx.env.warnings {
+        if verbosity != Verbosity::Quiet {
+            eprintln!("warning: {} (fix: {})", w.what, w.fix);
+        }
+    }
+    let campaign_json = ctx.out.join("campaign.json");
+    let mut rec = CampaignRecord {
+        schema: RECORD_SCHEMA,
+        system: ctx.campaign.system.name.clone(),
+        arch: ctx.campaign.system.arch.clone(),
+        pipeline: ctx.campaign.pipeline_path.clone(),
+        command: std::env::args().collect(),
+        started: run::utc_now(),
+        finished: None,
+        environment: ctx.env.clone(),
+        env_fingerprint: ctx.facts.env_fingerprint.clone(),
+        steps: Vec::new(),
+        tool: Some(crate::tool_version()),
+    };
+    record::write_json(&campaign_json, &rec).map_err(Error::io(campaign_json.display()))?;
+
+    let progress = Arc::new(Progress::new(selected.len() as u64, verbosity));
+    let _ = ctx.progress.set(Arc::clone(&progress));
+    let summary = run::execute(Arc::clone(&ctx), selected, &opts, &progress);
+    progress.finish();
+
+    // The campaign's start and end are those of its evidence: the earliest start and the
+    // latest end among the step records, whichever invocation wrote them (a re-run that
+    // finds everything up to date does not move them).
+    let now = run::utc_now();
+    let mut span: Option<(String, String)> = None;
+    let mut steps = Vec::new();
+    for ix in ctx.plan.execution_order() {
+        let node = ctx.node(ix);
+        let Some(r) = ctx.read_record(node) else {
+            continue;
+        };
+        if r.status != Status::Skipped && !r.started.is_empty() {
+            span = Some(match span {
+                None => (r.started.clone(), r.finished.clone()),
+                Some((a, b)) => (a.min(r.started.clone()), b.max(r.finished.clone())),
+            });
+        }
+        let ran = summary.outcomes.get(&ix).is_some_and(|o| o.ran);
+        steps.push(CampaignStep {
+            id: node.id.clone(),
+            status: r.status,
+            reason: r.reason,
+            record: ctx.rel(&ctx.record_path(node)),
+            ran,
+        });
+    }
+    rec.steps = steps;
+    match span {
+        Some((a, b)) => {
+            rec.started = a;
+            rec.finished = Some(b);
+        }
+        None => rec.finished = Some(now),
+    }
+    record::write_json(&campaign_json, &rec).map_err(Error::io(campaign_json.display()))?;
+
+    // Re-render every report now that the campaign's end is known; the index covers
+    // everything with a record, not only this run's steps.
+    if ctx.spec(StepKind::Report).is_some() && !summary.interrupted {
+        if let Err(e) = super::report::render(&ctx.campaign, &ctx.out) {
+            eprintln!("warning: reports not re-rendered: {e}");
+        }
+    }
+    print_summary(&ctx, &summary);
+    if summary.interrupted {
+        Err(Error::Interrupted)
+    } else if summary.failed() {
+        let n = summary
+            .outcomes
+            .values()
+            .filter(|o| o.status.is_failure())
+            .count();
+        let s = if n == 1 { "" } else { "s" };
+        Err(Error::Failed(format!("{n} step{s}")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Per step kind: ran / up to date / failed / skipped; then each failure with its log.
+fn print_summary(ctx: &Ctx, summary: &run::Summary) {
+    let mut table: BTreeMap<StepKind, [usize; 5]> = BTreeMap::new();
+    for (ix, o) in &summary.outcomes {
+        let row = table.entry(ctx.node(*ix).kind).or_default();
+        match (o.ran, o.status) {
+            (_, Status::Failed | Status::TimedOut) => row[2] += 1,
+            (_, Status::Skipped) => row[3] += 1,
+            (_, Status::Unsupported) => row[4] += 1,
+            (true, Status::Ok) => row[0] += 1,
+            (false, Status::Ok) => row[1] += 1,
+        }
+    }
+    eprintln!("\nstep kind        ran  up-to-date  failed  skipped  unsupported");
+    for (kind, r) in &table {
+        eprintln!(
+            "{:<14} {:>5} {:>11} {:>7} {:>8} {:>12}",
+            kind.name(),
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4]
+        );
+    }
+    let failures: Vec<_> = summary
+        .outcomes
+        .iter()
+        .filter(|(_, o)| o.status.is_failure())
+        .collect();
+    if !failures.is_empty() {
+        eprintln!("\nfailures:");
+        for (ix, o) in failures {
+            eprintln!(
+                "  {} [{}]: {}",
+                ctx.node(*ix).id,
+                o.status.name(),
+                o.reason.as_deref().unwrap_or("")
+            );
+            if let Some(log) = &o.log {
+                eprintln!("      log: {}", ctx.out.join(log).display());
+            }
+        }
+    }
+    if summary.stopped_early {
+        eprintln!("\nstopped early (--fail-fast): steps not started are left for the next run");
+    }
+    if summary.interrupted {
+        eprintln!("\ninterrupted: `run` again to finish the remaining steps");
+    }
+    eprintln!("outputs: {}", ctx.out.display());
+}

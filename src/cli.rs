@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::graph::{self, Format, Plan};
 use crate::model::{Campaign, StepKind};
 use crate::record::{self, CampaignRecord, CampaignStep, Status, RECORD_SCHEMA};
-use crate::run::plan::{decide, is_forced, Decision};
+use crate::run::decide::{decide_all, Decision};
 use crate::run::progress::{Progress, Verbosity};
 use crate::run::{self, keys, Ctx};
 
@@ -291,7 +291,7 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<i32, String> {
             let selected = ctx.plan.select(&only)?;
             let force = graph::matchers(&force)?;
             if dry_run {
-                print!("{}", run::plan::dry_run(&ctx, &selected, &force));
+                print!("{}", run::decide::dry_run(&ctx, &selected, &force));
                 return Ok(0);
             }
             let verbosity = match (quiet, verbose) {
@@ -702,25 +702,7 @@ fn explain(ctx: &Ctx, id: &str) -> Result<i32, String> {
     };
     // Decide every ancestor first, so "upstream runs" is known.
     let ancestors = ctx.plan.select(&[globset::escape(id)])?;
-    let mut runs = BTreeSet::new();
-    let mut decision = Decision::UpToDate(Status::Ok);
-    for n in ctx.plan.execution_order() {
-        if !ancestors.contains(&n) {
-            continue;
-        }
-        let up = ctx
-            .plan
-            .deps(n)
-            .find(|d| runs.contains(d))
-            .map(|d| ctx.node(d).id.clone());
-        let d = decide(ctx, n, is_forced(ctx, n, &[]), up.as_deref());
-        if matches!(d, Decision::Run(_)) {
-            runs.insert(n);
-        }
-        if n == ix {
-            decision = d;
-        }
-    }
+    let decision = decide_all(ctx, &ancestors, &[])[&ix].clone();
     let node = ctx.node(ix);
     println!("step {id}");
     match &decision {

@@ -1,11 +1,11 @@
 //! Running a campaign: cache keys, decisions (run or up to date, and why), the scheduler
 //! (a rayon pool for parallel steps, one bench lane for exclusive ones), and the steps.
 
+pub mod decide;
 pub mod exec;
 pub mod keys;
 pub mod lock;
 pub mod paired;
-pub mod plan;
 pub mod progress;
 pub mod sandbox;
 mod scheduler;

@@ -1,14 +1,12 @@
 //! `ngcc-pipe explain`: the decision for one step (run or up to date, and why), with
 //! every changed input named.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::Error;
-use crate::record::Status;
 use crate::run::ctx::Purpose;
-use crate::run::plan::{decide, is_forced, Decision};
+use crate::run::decide::{decide_all, Decision};
 use crate::run::{keys, Ctx};
 
 pub(super) fn exec(pipeline: &Path, step: &str, outputs: Option<&Path>) -> Result<(), Error> {
@@ -49,25 +47,7 @@ fn explain(ctx: &Ctx, id: &str) -> Result<String, Error> {
         .plan
         .select(&[globset::escape(id)])
         .map_err(Error::Input)?;
-    let mut runs = BTreeSet::new();
-    let mut decision = Decision::UpToDate(Status::Ok);
-    for n in ctx.plan.execution_order() {
-        if !ancestors.contains(&n) {
-            continue;
-        }
-        let up = ctx
-            .plan
-            .deps(n)
-            .find(|d| runs.contains(d))
-            .map(|d| ctx.node(d).id.clone());
-        let d = decide(ctx, n, is_forced(ctx, n, &[]), up.as_deref());
-        if matches!(d, Decision::Run(_)) {
-            runs.insert(n);
-        }
-        if n == ix {
-            decision = d;
-        }
-    }
+    let decision = decide_all(ctx, &ancestors, &[])[&ix].clone();
     let node = ctx.node(ix);
     let mut o = String::new();
     let _ = writeln!(o, "step {id}");

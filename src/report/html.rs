@@ -9,8 +9,8 @@
 
 use std::path::PathBuf;
 
+use super::content;
 use super::doc::{parse_inline, Block, Doc, Inline, Table};
-use super::document;
 use super::results::Results;
 use super::svg::{self, esc};
 use super::view::CampaignView;
@@ -171,9 +171,9 @@ fn system_section(results: &Results, this: bool) -> Doc {
         ));
     }
     d.table(if this {
-        document::this_system_table(results)
+        content::this_system_table(results)
     } else {
-        document::other_system_table(results)
+        content::other_system_table(results)
     });
     charts(results, &mut d);
     d.blocks.push(Block::SectionEnd);
@@ -185,7 +185,7 @@ impl Renderer for Html {
         let Some(sub) = view.submission(submission) else {
             return Vec::new();
         };
-        let mut doc = document::submission_doc(view, sub);
+        let mut doc = content::submission_doc(view, sub);
         // the submission's own cycles chart, at the end of section 4
         let results = Results::from_view(view);
         let mine = Results {
@@ -217,7 +217,7 @@ impl Renderer for Html {
     }
 
     fn render_campaign(&self, view: &CampaignView, results: &Results) -> Vec<(PathBuf, Vec<u8>)> {
-        let index = document::index_doc(view, results);
+        let index = content::index_doc(view, results);
         // header: breadcrumb + title + intro paragraphs of the Markdown index
         let mut head = Doc::default();
         let mut rest = Doc::default();

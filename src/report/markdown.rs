@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::content;
 use super::doc::{Block, Doc, Table};
-use super::document;
 use super::results::Results;
 use super::view::CampaignView;
 use super::Renderer;
@@ -16,7 +16,7 @@ impl Renderer for Markdown {
         let Some(sub) = view.submission(submission) else {
             return Vec::new();
         };
-        let doc = document::submission_doc(view, sub);
+        let doc = content::submission_doc(view, sub);
         vec![(
             PathBuf::from("reports").join(format!("{}.md", sub.id)),
             to_markdown(&doc).into_bytes(),
@@ -24,7 +24,7 @@ impl Renderer for Markdown {
     }
 
     fn render_campaign(&self, view: &CampaignView, results: &Results) -> Vec<(PathBuf, Vec<u8>)> {
-        let doc = document::index_doc(view, results);
+        let doc = content::index_doc(view, results);
         vec![(
             PathBuf::from("reports").join("index.md"),
             to_markdown(&doc).into_bytes(),

@@ -5,21 +5,22 @@
 //! is one file behind the [`Renderer`] trait: [`markdown`] (`reports/<sub>.md`,
 //! `reports/index.md`), [`csv`] (`reports/results.csv`), [`json`] (`reports/results.json`)
 //! and [`html`] (`site/index.html`, `site/<sub>.html`, with [`svg`] charts). The section
-//! content shared by Markdown and HTML is built once in [`document`] as a [`doc::Doc`].
+//! content shared by Markdown and HTML is built once in [`content`] as a [`doc::Doc`].
 //! [`compare`] compares two systems' folders.
 //!
 //! Rendering is deterministic: the same records give byte-identical files (no clock reads,
 //! ordered maps, fixed number formats).
 
 pub mod compare;
+pub mod content;
 pub mod csv;
 pub mod doc;
-pub mod document;
 pub mod format;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod results;
+pub mod schema;
 pub mod svg;
 pub mod view;
 
@@ -27,7 +28,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use compare::{compare, compare_csv, compare_markdown, Comparison};
-pub use results::{Results, RESULTS_SCHEMA, RESULTS_SCHEMA_DOC};
+pub use schema::{Results, RESULTS_SCHEMA, RESULTS_SCHEMA_DOC};
 pub use view::CampaignView;
 
 /// One output format. Paths returned are relative to the system's output folder.

@@ -16,7 +16,7 @@ use crate::record::{
     StepData, StepRecord, SurveyData, TimeData,
 };
 
-use super::results::Results;
+use super::schema::{Results, RESULTS_SCHEMA};
 
 /// A whole system's records, ready to render.
 #[derive(Debug, Clone)]
@@ -288,7 +288,7 @@ fn load_other_systems(out_dir: &Path, this: &str) -> Vec<Results> {
                 .ok()
                 .flatten()
         })
-        .filter(|r| r.schema == super::results::RESULTS_SCHEMA && r.system != this)
+        .filter(|r| r.schema == RESULTS_SCHEMA && r.system != this)
         .collect()
 }
 

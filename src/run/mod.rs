@@ -2,11 +2,11 @@
 //! (a rayon pool for parallel steps, one bench lane for exclusive ones), and the steps.
 
 pub mod ctx;
+pub mod decide;
 pub mod exec;
 pub mod keys;
 pub mod lock;
 pub mod paired;
-pub mod plan;
 pub mod progress;
 pub mod sandbox;
 mod scheduler;

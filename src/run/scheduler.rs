@@ -20,8 +20,8 @@ use std::time::Instant;
 use globset::GlobMatcher;
 use petgraph::graph::NodeIndex;
 
+use super::decide::{decide_node, soft_kat_failure, Decision};
 use super::exec;
-use super::plan::{decide, is_forced, soft_kat_failure, Decision};
 use super::progress::Progress;
 use super::steps;
 use super::Ctx;
@@ -176,16 +176,8 @@ pub fn execute(
                     Some(finish_record(&ctx, ix, rec, false))
                 }
                 None => {
-                    let upstream = deps
-                        .iter()
-                        .find(|d| outcomes[d].ran)
-                        .map(|&d| ctx.node(d).id.clone());
-                    match decide(
-                        &ctx,
-                        ix,
-                        is_forced(&ctx, ix, &opts.force),
-                        upstream.as_deref(),
-                    ) {
+                    let ran = |d| outcomes.get(&d).is_some_and(|o: &Outcome| o.ran);
+                    match decide_node(&ctx, ix, &opts.force, ran) {
                         Decision::UpToDate(_) => {
                             let rec = ctx
                                 .read_record(node)

@@ -1,5 +1,7 @@
 //! Decisions: whether a step runs, and why — shared by the scheduler, the dry run and
-//! `explain`, so all three always agree.
+//! `explain`, so all three always agree. [`decide_node`] decides one step given which of
+//! its dependencies run; the scheduler calls it as steps become ready (with what really
+//! ran), [`decide_all`] for a whole selection in execution order (with what it decided).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -43,8 +45,43 @@ pub enum Decision {
     UpToDate(Status),
 }
 
+/// Decide for one node; `runs(dep)` says whether a dependency runs (or ran) in this run.
+pub fn decide_node(
+    ctx: &Ctx,
+    ix: NodeIndex,
+    force: &[GlobMatcher],
+    runs: impl Fn(NodeIndex) -> bool,
+) -> Decision {
+    let upstream = ctx
+        .plan
+        .deps(ix)
+        .find(|&d| runs(d))
+        .map(|d| ctx.node(d).id.clone());
+    decide(ctx, ix, is_forced(ctx, ix, force), upstream.as_deref())
+}
+
+/// Decide every node of `selected`, in execution order, each seeing which of its
+/// dependencies were decided to run.
+pub fn decide_all(
+    ctx: &Ctx,
+    selected: &BTreeSet<NodeIndex>,
+    force: &[GlobMatcher],
+) -> BTreeMap<NodeIndex, Decision> {
+    let mut out: BTreeMap<NodeIndex, Decision> = BTreeMap::new();
+    for ix in ctx.plan.execution_order() {
+        if !selected.contains(&ix) {
+            continue;
+        }
+        let d = decide_node(ctx, ix, force, |dep| {
+            matches!(out.get(&dep), Some(Decision::Run(_)))
+        });
+        out.insert(ix, d);
+    }
+    out
+}
+
 /// Decide for one node. `upstream_runs` names a dependency that runs in this run, if any.
-pub fn decide(ctx: &Ctx, ix: NodeIndex, forced: bool, upstream_runs: Option<&str>) -> Decision {
+fn decide(ctx: &Ctx, ix: NodeIndex, forced: bool, upstream_runs: Option<&str>) -> Decision {
     if forced {
         return Decision::Run(Why::Forced);
     }
@@ -83,7 +120,7 @@ pub fn soft_kat_failure(data: &Option<StepData>) -> bool {
 }
 
 /// Whether a node matches any `--force` pattern.
-pub fn is_forced(ctx: &Ctx, ix: NodeIndex, force: &[GlobMatcher]) -> bool {
+fn is_forced(ctx: &Ctx, ix: NodeIndex, force: &[GlobMatcher]) -> bool {
     force.iter().any(|m| m.is_match(&ctx.node(ix).id))
 }
 
@@ -107,7 +144,7 @@ fn fmt_duration(d: Duration) -> String {
 /// estimated bench-lane time, then a count table per step kind.
 pub fn dry_run(ctx: &Ctx, selected: &BTreeSet<NodeIndex>, force: &[GlobMatcher]) -> String {
     let mut out = String::new();
-    let mut runs: BTreeSet<NodeIndex> = BTreeSet::new();
+    let decisions = decide_all(ctx, selected, force);
     let mut counts: BTreeMap<StepKind, (usize, usize, usize)> = BTreeMap::new();
     let mut bench_total = Duration::ZERO;
     let mut bench_unknown = 0usize;
@@ -120,16 +157,10 @@ pub fn dry_run(ctx: &Ctx, selected: &BTreeSet<NodeIndex>, force: &[GlobMatcher])
         ctx.out.display()
     );
     for ix in ctx.plan.execution_order() {
-        if !selected.contains(&ix) {
+        let Some(decision) = decisions.get(&ix) else {
             continue;
-        }
+        };
         let node = ctx.node(ix);
-        let upstream = ctx
-            .plan
-            .deps(ix)
-            .find(|d| runs.contains(d))
-            .map(|d| ctx.node(d).id.clone());
-        let decision = decide(ctx, ix, is_forced(ctx, ix, force), upstream.as_deref());
         let entry = counts.entry(node.kind).or_default();
         entry.0 += 1;
         let lane = if node.exclusive {
@@ -137,9 +168,8 @@ pub fn dry_run(ctx: &Ctx, selected: &BTreeSet<NodeIndex>, force: &[GlobMatcher])
         } else {
             "parallel"
         };
-        match &decision {
+        match decision {
             Decision::Run(why) => {
-                runs.insert(ix);
                 entry.1 += 1;
                 let mut line = format!("  run        {:<60} {lane:<9}  {why}", node.id);
                 if node.exclusive {

@@ -1,0 +1,180 @@
+//! Section 2: the assessment environment (machine, counters, warnings).
+
+use super::*;
+
+/// SMT control values of `/sys/devices/system/cpu/smt/control` in words.
+pub(super) fn smt_words(v: Option<&str>) -> String {
+    match v {
+        Some("notsupported") => "not supported".to_string(),
+        Some("notimplemented") => "not implemented".to_string(),
+        Some("forceoff") => "forced off".to_string(),
+        other => or_unknown(other),
+    }
+}
+
+pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
+    doc.h(2, "2. Assessment environment");
+    let Some(env) = view.environment() else {
+        doc.p("No environment was recorded (`campaign.json` and timing records are missing).");
+        return;
+    };
+    let mut t = Table::new(&["item", "value"]);
+    t.row(vec![
+        "processor".into(),
+        format!(
+            "{} (CPU {}, one core)",
+            or_unknown(env.cpu_model.as_deref()),
+            env.bench_cpu
+        ),
+    ]);
+    let clock = match env.max_mhz {
+        Some(m) => format!("max {:.2} GHz", m / 1000.0),
+        None => "max unknown".to_string(),
+    };
+    t.row(vec![
+        "clock".into(),
+        format!(
+            "{clock}, governor {}, turbo {}, SMT {}",
+            or_unknown(env.governor.as_deref()),
+            or_unknown(env.turbo.as_deref()),
+            smt_words(env.smt.as_deref())
+        ),
+    ]);
+    t.row(vec![
+        "isolated cores".into(),
+        match env.isolated_cpus.as_deref() {
+            Some("") => "none".to_string(),
+            other => or_unknown(other),
+        },
+    ]);
+    t.row(vec![
+        "logical CPUs".into(),
+        env.logical_cpus
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| UNKNOWN.into()),
+    ]);
+    t.row(vec![
+        "memory".into(),
+        env.mem_total_mib
+            .map(|m| format!("{m} MiB"))
+            .unwrap_or_else(|| UNKNOWN.into()),
+    ]);
+    t.row(vec![
+        "OS / kernel".into(),
+        format!(
+            "{} / {}",
+            or_unknown(env.os.as_deref()),
+            or_unknown(env.kernel.as_deref())
+        ),
+    ]);
+    t.row(vec![
+        "compiler / build tool".into(),
+        format!(
+            "{} / {}",
+            or_unknown(env.cc_version.as_deref()),
+            or_unknown(env.build_tool.as_deref())
+        ),
+    ]);
+    t.row(vec!["cycle counter".into(), cycle_counter(view)]);
+    if let Some(sb) = &env.sandbox {
+        t.row(vec![
+            "sandbox for submission code".into(),
+            if sb.missing.is_empty() {
+                format!("{}: {}", sb.tool, sb.protections.join("; "))
+            } else {
+                format!(
+                    "{}: {}; not in force: {}",
+                    sb.tool,
+                    sb.protections.join("; "),
+                    sb.missing.join("; ")
+                )
+            },
+        ]);
+    }
+    t.row(vec![
+        "load average (1 min)".into(),
+        env.loadavg
+            .map(|l| format!("{l:.2}"))
+            .unwrap_or_else(|| UNKNOWN.into()),
+    ]);
+    let (start, end) = match &view.campaign {
+        Some(c) => (
+            fmt::utc(&c.started),
+            c.finished
+                .as_deref()
+                .map(fmt::utc)
+                .unwrap_or_else(|| UNKNOWN.into()),
+        ),
+        None => (UNKNOWN.into(), UNKNOWN.into()),
+    };
+    t.row(vec![
+        "campaign start / end (UTC)".into(),
+        format!("{start} / {end}"),
+    ]);
+    doc.table(t);
+    if env.warnings.is_empty() {
+        doc.p("No environment warnings: nothing recorded that spoils timing.");
+    } else {
+        doc.p("Environment warnings (conditions that spoil timing, each with its fix):");
+        doc.list(
+            env.warnings
+                .iter()
+                .map(|w| format!("{} — fix: {}", w.what, w.fix))
+                .collect(),
+        );
+    }
+}
+
+/// What a cycle is in this campaign: the counter of the timing records, its measured rate
+/// (median over the records of ticks / monotonic ns of the trials), and whether perf core
+/// cycles were available.
+pub(super) fn cycle_counter(view: &CampaignView) -> String {
+    let mut counters: Vec<String> = Vec::new();
+    let mut rates: Vec<f64> = Vec::new();
+    let mut core = false;
+    for inst in view.submissions.iter().flat_map(|s| &s.instances) {
+        for (op, _) in inst.ops(StepKind::Time) {
+            let Some(td) = inst.time_ok(op) else {
+                continue;
+            };
+            if !counters.contains(&td.output.counter) {
+                counters.push(td.output.counter.clone());
+            }
+            rates.extend(td.summary.counter_ghz);
+            core |= matches!(
+                td.output.core_cycles,
+                kem_native::output::CoreCycles::Available
+            );
+        }
+    }
+    if counters.is_empty() {
+        return "no timing record".to_string();
+    }
+    let name = |c: &str| match c {
+        "rdtsc" => "TSC (`rdtsc`)".to_string(),
+        "cntvct_el0" => "generic timer (`cntvct_el0`)".to_string(),
+        other => code(other),
+    };
+    let rate = match crate::measure::stats::median(&rates) {
+        Some(g) => format!(
+            "measured rate {g:.2} GHz (ticks / monotonic ns over the timed trials, median of {} records)",
+            rates.len()
+        ),
+        None => "rate not measured".to_string(),
+    };
+    let what = if core {
+        "perf core cycles were recorded beside them in every trial"
+    } else if counters.iter().any(|c| c == "rdtsc") {
+        "TSC ticks are reference cycles at this constant rate, not core cycles (perf core cycles were not available)"
+    } else {
+        "counter ticks, not core cycles (perf core cycles were not available)"
+    };
+    format!(
+        "{}; {rate}; {what}",
+        counters
+            .iter()
+            .map(|c| name(c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}

@@ -1,0 +1,260 @@
+//! The content of the reports, section by section, as format-neutral [`Doc`]s.
+//!
+//! [`submission_doc`] follows the seed reports (`shared/seeds/`): title, intro, sections
+//! 1-6, symmetric primitives, 7 raw evidence index. [`index_doc`] is the campaign index.
+//! This file holds the shared helpers and section 1; sections 2-6 are in [`environment`],
+//! [`kat`], [`performance`] and [`resources`], the symmetric-primitives section in
+//! [`primitives`], the raw evidence index in [`evidence`], the campaign index in [`index`]
+//! (with [`categories`]). [`super::doc`] is the document model these are written in.
+//! Links are relative to the folder the rendered file sits in (`reports/` or `site/`, both
+//! one level below the system folder); links to other reports end in `.md` and the HTML
+//! renderer rewrites them to `.html`.
+
+mod categories;
+mod environment;
+mod evidence;
+mod index;
+mod kat;
+mod performance;
+mod primitives;
+mod resources;
+
+pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
+
+use std::collections::BTreeMap;
+
+use crate::model::StepKind;
+use crate::record::{KatStatus, Status, StepRecord};
+
+use super::doc::{code, link, Doc, Table};
+use super::format::{self as fmt, DASH};
+use super::results;
+use super::view::{self, CampaignView, SubmissionView};
+
+const UNKNOWN: &str = "unknown";
+
+pub(super) fn or_unknown(v: Option<&str>) -> String {
+    v.map(str::to_string).unwrap_or_else(|| UNKNOWN.to_string())
+}
+
+/// One line saying why a section is empty, or `None` when some record exists.
+pub(super) fn did_not_run(
+    view: &CampaignView,
+    kind: StepKind,
+    any: bool,
+    what: &str,
+) -> Option<String> {
+    if any {
+        None
+    } else if !view.declared.contains(&kind) {
+        Some(format!(
+            "Not measured: the pipeline has no {} step ({what}).",
+            code(kind.name())
+        ))
+    } else {
+        Some(format!(
+            "The {} step did not run for this submission: no records ({what}).",
+            code(kind.name())
+        ))
+    }
+}
+
+/// Footnote numbering deduplicated by text.
+#[derive(Default)]
+pub(super) struct Footnotes {
+    texts: Vec<String>,
+}
+
+impl Footnotes {
+    fn mark(&mut self, text: String) -> String {
+        let n = match self.texts.iter().position(|t| *t == text) {
+            Some(i) => i + 1,
+            None => {
+                self.texts.push(text);
+                self.texts.len()
+            }
+        };
+        format!("[{n}]")
+    }
+
+    fn write(self, doc: &mut Doc) {
+        for (i, t) in self.texts.into_iter().enumerate() {
+            doc.p(format!("[{}] {}", i + 1, t));
+        }
+    }
+}
+
+pub(super) fn sentence(s: &str) -> String {
+    let s = s.trim();
+    if s.ends_with('.') || s.ends_with('!') || s.ends_with('?') {
+        s.to_string()
+    } else {
+        format!("{s}.")
+    }
+}
+
+pub(super) fn status_text(r: &StepRecord) -> String {
+    match &r.reason {
+        Some(reason) => format!("{}: {}", r.status.name(), reason),
+        None => r.status.name().to_string(),
+    }
+}
+
+/// Breadcrumb with the system switch ("system: x86_1 · arm_1").
+pub(super) fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
+    let names = view.system_names();
+    let switch: Vec<String> = names
+        .iter()
+        .map(|n| {
+            if *n == view.system {
+                n.clone()
+            } else {
+                let has_sub = |s: &str| {
+                    view.other_systems
+                        .iter()
+                        .any(|r| r.system == *n && r.submissions.iter().any(|x| x.id == s))
+                };
+                let target = match sub {
+                    Some(s) if has_sub(s) => format!("../../{n}/reports/{s}.md"),
+                    _ => format!("../../{n}/reports/index.md"),
+                };
+                link(n, &target)
+            }
+        })
+        .collect();
+    let mut s = format!(
+        "Performance measurements › {}",
+        link(&view.system, "index.md")
+    );
+    if let Some(sub) = sub {
+        s.push_str(&format!(" › {sub}"));
+    }
+    s.push_str(&format!(" · system: {}", switch.join(" · ")));
+    s
+}
+
+/// The per-submission report.
+pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
+    let mut doc = Doc {
+        title: format!("{} {} — {}", sub.id, sub.meta.algorithm, view.system),
+        blocks: Vec::new(),
+    };
+    doc.p(breadcrumb(view, Some(&sub.id)));
+    doc.h(
+        1,
+        format!(
+            "{} {} — performance on {} (system {})",
+            sub.id, sub.meta.algorithm, view.arch, view.system
+        ),
+    );
+    doc.p(
+        "Independent measurement by ngcc-pipe following the structure of the NICCS x86 \
+         self-assessment guide, §3.5 (1)–(7). Not a submitter self-assessment.",
+    );
+    basic_information(&mut doc, view, sub);
+    environment::environment(&mut doc, view);
+    kat::functional_testing(&mut doc, view, sub);
+    performance::performance(&mut doc, view, sub);
+    resources::resources(&mut doc, view, sub);
+    resources::sizes(&mut doc, view, sub);
+    primitives::primitives(&mut doc, view, sub);
+    evidence::evidence(&mut doc, view, sub);
+    doc
+}
+
+fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
+    doc.h(2, "1. Basic information");
+    let meta = &sub.meta;
+    let mut items = Vec::new();
+    match (&meta.category, &meta.function) {
+        (Some(c), Some(f)) => items.push(format!("Category: {c}; function: {f}")),
+        (Some(c), None) => items.push(format!("Category: {c}")),
+        (None, Some(f)) => items.push(format!("Function: {f}")),
+        (None, None) => {}
+    }
+    items.push(format!("Algorithm: {}", meta.algorithm));
+    items.push(versions_measured(sub));
+    items.push(format!(
+        "Parameter sets: {}",
+        sub.instances
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    match sub.record(StepKind::Source) {
+        Some(r) => match view::source_data(r) {
+            Some(s) => items.push(format!("Source: {}", s.origin)),
+            None => items.push(format!("Source: {}", status_text(r))),
+        },
+        None if view.declared.contains(&StepKind::Source) => {
+            items.push("Source: the `source` step did not run".to_string())
+        }
+        None => {}
+    }
+    if !meta.links.is_empty() {
+        let links: Vec<String> = meta.links.iter().map(|(n, u)| link(n, u)).collect();
+        items.push(format!("Links: {}", links.join(", ")));
+    }
+    doc.list(items);
+}
+
+/// "Implementation versions measured: clean; not measured: avx2 (unsupported on this
+/// machine)". A version is measured when one of its instances (matrix variable `impl`) has
+/// a successful timing record; without an `impl` variable every declared version is listed.
+fn versions_measured(sub: &SubmissionView) -> String {
+    let declared = if !sub.meta.versions.is_empty() {
+        &sub.meta.versions
+    } else {
+        &sub.impls
+    };
+    if declared.is_empty() {
+        return format!("Implementation versions measured: {UNKNOWN}");
+    }
+    let of = |v: &String| {
+        sub.instances
+            .iter()
+            .filter(|i| i.vars.get("impl") == Some(v))
+            .collect::<Vec<_>>()
+    };
+    if sub.impls.is_empty() || declared.iter().all(|v| of(v).is_empty()) {
+        return format!("Implementation versions measured: {}", declared.join(", "));
+    }
+    let mut measured = Vec::new();
+    let mut not = Vec::new();
+    for v in declared {
+        let insts = of(v);
+        let timed = insts
+            .iter()
+            .any(|i| i.ops(StepKind::Time).any(|(op, _)| i.time_ok(op).is_some()));
+        if timed {
+            measured.push(v.clone());
+            continue;
+        }
+        let unsupported = !insts.is_empty()
+            && insts.iter().all(|i| {
+                i.records()
+                    .into_iter()
+                    .any(|r| r.status == Status::Unsupported)
+            });
+        not.push(if unsupported {
+            format!("{v} (unsupported on this machine)")
+        } else if insts.is_empty() {
+            format!("{v} (no instance)")
+        } else {
+            format!("{v} (no successful timing)")
+        });
+    }
+    let mut line = format!(
+        "Implementation versions measured: {}",
+        if measured.is_empty() {
+            "none".to_string()
+        } else {
+            measured.join(", ")
+        }
+    );
+    if !not.is_empty() {
+        line.push_str(&format!("; not measured: {}", not.join(", ")));
+    }
+    line
+}

@@ -1,0 +1,262 @@
+//! Section 4: performance (timing tables, rounds, build commands).
+
+use super::*;
+
+/// Rows of instances x operations whose timing record is not ok, as list items.
+pub(super) fn not_timed(sub: &SubmissionView) -> Vec<String> {
+    let mut items = Vec::new();
+    for inst in &sub.instances {
+        let mut by_reason: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for (op, r) in inst.ops(StepKind::Time) {
+            let why = match r {
+                None => "did not run (no record)".to_string(),
+                Some(r) if r.status != Status::Ok => status_text(r),
+                Some(r) if view::time_data(r).is_none() => "record has no timing data".into(),
+                _ => continue,
+            };
+            by_reason.entry(why).or_default().push(op.name());
+        }
+        for (why, ops) in by_reason {
+            items.push(format!("{} {}: {}", code(&inst.id), ops.join(", "), why));
+        }
+    }
+    items
+}
+
+pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
+    doc.h(2, "4. Performance");
+    let any = sub
+        .instances
+        .iter()
+        .any(|i| i.ops(StepKind::Time).any(|(_, r)| r.is_some()));
+    if let Some(line) = did_not_run(view, StepKind::Time, any, "no timing") {
+        doc.p(line);
+        return;
+    }
+    let mut t = Table::new(&[
+        "instance",
+        "operation",
+        "mean cycles",
+        "mean time",
+        "ops/s",
+        "median trial",
+        "n (trials × iters)",
+        "CV",
+        "min / q1 / q3 / max cycles",
+        "single call median (q1–q3)",
+        "flags",
+    ]);
+    // Records from a timing session add the median of the rounds with its 95% CI.
+    let in_rounds = sub.instances.iter().any(|i| {
+        i.ops(StepKind::Time)
+            .any(|(op, _)| i.time_ok(op).is_some_and(|t| t.rounds.is_some()))
+    });
+    if in_rounds {
+        t.head.splice(
+            2..2,
+            ["median cycles (95% CI)", "rounds (interfered)"].map(String::from),
+        );
+    }
+    let mut counters: Vec<String> = Vec::new();
+    let mut core_cycles: Vec<String> = Vec::new();
+    let mut not_reached = false;
+    for inst in &sub.instances {
+        for (op, _) in inst.ops(StepKind::Time) {
+            let Some(td) = inst.time_ok(op) else {
+                continue;
+            };
+            let s = &td.summary;
+            if !counters.contains(&td.output.counter) {
+                counters.push(td.output.counter.clone());
+            }
+            let perf = match &td.output.core_cycles {
+                kem_native::output::CoreCycles::Available => "recorded in every trial".to_string(),
+                kem_native::output::CoreCycles::Unavailable { reason } => {
+                    format!("unavailable ({reason})")
+                }
+            };
+            if !core_cycles.contains(&perf) {
+                core_cycles.push(perf);
+            }
+            let mut flags = Vec::new();
+            if s.unstable {
+                flags.push("unstable".to_string());
+            }
+            if !s.trial_outliers.is_empty() {
+                flags.push(format!(
+                    "outlier trial{} {}",
+                    if s.trial_outliers.len() > 1 { "s" } else { "" },
+                    s.trial_outliers
+                        .iter()
+                        .map(|i| (i + 1).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if !s.off_target_trials.is_empty() {
+                let target = td.output.calibration.target_trial_ns as f64;
+                flags.push(format!(
+                    "trial length off target: {}",
+                    s.off_target_trials
+                        .iter()
+                        .filter_map(|&i| td.output.trials.get(i))
+                        .map(|t| format!("{:.2}×", t.ns as f64 / target))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if td.rounds.as_ref().is_some_and(|r| !r.reached) {
+                not_reached = true;
+                flags.push("CI wider than the precision".to_string());
+            }
+            let mut row = vec![
+                code(&inst.id),
+                op.name().to_string(),
+                fmt::cycles(s.mean_cycles),
+                fmt::time_ns(s.mean_ns),
+                fmt::ops_per_s(s.ops_per_s),
+                fmt::time_ns(s.median_trial_ns),
+                format!("{} ({} × {})", s.n, s.trials, s.iters),
+                fmt::cv(s.cv),
+                format!(
+                    "{} / {} / {} / {}",
+                    fmt::cycles(s.min_cycles),
+                    fmt::cycles(s.q1_cycles),
+                    fmt::cycles(s.q3_cycles),
+                    fmt::cycles(s.max_cycles)
+                ),
+                match (s.sample_median, s.sample_q1, s.sample_q3) {
+                    (Some(m), Some(q1), Some(q3)) => format!(
+                        "{} ({}–{})",
+                        fmt::cycles(m),
+                        fmt::cycles(q1),
+                        fmt::cycles(q3)
+                    ),
+                    _ => DASH.to_string(),
+                },
+                if flags.is_empty() {
+                    DASH.to_string()
+                } else {
+                    flags.join("; ")
+                },
+            ];
+            if in_rounds {
+                let (median, rounds) = match (&td.rounds, s.median_cycles, s.rounds) {
+                    (Some(r), Some(m), Some(n)) => (
+                        format!(
+                            "{} ({}–{})",
+                            fmt::cycles(m),
+                            fmt::cycles(r.estimate.ci_low),
+                            fmt::cycles(r.estimate.ci_high)
+                        ),
+                        format!("{n} ({})", s.interfered_rounds.unwrap_or(0)),
+                    ),
+                    _ => (DASH.to_string(), DASH.to_string()),
+                };
+                row.splice(2..2, [median, rounds]);
+            }
+            t.row(row);
+        }
+    }
+    if t.rows.is_empty() {
+        doc.p("No operation was timed successfully.");
+    } else {
+        doc.table(t);
+        doc.p(format!(
+            "Cycles are {} ticks per operation; mean = total ticks / total iterations; \
+             CV and min/quartiles are over the per-operation cycles of the trials, \
+             the single-call column over calls timed one by one; \
+             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5; \
+             \"trial length off target\" gives trials that lasted less than half or more than twice \
+             the requested trial length (as a multiple of it). \
+             Core cycles (perf_event_open): {}.",
+            counters
+                .iter()
+                .map(|c| code(c))
+                .collect::<Vec<_>>()
+                .join(", "),
+            core_cycles.join("; ")
+        ));
+        if in_rounds {
+            doc.p(format!(
+                "Timed in interleaved rounds: each round times one short batch of every \
+                 instance and operation of the session, in a freshly shuffled order. Median \
+                 cycles are the median of the per-round values with a 95% bootstrap \
+                 confidence interval; rounds marked interfered (steal, irq, preemption or \
+                 waiting for the bench core) are left out when at least {} clean rounds \
+                 exist; trials are the rounds.{}",
+                crate::run::session::MIN_ROUNDS,
+                if not_reached {
+                    " \"CI wider than the precision\": the time budget ran out first."
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    build_commands(doc, sub);
+    let slow = categories::slower_than_clean(&categories::speedups(sub));
+    if !slow.is_empty() {
+        doc.p("Optimized implementation slower than its clean one (mean cycles):");
+        doc.list(slow);
+    }
+    let missing = not_timed(sub);
+    if !missing.is_empty() {
+        doc.p("Not timed:");
+        doc.list(missing);
+    }
+}
+
+/// The compile and link flags the timed objects were really built with, from the build
+/// records (the generated version script named by its file name, not its path).
+pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
+    let mut combos: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for inst in &sub.instances {
+        let Some(b) = inst.record(StepKind::Build).and_then(view::build_data) else {
+            continue;
+        };
+        let compile = b.flags.iter().chain(&b.codegen_flags).cloned();
+        let link = b
+            .link_flags
+            .iter()
+            .map(|f| match f.strip_prefix("-Wl,--version-script=") {
+                Some(p) => format!(
+                    "-Wl,--version-script={}",
+                    std::path::Path::new(p)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                ),
+                None => f.clone(),
+            });
+        combos
+            .entry((
+                format!("{} {}", b.cc, compile.collect::<Vec<_>>().join(" ")),
+                link.collect::<Vec<_>>().join(" "),
+            ))
+            .or_default()
+            .push(inst.id.clone());
+    }
+    if combos.is_empty() {
+        return;
+    }
+    doc.p("Objects timed, with the flags of their build records:");
+    doc.list(
+        combos
+            .into_iter()
+            .map(|((compile, link), ids)| {
+                let link = if link.is_empty() {
+                    "flags not recorded".to_string()
+                } else {
+                    code(&link)
+                };
+                format!(
+                    "{}: compiled with {}, linked with {}",
+                    ids.iter().map(|i| code(i)).collect::<Vec<_>>().join(", "),
+                    code(&compile),
+                    link
+                )
+            })
+            .collect(),
+    );
+}

@@ -1,0 +1,164 @@
+//! The machine-readable results as stored: `reports/results.json`, serde types only.
+//!
+//! [`Results`] is derived from a [`super::CampaignView`] by [`super::results`] and is also
+//! what the campaign index, the site's charts, other systems' side-by-side figures and
+//! `compare` read (other systems' files are read back into it). Its JSON form is versioned
+//! by [`RESULTS_SCHEMA`]; [`RESULTS_SCHEMA_DOC`] documents it for the README.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Op;
+use crate::record::{Environment, KatStatus, Status};
+
+/// Schema id written as `"schema"`; bumped when a field changes meaning.
+pub const RESULTS_SCHEMA: &str = "ngcc-pipe/results/1";
+
+/// Markdown description of `results.json`, ready to copy into the README.
+pub const RESULTS_SCHEMA_DOC: &str = r#"### `reports/results.json` (schema `ngcc-pipe/results/1`)
+
+One JSON object per system. Absent values are `null`; shares are fractions (0..1); cycles
+are counter ticks per operation; times are nanoseconds per operation.
+
+```text
+{
+  "schema": "ngcc-pipe/results/1",
+  "system": "x86_1", "arch": "x86-64",
+  "started": "2026-09-25T10:02:21Z" | null, "finished": ... | null,
+  "environment": { cpu_model, bench_cpu, governor, turbo, smt, ... } | null,
+  "submissions": [ {
+    "id": "ml-kem", "algorithm": "ML-KEM",
+    "instances": [ {
+      "id": "ML-KEM-512-clean", "level": 512 | null, "nist_category": 1 | null,
+      "kat": "PASS" | "MISMATCH" | "NOKAT" | "FAIL" | "skipped" | "failed" | ... | null,
+      "kat_modes": [ { "mode": "single", "status": "PASS" } ],
+      "build_flags": "guide" | null, "static_bytes": 12345 | null,
+      "pk": 800, "sk": 1632, "ct": 768, "ss": 32,          (each | null)
+      "survey": "provided-only" | "bypass" | "mixed" | null,
+      "ops": [ {
+        "op": "keygen", "status": "ok" | "failed" | "skipped" | ... | null, "reason": ...,
+        "mean_cycles", "mean_ns", "ops_per_s", "median_trial_ns", "median_trial_cycles",
+        "trials", "iters", "cv", "unstable", "min_cycles", "q1_cycles", "q3_cycles",
+        "max_cycles", "trial_cycles": [per-op cycles of every trial],
+        "baseline_rss_kib", "peak_rss_kib", "stack_bytes",
+        "hash_share", "drng_share", "calls_per_op": [["shake256", 2.0], ...],
+        "counter_ghz": measured counter rate (ticks / monotonic ns of the trials),
+        "median_cycles", "ci_low_cycles", "ci_high_cycles", "rounds", "interfered_rounds"
+      } ]
+    } ]
+  } ]
+}
+```
+`kat` is the worst mode status (FAIL > NOKAT > MISMATCH > PASS), or the KAT record's status
+when it produced no result. `ops` lists the operations of the `time` and `profile` steps.
+"#;
+
+/// `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub schema: String,
+    pub system: String,
+    pub arch: String,
+    pub started: Option<String>,
+    pub finished: Option<String>,
+    pub environment: Option<Environment>,
+    pub submissions: Vec<ResultSubmission>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultSubmission {
+    pub id: String,
+    pub algorithm: String,
+    pub instances: Vec<ResultInstance>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KatModeStatus {
+    pub mode: String,
+    pub status: KatStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultInstance {
+    pub id: String,
+    pub level: Option<u64>,
+    /// NIST security category from the manifest (absent in older results files).
+    #[serde(default)]
+    pub nist_category: Option<u8>,
+    pub kat: Option<String>,
+    pub kat_modes: Vec<KatModeStatus>,
+    pub build_flags: Option<String>,
+    pub static_bytes: Option<u64>,
+    pub pk: Option<u64>,
+    pub sk: Option<u64>,
+    pub ct: Option<u64>,
+    pub ss: Option<u64>,
+    pub survey: Option<String>,
+    pub ops: Vec<ResultOp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultOp {
+    pub op: Op,
+    pub status: Option<Status>,
+    pub reason: Option<String>,
+    pub mean_cycles: Option<f64>,
+    pub mean_ns: Option<f64>,
+    pub ops_per_s: Option<f64>,
+    pub median_trial_ns: Option<f64>,
+    pub median_trial_cycles: Option<f64>,
+    pub trials: Option<u32>,
+    pub iters: Option<u64>,
+    pub cv: Option<f64>,
+    pub unstable: Option<bool>,
+    pub min_cycles: Option<f64>,
+    pub q1_cycles: Option<f64>,
+    pub q3_cycles: Option<f64>,
+    pub max_cycles: Option<f64>,
+    pub trial_cycles: Vec<f64>,
+    pub baseline_rss_kib: Option<u64>,
+    pub peak_rss_kib: Option<u64>,
+    pub stack_bytes: Option<u64>,
+    pub hash_share: Option<f64>,
+    pub drng_share: Option<f64>,
+    pub calls_per_op: Vec<(String, f64)>,
+    pub counter_ghz: Option<f64>,
+    /// Interleaved rounds: median per-op cycles, its 95% bootstrap interval, rounds.
+    pub median_cycles: Option<f64>,
+    pub ci_low_cycles: Option<f64>,
+    pub ci_high_cycles: Option<f64>,
+    pub rounds: Option<u32>,
+    pub interfered_rounds: Option<u32>,
+}
+
+impl ResultInstance {
+    /// The figures of one operation, if listed.
+    pub fn op(&self, op: Op) -> Option<&ResultOp> {
+        self.ops.iter().find(|o| o.op == op)
+    }
+}
+
+/// A KAT status as the results and reports write it.
+pub fn kat_status_name(s: KatStatus) -> &'static str {
+    match s {
+        KatStatus::Pass => "PASS",
+        KatStatus::Mismatch => "MISMATCH",
+        KatStatus::Nokat => "NOKAT",
+        KatStatus::Fail => "FAIL",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README documents the schema with exactly this text; a change to one must be made
+    /// to the other.
+    #[test]
+    fn readme_documents_the_results_schema() {
+        let readme = include_str!("../../README.md");
+        assert!(
+            readme.contains(RESULTS_SCHEMA_DOC),
+            "README.md is missing RESULTS_SCHEMA_DOC verbatim"
+        );
+    }
+}

@@ -54,7 +54,7 @@ for page in "$site"/*.html; do
         dom=$(mktemp)
         log=$(browse --window-size="$window,900" --dump-dom \
             "$checker?page=$url&width=$width" 2>&1 >"$dom") || true
-        result=$(sed -n '/<pre id="result">/,/<\/pre>/p' "$dom" |
+        result=$(awk '/<pre id="result">/ { on = 1 } on { print } on && /<\/pre>/ { exit }' "$dom" |
             sed -e 's/.*<pre id="result">//' -e 's/<\/pre>.*//' \
                 -e 's/&lt;/</g; s/&gt;/>/g; s/&quot;/"/g; s/&amp;/\&/g')
         rm -f "$dom"

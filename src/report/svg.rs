@@ -112,7 +112,7 @@ impl Spread {
     }
 
     /// The bar's value and its error bar, if positive.
-    fn of(self, o: &super::results::ResultOp) -> Option<(f64, Option<(f64, f64)>)> {
+    fn of(self, o: &super::results::ResultOp) -> Option<Value> {
         let (v, lo, hi) = match self {
             Spread::MedianCi => (o.median_cycles?, o.ci_low_cycles, o.ci_high_cycles),
             Spread::MeanMinMax => (o.mean_cycles?, o.min_cycles, o.max_cycles),
@@ -159,10 +159,13 @@ impl Group {
     }
 }
 
+/// A bar's value and its error bar (low, high), if any.
+type Value = (f64, Option<(f64, f64)>);
+
 struct Bar {
     label: String,
-    /// Per operation (keygen, enc, dec): value and error bar.
-    values: [Option<(f64, Option<(f64, f64)>)>; 3],
+    /// Per operation (keygen, enc, dec).
+    values: [Option<Value>; 3],
 }
 
 /// Approximate width of `text` at `size` px (sans-serif averages about 0.6 em a glyph).
@@ -545,8 +548,7 @@ fn split_to_fit(text: &str, size: f64, width: f64) -> (String, Option<String>) {
     let cut = text
         .match_indices(' ')
         .map(|(i, _)| i)
-        .filter(|&i| text_width(&text[..i], size) <= width)
-        .last();
+        .rfind(|&i| text_width(&text[..i], size) <= width);
     match cut {
         Some(i) => (text[..i].to_string(), Some(text[i + 1..].to_string())),
         None => (text.to_string(), None),
@@ -721,7 +723,9 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
     // label boxes (with a little room around them) and leader lines, placed round by
     // round: first every label that fits beside its point, then further out, and so on
     let (asc, desc) = (LABEL_PX * 0.95, LABEL_PX * 0.25);
-    let mut placed: Vec<Option<(f64, f64, Option<[f64; 4]>)>> = vec![None; pts.len()];
+    // per point: the label's baseline start and its leader line, once placed
+    type Placed = (f64, f64, Option<[f64; 4]>);
+    let mut placed: Vec<Option<Placed>> = vec![None; pts.len()];
     let npts = pts.len(); // `taken` holds the points' boxes, then the labels'
 
     for r in [0.0, 10.0, 20.0, 30.0, 40.0, 55.0, 70.0, 90.0, 115.0, 140.0] {

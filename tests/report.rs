@@ -1105,7 +1105,8 @@ fn html_site_is_self_contained() {
         "system: <a href=\"#system-arm_1\">arm_1</a> · <a href=\"#system-x86_1\">x86_1</a>"
     ));
     assert!(index.contains("<section id=\"system-arm_1\">"));
-    assert_eq!(index.matches("<svg").count(), 4);
+    // two charts per system, each drawn wide and narrow
+    assert_eq!(index.matches("<svg").count(), 8);
     assert!(index.contains("NIST category 1") && index.contains("NIST category 5"));
     insta::assert_snapshot!("site_index_html", index);
     insta::assert_snapshot!("site_qube_html", page);
@@ -1252,11 +1253,11 @@ fn compare_marks_only_the_slowed_instance() {
         .any(|l| l.contains("ML-KEM-512-clean,dec") && l.ends_with(",true")));
 }
 
-/// Opens the fixture site in headless Chromium (Debian's `chromium`), takes a screenshot of
-/// the index and checks that the page logged nothing to the console. Blocks every host so
-/// any request leaving the page would fail and be logged. Run with
-/// `cargo test --test report -- --ignored chromium` (set `REPORT_SCREENSHOT=FILE.png` to
-/// keep the screenshot).
+/// Runs `scripts/site-check.sh` (headless Chromium, Debian's `chromium`) on the fixture
+/// site: every page at 1400 and 390 px, no console message, no request leaving the page,
+/// no page wider than the viewport, no SVG label outside its viewBox, overlapping another
+/// or drawn below 9 px. Run with `cargo test --test report -- --ignored chromium` (set
+/// `REPORT_SCREENSHOTS=DIR` to keep the screenshots).
 #[test]
 #[ignore = "needs the `chromium` binary"]
 fn chromium_renders_the_site() {
@@ -1264,45 +1265,31 @@ fn chromium_renders_the_site() {
     copy_tree(Path::new(FIXTURES), tmp.path());
     let out = tmp.path().join("x86_1");
     report::write_all(&out, &report::render_all(&x86_view())).unwrap();
-    let shot = std::env::var_os("REPORT_SCREENSHOT")
+    let shots = std::env::var_os("REPORT_SCREENSHOTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| tmp.path().join("index.png"));
-    for page in ["index.html", "ml-kem.html", "qube.html"] {
-        let url = format!("file://{}", out.join("site").join(page).display());
-        let run = std::process::Command::new("chromium")
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--enable-logging=stderr",
-                "--v=0",
-                "--host-resolver-rules=MAP * ~NOTFOUND",
-                "--window-size=1500,2200",
-            ])
-            .arg(format!(
-                "--screenshot={}",
-                if page == "index.html" {
-                    shot.clone()
-                } else {
-                    tmp.path().join(page.replace(".html", ".png"))
-                }
-                .display()
-            ))
-            .arg(&url)
-            .output()
-            .expect("run chromium");
-        let stderr = String::from_utf8_lossy(&run.stderr);
-        assert!(run.status.success(), "chromium failed on {page}: {stderr}");
-        assert!(
-            !stderr.contains("CONSOLE") && !stderr.contains("ERR_NAME_NOT_RESOLVED"),
-            "{page} logged console messages or requests: {stderr}"
-        );
-        if page == "index.html" {
-            let png = std::fs::metadata(&shot).unwrap().len();
+        .unwrap_or_else(|| tmp.path().join("shots"));
+    let run = std::process::Command::new(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/site-check.sh"),
+    )
+    .arg(&out)
+    .env("SHOTS", &shots)
+    .output()
+    .expect("run scripts/site-check.sh");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "site check failed:\n{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // every page at both widths, each with its screenshot
+    for page in ["index", "ml-kem", "qube"] {
+        for width in [1400, 390] {
             assert!(
-                png > 50_000,
-                "index screenshot is suspiciously small ({png} bytes)"
+                stdout.contains(&format!("{page}.html @ {width} px")),
+                "{page} at {width} px not checked:\n{stdout}"
             );
+            let png = shots.join(format!("{page}-{width}.png"));
+            assert!(std::fs::metadata(&png).is_ok_and(|m| m.len() > 10_000));
         }
     }
 }

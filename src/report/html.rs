@@ -19,14 +19,15 @@ use super::Renderer;
 /// The HTML site renderer.
 pub struct Html;
 
-const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1500px;padding:1rem 2rem;color:#1d2430;line-height:1.45}\
-h1{font-size:1.5rem;margin:.6rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dae1;padding-bottom:.2rem}\
-table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}th,td{border:1px solid #d5dae1;padding:.25rem .5rem;text-align:left;vertical-align:top}\
-th{background:#eef1f5}tbody tr:nth-child(even){background:#f8f9fb}code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em;background:#f1f3f6;padding:0 .2em;border-radius:3px}\
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1500px;padding:1rem 2rem;color:#1d2430;line-height:1.45;overflow-wrap:break-word}\
+h1{font-size:1.5rem;margin:.6rem 0}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #d5dae1;padding-bottom:.2rem}h3{font-size:1.05rem;margin:1.4rem 0 .4rem}\
+.scroll{overflow-x:auto;margin:.6rem 0}table{border-collapse:collapse;font-size:.88rem}th,td{border:1px solid #d5dae1;padding:.25rem .5rem;text-align:left;vertical-align:top}\
+th{background:#eef1f5}tbody tr:nth-child(even){background:#f8f9fb}code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em;background:#f1f3f6;padding:0 .2em;border-radius:3px}td code{white-space:nowrap}\
 .crumb{color:#5b6575;font-size:.9rem}.systems{display:flex;gap:2rem;overflow-x:auto;align-items:flex-start}.systems>section{flex:1 1 0;min-width:640px}\
-figure{margin:1rem 0;overflow-x:auto}figcaption{font-size:.85rem;color:#5b6575}\
-svg.chart{font-family:inherit;background:#fff;max-width:100%;height:auto}svg .ebar{stroke:#1d2430;stroke-width:1.2;fill:none}svg .grid{stroke:#e3e7ec;stroke-width:1}svg .axis{stroke:#8a94a3}svg .gline{stroke:#8a94a3;stroke-width:2}\
-svg .tick{font-size:11px;fill:#4a5260}svg .lbl{font-size:10px;fill:#333}svg .grp{font-size:11px;font-weight:600;fill:#1d2430}svg .ct{font-size:13px;font-weight:600;fill:#1d2430}";
+figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#5b6575;margin-top:.3rem}\
+svg.chart{display:block;font-family:inherit;background:#fff;width:100%;height:auto}svg.narrow{display:none}svg .ebar{stroke:#1d2430;stroke-width:1.2;fill:none}svg .grid{stroke:#e3e7ec;stroke-width:1}svg .axis{stroke:#8a94a3}svg .gline{stroke:#8a94a3;stroke-width:2}svg .leader{stroke:#8a94a3;stroke-width:.8}\
+svg .tick{fill:#4a5260}svg .lbl{fill:#1d2430}svg .grp{font-weight:600;fill:#1d2430}svg .ct{font-weight:600;fill:#1d2430}\
+@media (max-width:719.98px){body{padding:.5rem .75rem}h1{font-size:1.3rem}.systems{display:block}.systems>section{min-width:0}svg.wide{display:none}svg.narrow{display:block}table{font-size:.82rem}th,td{white-space:nowrap}td.long{white-space:normal;min-width:16rem}}";
 
 fn is_external(href: &str) -> bool {
     href.contains("://") || href.starts_with("//") || href.starts_with("mailto:")
@@ -69,7 +70,8 @@ fn write_inline(parts: &[Inline], o: &mut String) {
 }
 
 fn table(t: &Table, o: &mut String) {
-    o.push_str("<table><thead><tr>");
+    // wide tables scroll in their own box, never the page
+    o.push_str("<div class=\"scroll\"><table><thead><tr>");
     for h in &t.head {
         o.push_str(&format!("<th>{}</th>", inline(h)));
     }
@@ -77,11 +79,17 @@ fn table(t: &Table, o: &mut String) {
     for r in &t.rows {
         o.push_str("<tr>");
         for c in r {
-            o.push_str(&format!("<td>{}</td>", inline(c)));
+            // prose cells may wrap on a phone; short figures stay on one line there
+            let class = if c.chars().count() > 40 {
+                " class=\"long\""
+            } else {
+                ""
+            };
+            o.push_str(&format!("<td{class}>{}</td>", inline(c)));
         }
         o.push_str("</tr>\n");
     }
-    o.push_str("</tbody></table>\n");
+    o.push_str("</tbody></table></div>\n");
 }
 
 /// The body of a document (no `<html>` wrapper).
@@ -132,36 +140,51 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// Both drawings of a chart in one figure (the CSS shows the one that fits the screen).
+fn chart_block(caption: String, draw: impl Fn(svg::Layout) -> Option<String>) -> Option<Block> {
+    let wide = draw(svg::Layout::Wide)?;
+    let narrow = draw(svg::Layout::Narrow)?;
+    Some(Block::Chart {
+        caption,
+        svg: wide + &narrow,
+    })
+}
+
 fn charts(results: &Results, doc: &mut Doc) {
-    match svg::cycles_chart(results, svg::CHART_SPREAD) {
-        Some(svg) => doc.blocks.push(Block::Chart {
-            caption: format!(
-                "Mean cycles per operation, {}; hover a bar for its value.",
-                results.system
-            ),
-            svg,
-        }),
+    let spread = svg::Spread::for_results(results);
+    match chart_block(
+        format!(
+            "{} on {}, log scale; error bars: {}. Hover a bar for its figures.",
+            spread.value(),
+            results.system,
+            spread.describe()
+        ),
+        |l| svg::cycles_chart(results, spread, l),
+    ) {
+        Some(b) => doc.blocks.push(b),
         None => doc.p("No operation was timed: no cycles chart."),
     }
-    match svg::size_scatter(results) {
-        Some(svg) => doc.blocks.push(Block::Chart {
-            caption: format!(
-                "Public key + ciphertext bytes against decapsulation cycles, {}.",
-                results.system
-            ),
-            svg,
-        }),
+    match chart_block(
+        format!(
+            "Public key + ciphertext bytes against decapsulation cycles on {}; hover a point \
+             for its figures (a label that would overlap another is left out).",
+            results.system
+        ),
+        |l| svg::size_scatter(results, spread, l),
+    ) {
+        Some(b) => doc.blocks.push(b),
         None => doc.p("No instance has both sizes and decapsulation timing: no scatter chart."),
     }
 }
 
-/// One system's column of the index.
-fn system_section(results: &Results, this: bool) -> Doc {
+/// One system's column of the index (its campaign dates too when there are several: the
+/// header above already gives this system's).
+fn system_section(results: &Results, this: bool, several: bool) -> Doc {
     let mut d = Doc::default();
     d.blocks
         .push(Block::SectionStart(format!("system-{}", results.system)));
     d.h(2, format!("system {} ({})", results.system, results.arch));
-    if let (Some(s), f) = (&results.started, &results.finished) {
+    if let (true, Some(s), f) = (several, &results.started, &results.finished) {
         d.p(format!(
             "Campaign start / end (UTC): {} / {}.",
             super::format::utc(s),
@@ -196,19 +219,20 @@ impl Renderer for Html {
                 .collect(),
             ..results
         };
-        if let Some(svg) = svg::cycles_chart(&mine, svg::CHART_SPREAD) {
+        let spread = svg::Spread::for_results(&mine);
+        let caption = format!(
+            "{} of {}, log scale; error bars: {}.",
+            spread.value(),
+            sub.id,
+            spread.describe()
+        );
+        if let Some(chart) = chart_block(caption, |l| svg::cycles_chart(&mine, spread, l)) {
             let at = doc
                 .blocks
                 .iter()
                 .position(|b| matches!(b, Block::Heading(2, t) if t.starts_with("5.")))
                 .unwrap_or(doc.blocks.len());
-            doc.blocks.insert(
-                at,
-                Block::Chart {
-                    caption: format!("Mean cycles per operation of {}, log scale.", sub.id),
-                    svg,
-                },
-            );
+            doc.blocks.insert(at, chart);
         }
         vec![(
             PathBuf::from("site").join(format!("{}.html", sub.id)),
@@ -256,7 +280,7 @@ impl Renderer for Html {
         }
         html.push_str("<div class=\"systems\">\n");
         for (r, this) in &all {
-            html.push_str(&body(&system_section(r, *this)));
+            html.push_str(&body(&system_section(r, *this, all.len() > 1)));
         }
         html.push_str("</div>\n");
         html.push_str(&body(&rest));

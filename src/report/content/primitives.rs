@@ -339,7 +339,9 @@ fn portable_aes(sub: &SubmissionView) -> Option<String> {
         return None;
     }
     Some(format!(
-        "AES in {} is PQClean's portable constant-time C implementation ({}, from BearSSL):          it uses no AES-NI instructions, so AES-based instances run slower here than they          would with hardware AES.",
+        "AES in {} is PQClean's portable constant-time C implementation ({}, from BearSSL): \
+         it uses no AES-NI instructions, so AES-based instances run slower here than they \
+         would with hardware AES.",
         users.join(", "),
         code("common/aes.c")
     ))

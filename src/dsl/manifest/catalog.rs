@@ -9,7 +9,7 @@ use miette::SourceSpan;
 
 use super::super::diag::{closest, did_you_mean, Diagnostic, SourceFile};
 use super::super::fs::normalize;
-use super::super::load::{missing_file, Loader};
+use super::super::loader::{missing_file, Loader};
 use super::super::reader::{name, name_span, Cx};
 use super::confined_path;
 use crate::model::{CatalogSizes, Instance, KatMode, KatRng, KatSettings};

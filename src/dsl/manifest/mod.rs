@@ -15,7 +15,7 @@ use miette::SourceSpan;
 
 use super::diag::SourceFile;
 use super::fs::normalize;
-use super::load::Loader;
+use super::loader::Loader;
 use super::reader::{args, name, name_span, Cx};
 use crate::model::{Primitives, ReportMeta, Source, Submission};
 use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};

@@ -6,7 +6,7 @@ use std::path::Path;
 use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
-use super::super::load::Loader;
+use super::super::loader::Loader;
 use super::super::reader::{name, name_span, Cx};
 use super::confined_path;
 use crate::model::{PrimitiveFn, Primitives};

@@ -10,7 +10,7 @@ use super::fs::SourceFs;
 use super::loader::Loader;
 use super::manifest::lower_manifest;
 use super::pipeline::lower_pipeline;
-use super::reader::Cx;
+use super::reader::NodeReader;
 use crate::model::{Campaign, StepKind};
 
 /// Loads a pipeline and every manifest it pulls in; all problems or a campaign.
@@ -46,7 +46,7 @@ fn load_into(loader: &mut Loader<'_>, pipeline: &Path) -> Result<Campaign, Diagn
     };
     let mut diags = Vec::new();
     let draft = {
-        let mut cx = Cx::new(&file, &mut diags);
+        let mut cx = NodeReader::new(&file, &mut diags);
         lower_pipeline(&mut cx, &doc, &path, fs)
     };
     loader.diags.append(&mut diags);

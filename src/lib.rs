@@ -8,6 +8,8 @@
 //! the same names. KEM code is never loaded into this process: `kem-native`'s `kem-runner`
 //! does that in a child process per job.
 
+#![forbid(unsafe_code)]
+
 pub mod bench;
 pub mod cli;
 pub mod dsl;

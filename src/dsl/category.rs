@@ -6,13 +6,13 @@ use kdl::KdlNode;
 
 use super::diag::{backticked, did_you_mean};
 use super::pipeline::words;
-use super::reader::{args, describe, name_span, Cx};
+use super::reader::{args, describe, name_span, NodeReader};
 use crate::model::Instance;
 
 /// Sets `nist_category` on the instances each node matches; reports bad values, unknown
 /// variables or values, and an instance given two different categories.
 pub(crate) fn apply(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     nodes: &[&KdlNode],
     matrix: &[(String, Vec<String>)],
     instances: &mut [Instance],

@@ -18,6 +18,7 @@ mod diag;
 mod duration;
 mod fs;
 mod load;
+mod loader;
 mod manifest;
 mod pipeline;
 mod reader;

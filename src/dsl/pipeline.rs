@@ -15,7 +15,7 @@ use super::cflags::flag_problem;
 use super::diag::{backticked, closest, did_you_mean};
 use super::duration::parse_duration;
 use super::fs::{normalize, SourceFs};
-use super::reader::{args, name, name_span, Cx};
+use super::reader::{args, name, name_span, NodeReader};
 use crate::model::{FlagProfile, Isolation, KatMode, Op, StepKind, StepParams, StepSpec, System};
 
 /// Top-level nodes of a pipeline.
@@ -87,7 +87,7 @@ struct StepDraft<'n> {
 
 /// Lowers a parsed pipeline document.
 pub(crate) fn lower_pipeline(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     doc: &KdlDocument,
     path: &Path,
     fs: &dyn SourceFs,
@@ -219,7 +219,7 @@ pub(crate) fn lower_pipeline(
     draft
 }
 
-fn lower_system(cx: &mut Cx<'_>, n: &KdlNode) -> Option<System> {
+fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
     cx.props(n, "`system`", &[]);
     let sys_name = cx.one_string_arg(n, "system").map(|(s, _)| s);
     let children = cx.expect_children(n, "system")?;
@@ -290,7 +290,7 @@ fn lower_system(cx: &mut Cx<'_>, n: &KdlNode) -> Option<System> {
     })
 }
 
-fn lower_flags(cx: &mut Cx<'_>, n: &KdlNode) -> Option<FlagProfile> {
+fn lower_flags(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<FlagProfile> {
     cx.props(n, "`flags`", &[]);
     cx.no_children(n, "flags");
     let all: Vec<&KdlEntry> = args(n).collect();
@@ -328,7 +328,7 @@ fn lower_flags(cx: &mut Cx<'_>, n: &KdlNode) -> Option<FlagProfile> {
 }
 
 fn glob_manifests(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     fs: &dyn SourceFs,
     dir: &Path,
     pattern: &str,
@@ -393,7 +393,11 @@ const MAX_TRIAL: Duration = Duration::from_secs(3600);
 const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A duration-valued entry; reports a bad or absurd value at the value.
-pub(crate) fn duration_value(cx: &mut Cx<'_>, e: &KdlEntry, what: &str) -> Option<Duration> {
+pub(crate) fn duration_value(
+    cx: &mut NodeReader<'_>,
+    e: &KdlEntry,
+    what: &str,
+) -> Option<Duration> {
     let s = cx.expect_string(e, what)?;
     let (max, max_text) = if what == "trial" {
         (MAX_TRIAL, "1h")
@@ -457,7 +461,7 @@ fn is_step_prop(k: &str) -> bool {
 }
 
 fn lower_step<'n>(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     n: &'n KdlNode,
     default_timeout: Duration,
     flags: &BTreeMap<String, FlagProfile>,
@@ -630,7 +634,7 @@ fn lower_step<'n>(
 
 /// The `flags=` value of a build step: a declared profile name.
 fn flags_profile(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     e: &KdlEntry,
     flags: &BTreeMap<String, FlagProfile>,
 ) -> Option<String> {
@@ -656,7 +660,12 @@ fn flags_profile(
 }
 
 /// A space-separated list of words from `allowed`, deduplicated in order.
-fn word_list(cx: &mut Cx<'_>, e: &KdlEntry, what: &str, allowed: &[&str]) -> Option<Vec<String>> {
+fn word_list(
+    cx: &mut NodeReader<'_>,
+    e: &KdlEntry,
+    what: &str,
+    allowed: &[&str],
+) -> Option<Vec<String>> {
     let s = cx.expect_string(e, what)?;
     let ws = words(&s);
     if ws.is_empty() {
@@ -692,7 +701,7 @@ fn word_list(cx: &mut Cx<'_>, e: &KdlEntry, what: &str, allowed: &[&str]) -> Opt
     ok.then_some(out)
 }
 
-fn resolve_needs(cx: &mut Cx<'_>, steps: &mut [StepDraft<'_>]) {
+fn resolve_needs(cx: &mut NodeReader<'_>, steps: &mut [StepDraft<'_>]) {
     let declared: Vec<StepKind> = steps.iter().map(|s| s.kind).collect();
     let declared_names: Vec<&str> = declared.iter().map(|k| k.name()).collect();
     for s in steps.iter_mut() {
@@ -730,7 +739,7 @@ fn resolve_needs(cx: &mut Cx<'_>, steps: &mut [StepDraft<'_>]) {
 
 /// One error per strongly connected component of the `needs` graph that holds a cycle,
 /// showing one cycle through it as `a -> b -> a`.
-fn check_cycles(cx: &mut Cx<'_>, steps: &[StepDraft<'_>]) {
+fn check_cycles(cx: &mut NodeReader<'_>, steps: &[StepDraft<'_>]) {
     let mut g: DiGraph<usize, ()> = DiGraph::new();
     let idx: Vec<NodeIndex> = (0..steps.len()).map(|i| g.add_node(i)).collect();
     for (i, s) in steps.iter().enumerate() {

@@ -43,7 +43,7 @@ pub(crate) fn args(n: &KdlNode) -> impl Iterator<Item = &KdlEntry> {
 }
 
 /// Lowering context for one file: where diagnostics go and which file they point into.
-pub(crate) struct Cx<'a> {
+pub(crate) struct NodeReader<'a> {
     pub file: &'a SourceFile,
     pub diags: &'a mut Vec<Diagnostic>,
     /// Misspelt properties and what they probably meant, by node offset: a required
@@ -51,9 +51,9 @@ pub(crate) struct Cx<'a> {
     guessed: Vec<(usize, String)>,
 }
 
-impl<'a> Cx<'a> {
+impl<'a> NodeReader<'a> {
     pub fn new(file: &'a SourceFile, diags: &'a mut Vec<Diagnostic>) -> Self {
-        Cx {
+        NodeReader {
             file,
             diags,
             guessed: Vec::new(),

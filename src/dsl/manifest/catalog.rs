@@ -9,8 +9,8 @@ use miette::SourceSpan;
 
 use super::super::diag::{closest, did_you_mean, Diagnostic, SourceFile};
 use super::super::fs::normalize;
-use super::super::load::{missing_file, Loader};
-use super::super::reader::{name, name_span, Cx};
+use super::super::loader::{missing_file, Loader};
+use super::super::reader::{name, name_span, NodeReader};
 use super::confined_path;
 use crate::model::{CatalogSizes, Instance, KatMode, KatRng, KatSettings};
 
@@ -23,7 +23,7 @@ pub(super) struct KeyAt {
 }
 
 pub(super) fn lower_kat(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     loader: &Loader<'_>,
     n: Option<&KdlNode>,
     sub_span: SourceSpan,
@@ -96,7 +96,7 @@ pub(super) fn lower_kat(
 }
 
 pub(super) fn lower_sizes(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     loader: &mut Loader<'_>,
     n: &KdlNode,
     dir: &Path,

@@ -11,7 +11,7 @@ use super::super::cpu_flags;
 use super::super::diag::line_col;
 use super::super::diag::{backticked, did_you_mean};
 use super::super::pipeline::words;
-use super::super::reader::{name, name_span, Cx};
+use super::super::reader::{name, name_span, NodeReader};
 use super::super::template::{parse_template, undefined_var, Template};
 use super::{check_id, id_problem, plain_node};
 use crate::model::{Instance, Origin, Pos};
@@ -23,7 +23,7 @@ const MAX_MATRIX: usize = 100_000;
 /// Matrix variables in declaration order with their values.
 pub(super) type Matrix = Vec<(String, Vec<String>)>;
 
-pub(super) fn lower_matrix(cx: &mut Cx<'_>, n: &KdlNode) -> Option<Matrix> {
+pub(super) fn lower_matrix(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<Matrix> {
     cx.no_args(n, "matrix");
     cx.no_children(n, "matrix");
     let mut m: Matrix = Vec::new();
@@ -125,7 +125,7 @@ struct When {
     exclude: Vec<String>,
 }
 
-fn lower_when(cx: &mut Cx<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
+fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
     cx.no_args(n, "when");
     let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
     let mut ok = true;
@@ -242,7 +242,12 @@ fn lower_when(cx: &mut Cx<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
 }
 
 /// A template-valued entry, parsed, with every variable checked against the matrix.
-fn template_value(cx: &mut Cx<'_>, e: &KdlEntry, what: &str, vars: &[&str]) -> Option<Template> {
+fn template_value(
+    cx: &mut NodeReader<'_>,
+    e: &KdlEntry,
+    what: &str,
+    vars: &[&str],
+) -> Option<Template> {
     let text = cx.expect_string(e, what)?;
     let t = match parse_template(&text) {
         Ok(t) => t,
@@ -283,7 +288,7 @@ struct InstanceTpl<'n> {
 }
 
 pub(super) fn expand_instances(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     nodes: &[&KdlNode],
     whens: &[&KdlNode],
     m: &Matrix,
@@ -421,7 +426,7 @@ fn describe_combo(c: &BTreeMap<String, String>, m: &Matrix) -> String {
 }
 
 fn duplicate_instance(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     id: &str,
     tpls: &[InstanceTpl<'_>],
     first: (usize, usize),

@@ -15,8 +15,8 @@ use miette::SourceSpan;
 
 use super::diag::SourceFile;
 use super::fs::normalize;
-use super::load::Loader;
-use super::reader::{args, name, name_span, Cx};
+use super::loader::Loader;
+use super::reader::{args, name, name_span, NodeReader};
 use crate::model::{Primitives, ReportMeta, Source, Submission};
 use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};
 use matrix::{expand_instances, lower_matrix};
@@ -50,7 +50,7 @@ pub(crate) fn lower_manifest(
     let mut diags = Vec::new();
     let before = loader.diags.len();
     let out = {
-        let mut cx = Cx::new(file, &mut diags);
+        let mut cx = NodeReader::new(file, &mut diags);
         lower_doc(&mut cx, loader, doc)
     };
     let clean = diags.is_empty() && loader.diags.len() == before;
@@ -63,7 +63,7 @@ pub(crate) fn lower_manifest(
 }
 
 fn lower_doc(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     loader: &mut Loader<'_>,
     doc: &KdlDocument,
 ) -> Option<(Submission, SourceSpan)> {
@@ -251,7 +251,7 @@ pub(crate) fn id_problem(id: &str) -> Option<&'static str> {
 }
 
 /// Reports an invalid id at `span`; false when it was invalid.
-fn check_id(cx: &mut Cx<'_>, id: &str, span: SourceSpan, what: &str) -> bool {
+fn check_id(cx: &mut NodeReader<'_>, id: &str, span: SourceSpan, what: &str) -> bool {
     match id_problem(id) {
         Some(p) => {
             let d = cx
@@ -270,7 +270,7 @@ fn check_id(cx: &mut Cx<'_>, id: &str, span: SourceSpan, what: &str) -> bool {
 /// folder or inside the pipeline's `submissions-root` when one is set; links are followed
 /// before comparing. An escape is reported at `e` and gives `None`.
 pub(super) fn confined_path(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     loader: &Loader<'_>,
     dir: &Path,
     rel: &str,
@@ -327,20 +327,25 @@ pub(super) fn plain_relative(p: &str) -> bool {
 }
 
 /// A node with only arguments (no properties, no children).
-fn plain_node(cx: &mut Cx<'_>, n: &KdlNode) {
+fn plain_node(cx: &mut NodeReader<'_>, n: &KdlNode) {
     let nm = name(n).to_string();
     cx.props(n, &format!("`{nm}`"), &[]);
     cx.no_children(n, &nm);
 }
 
 /// A node holding one string argument and nothing else.
-fn simple_string(cx: &mut Cx<'_>, n: &KdlNode) -> Option<String> {
+fn simple_string(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<String> {
     plain_node(cx, n);
     let nm = name(n).to_string();
     cx.one_string_arg(n, &nm).map(|(s, _)| s)
 }
 
-fn lower_source(cx: &mut Cx<'_>, loader: &Loader<'_>, n: &KdlNode, dir: &Path) -> Option<Source> {
+fn lower_source(
+    cx: &mut NodeReader<'_>,
+    loader: &Loader<'_>,
+    n: &KdlNode,
+    dir: &Path,
+) -> Option<Source> {
     cx.no_args(n, "source");
     cx.no_children(n, "source");
     let props = cx.props(n, "`source`", &["path", "crate", "version", "root"]);

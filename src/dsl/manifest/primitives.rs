@@ -6,15 +6,15 @@ use std::path::Path;
 use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
-use super::super::load::Loader;
-use super::super::reader::{name, name_span, Cx};
+use super::super::loader::Loader;
+use super::super::reader::{name, name_span, NodeReader};
 use super::confined_path;
 use crate::model::{PrimitiveFn, Primitives};
 
 const PRIMITIVES_NODES: [&str; 5] = ["sources", "include", "header", "hash", "drng"];
 
 pub(super) fn lower_primitives_node(
-    cx: &mut Cx<'_>,
+    cx: &mut NodeReader<'_>,
     loader: &mut Loader<'_>,
     n: &KdlNode,
     dir: &Path,
@@ -42,7 +42,7 @@ pub(super) fn lower_primitives_node(
                 Some((pfile, pdoc)) => {
                     let mut pdiags = Vec::new();
                     let p = {
-                        let mut pcx = Cx::new(&pfile, &mut pdiags);
+                        let mut pcx = NodeReader::new(&pfile, &mut pdiags);
                         lower_primitives_file(&mut pcx, &pdoc)
                     };
                     let ok = pdiags.is_empty();
@@ -66,7 +66,7 @@ pub(super) fn lower_primitives_node(
     }
 }
 
-fn lower_primitives_file(cx: &mut Cx<'_>, doc: &KdlDocument) -> Option<Primitives> {
+fn lower_primitives_file(cx: &mut NodeReader<'_>, doc: &KdlDocument) -> Option<Primitives> {
     let mut found: Option<&KdlNode> = None;
     for n in doc.nodes() {
         if name(n) != "primitives" {
@@ -91,7 +91,7 @@ fn lower_primitives_file(cx: &mut Cx<'_>, doc: &KdlDocument) -> Option<Primitive
     lower_primitives_block(cx, c)
 }
 
-fn lower_primitives_block(cx: &mut Cx<'_>, doc: &KdlDocument) -> Option<Primitives> {
+fn lower_primitives_block(cx: &mut NodeReader<'_>, doc: &KdlDocument) -> Option<Primitives> {
     let mut p = Primitives::default();
     let mut drng: Option<&KdlNode> = None;
     for n in doc.nodes() {

@@ -1,0 +1,182 @@
+//! Interleaved rounds: the median of per-round values with a percentile-bootstrap
+//! confidence interval, paired ratios and their verdict against an A/A threshold (see
+//! "Interleaved rounds" in the [module doc](super)).
+
+use super::{median, quantile};
+
+/// Bootstrap resamples behind every confidence interval.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// A median with its 95% bootstrap confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Estimate {
+    pub median: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+impl Estimate {
+    /// Half the width of the interval relative to the median (a fraction); infinite for a
+    /// median that is not positive.
+    pub fn rel_half_width(&self) -> f64 {
+        if self.median > 0.0 {
+            (self.ci_high - self.ci_low) / 2.0 / self.median
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// Median of `xs` with the 95% percentile-bootstrap interval of the median, from
+/// `resamples` resamples drawn with ChaCha8 seeded by `seed`. `None` for no values; one
+/// value (or identical values) gives a zero-width interval.
+pub fn median_ci(xs: &[f64], seed: u64, resamples: usize) -> Option<Estimate> {
+    use rand::{RngExt, SeedableRng};
+    let median = median(xs)?;
+    let n = xs.len();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let mut draw = vec![0.0; n];
+    let mut medians = Vec::with_capacity(resamples.max(1));
+    for _ in 0..resamples.max(1) {
+        for slot in draw.iter_mut() {
+            *slot = xs[rng.random_range(0..n)];
+        }
+        medians.push(sorted_median(&mut draw));
+    }
+    Some(Estimate {
+        median,
+        ci_low: quantile(&medians, 0.025)?,
+        ci_high: quantile(&medians, 0.975)?,
+    })
+}
+
+/// Median of a non-empty scratch buffer, sorting it in place.
+fn sorted_median(v: &mut [f64]) -> f64 {
+    v.sort_unstable_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Smallest threshold of a paired comparison: differences below 1% are never called.
+pub const MIN_THRESHOLD: f64 = 0.01;
+
+/// Outcome of a paired comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// B is faster than A beyond the threshold.
+    Faster,
+    /// B is slower than A beyond the threshold.
+    Slower,
+    /// No difference beyond the threshold.
+    Same,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Same => "same",
+        }
+    }
+}
+
+/// Per-round ratios `b[i] / a[i]` of two series timed in the same rounds (pairs with a value
+/// that is not positive are left out).
+pub fn paired_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| **x > 0.0 && **y > 0.0)
+        .map(|(x, y)| y / x)
+        .collect()
+}
+
+/// Threshold from an A/A pair's ratio interval: how far from 1 it reaches, never below
+/// [`MIN_THRESHOLD`].
+pub fn aa_threshold(aa: &Estimate) -> f64 {
+    (aa.ci_high - 1.0)
+        .abs()
+        .max((1.0 - aa.ci_low).abs())
+        .max(MIN_THRESHOLD)
+}
+
+/// `slower` when the whole ratio interval (B/A) lies above `1 + threshold`, `faster` when
+/// it lies below `1 - threshold`, else `same`.
+pub fn paired_verdict(ratio: &Estimate, threshold: f64) -> Verdict {
+    if ratio.ci_low > 1.0 + threshold {
+        Verdict::Slower
+    } else if ratio.ci_high < 1.0 - threshold {
+        Verdict::Faster
+    } else {
+        Verdict::Same
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn median_ci_of_three_values_matches_the_exact_bootstrap() {
+        // Resampling [1, 2, 3]: the median is 1 when at least two draws are 1:
+        // 3 (1/3)^2 (2/3) + (1/3)^3 = 7/27; likewise 3; else 2 (13/27). The 2.5% and 97.5%
+        // quantiles of that distribution are 1 and 3.
+        let e = median_ci(&[3.0, 1.0, 2.0], 7, 20_000).unwrap();
+        assert_eq!((e.median, e.ci_low, e.ci_high), (2.0, 1.0, 3.0));
+        assert!(close(e.rel_half_width(), 0.5));
+    }
+
+    #[test]
+    fn median_ci_of_1_to_101_is_the_order_statistic_interval() {
+        // Distribution-free 95% interval of the median of n = 101: ranks
+        // 51 -/+ 1.96 sqrt(101) / 2 = 51 -/+ 9.85, i.e. about 41..61.
+        let xs: Vec<f64> = (1..=101).map(f64::from).collect();
+        let e = median_ci(&xs, 1, BOOTSTRAP_RESAMPLES).unwrap();
+        assert_eq!(e.median, 51.0);
+        assert!((39.0..=43.0).contains(&e.ci_low), "{e:?}");
+        assert!((59.0..=63.0).contains(&e.ci_high), "{e:?}");
+    }
+
+    #[test]
+    fn median_ci_is_deterministic_and_degenerate_cases_are_exact() {
+        let xs = [10.0, 12.0, 11.0, 30.0, 10.5, 11.5, 9.0];
+        assert_eq!(median_ci(&xs, 42, 500), median_ci(&xs, 42, 500));
+        assert_eq!(median_ci(&[], 1, 100), None);
+        let one = median_ci(&[5.0], 1, 100).unwrap();
+        assert_eq!((one.median, one.ci_low, one.ci_high), (5.0, 5.0, 5.0));
+        let same = median_ci(&[4.0; 9], 3, 100).unwrap();
+        assert_eq!((same.ci_low, same.ci_high), (4.0, 4.0));
+        assert_eq!(same.rel_half_width(), 0.0);
+        let zero = median_ci(&[0.0, 0.0], 3, 10).unwrap();
+        assert!(zero.rel_half_width().is_infinite());
+    }
+
+    #[test]
+    fn paired_verdicts_need_the_whole_interval_beyond_the_threshold() {
+        assert_eq!(
+            paired_ratios(&[100.0, 200.0, 0.0], &[110.0, 180.0, 5.0]),
+            vec![1.1, 0.9]
+        );
+        let est = |lo, hi| Estimate {
+            median: (lo + hi) / 2.0,
+            ci_low: lo,
+            ci_high: hi,
+        };
+        assert_eq!(paired_verdict(&est(1.02, 1.05), 0.01), Verdict::Slower);
+        assert_eq!(paired_verdict(&est(1.005, 1.05), 0.01), Verdict::Same);
+        assert_eq!(paired_verdict(&est(0.90, 0.985), 0.01), Verdict::Faster);
+        assert_eq!(paired_verdict(&est(0.99, 1.01), 0.01), Verdict::Same);
+        // An A/A interval of 0.996..1.003 gives the 1% floor; 0.97..1.02 gives 3%.
+        assert!(close(aa_threshold(&est(0.996, 1.003)), 0.01));
+        assert!(close(aa_threshold(&est(0.97, 1.02)), 0.03));
+    }
+}

@@ -21,6 +21,7 @@ mod load;
 mod manifest;
 mod pipeline;
 mod reader;
+mod step;
 mod template;
 
 use std::path::Path;

@@ -22,6 +22,7 @@ mod loader;
 mod manifest;
 mod pipeline;
 mod reader;
+mod step;
 mod template;
 
 use std::path::Path;

@@ -4,12 +4,13 @@
 //! `dsl` (KDL files -> validated `model`, with spans for every error) -> `graph`
 //! (petgraph of per-instance steps) -> `run` (scheduler, steps, records) -> `report`
 //! (renders from `record`s only). `measure` holds the environment capture and the pure
-//! statistics; `profile`, `survey`, `sizes` and `rsp` are the analyses behind the steps of
+//! statistics; `profile`, `survey`, `sizes`, `rsp` and `ct` are the analyses behind the steps of
 //! the same names. KEM code is never loaded into this process: `kem-native`'s `kem-runner`
 //! does that in a child process per job.
 
 pub mod bench;
 pub mod cli;
+pub mod ct;
 pub mod dsl;
 pub mod graph;
 pub mod measure;

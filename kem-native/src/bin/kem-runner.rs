@@ -10,7 +10,11 @@
 //!                    [--iters 20] [--rng ctr-drbg|os]
 //! kem-runner serve   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
 //!                    [--batch-ns 20000000] [--min-iters 1] [--samples 101] [--rng ctr-drbg|os]
+//! kem-runner ct      --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--runs 3]
 //! ```
+//!
+//! `ct` runs the operation with its secrets marked for valgrind's memcheck (see
+//! `kem_native::ct`); the engine runs it under `valgrind --tool=memcheck`.
 //!
 //! The record goes to the stdout the runner was started with; before it loads the KEM the
 //! runner points file descriptor 1 at stderr, so whatever the KEM prints (a debugging
@@ -45,11 +49,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: kem-runner kat|time|profile|serve --lib X.so --api api.h --ns PREFIX [options] \
+    "usage: kem-runner kat|time|profile|serve|ct --lib X.so --api api.h --ns PREFIX [options] \
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
-serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os])";
+serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
+ct: --op keygen|enc|dec [--runs N])";
 
 /// Parsed `--key value` pairs of one subcommand.
 struct Args {
@@ -64,12 +69,12 @@ impl Args {
     ) -> Result<Args, String> {
         let job = argv
             .first()
-            .ok_or("missing job (kat, time, profile or serve)")?
+            .ok_or("missing job (kat, time, profile, serve or ct)")?
             .clone();
         let known = allowed(&job);
         if known.is_empty() {
             return Err(format!(
-                "unknown job `{job}` (expected kat, time, profile or serve)"
+                "unknown job `{job}` (expected kat, time, profile, serve or ct)"
             ));
         }
         let mut values = HashMap::new();
@@ -145,6 +150,7 @@ fn allowed(job: &str) -> &'static [&'static str] {
             "samples",
             "rng",
         ],
+        "ct" => &["lib", "api", "ns", "op", "runs"],
         _ => &[],
     }
 }
@@ -515,6 +521,20 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
     })
 }
 
+fn job_ct(args: &Args) -> Result<Outcome, String> {
+    let op = Op::parse(args.get("op")?)?;
+    let runs: u32 = args.num("runs", Some(3))?;
+    if runs == 0 {
+        return Err("`--runs` must be at least 1".into());
+    }
+    let kem = load(args)?;
+    let out = run_on_big_stack(move || kem_native::ct::run_ct(&kem, op, runs))??;
+    Ok(Outcome {
+        ok: out.failure.is_none(),
+        json: to_json(&out)?,
+    })
+}
+
 fn job_profile(args: &Args) -> Result<Outcome, String> {
     let op = Op::parse(args.get("op")?)?;
     let cpu: Option<usize> = args.opt_num("cpu")?;
@@ -578,6 +598,7 @@ fn main() -> ExitCode {
         "kat" => job_kat(&args),
         "time" => job_time(&args),
         "serve" => job_serve(&args, &record),
+        "ct" => job_ct(&args),
         _ => job_profile(&args),
     });
     match result {

@@ -148,6 +148,7 @@ fn submission(id: &str, algorithm: &str, instances: Vec<Instance>) -> Submission
         },
         sizes: BTreeMap::new(),
         instances,
+        ct_benign: Vec::new(),
     }
 }
 

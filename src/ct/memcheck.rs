@@ -244,6 +244,65 @@ mod tests {
         assert_eq!(m.other.get("InvalidRead"), Some(&1));
     }
 
+    /// Real memcheck output (valgrind 3.19, kem-runner `ct`) kept in tests/fixtures/ct/memcheck.
+    fn real(name: &str) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/ct/memcheck")
+            .join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn real_output_of_the_leaky_fixtures() {
+        let m = parse_memcheck_xml(&real("branch-dec.xml"), "f-branch.so").unwrap();
+        assert!(m.finished);
+        assert_eq!(m.findings.len(), 1, "{:?}", m.findings);
+        let f = &m.findings[0];
+        assert_eq!(
+            (f.function.as_str(), f.location().as_str(), f.kinds.as_slice()),
+            ("FIX_CTBRANCH_crypto_kem_dec", "kem.c:28", &["UninitCondition".to_string()][..])
+        );
+        // Three runs of dec, one branch each.
+        assert_eq!((f.count, f.contexts), (3, 1));
+        let m = parse_memcheck_xml(&real("table-keygen.xml"), "f-table.so").unwrap();
+        assert_eq!(m.findings.len(), 1, "{:?}", m.findings);
+        let f = &m.findings[0];
+        assert_eq!(
+            (f.function.as_str(), f.location().as_str(), f.kinds.as_slice()),
+            ("FIX_CTTABLE_crypto_kem_keypair", "kem.c:25", &["UninitValue".to_string()][..])
+        );
+        // 32 lookups per keygen, three keygens.
+        assert_eq!(f.count, 96);
+        let m = parse_memcheck_xml(&real("clean-dec.xml"), "f-clean.so").unwrap();
+        assert!(m.finished && m.findings.is_empty() && m.other.is_empty());
+        assert_eq!(m.outside_object, 0);
+    }
+
+    #[test]
+    fn real_output_of_ml_kem_768_keygen() {
+        let m = parse_memcheck_xml(&real("mlkem768-keygen.xml"), "k.vg.so").unwrap();
+        let places: Vec<(String, String)> = m
+            .findings
+            .iter()
+            .map(|f| (f.function.clone(), f.location()))
+            .collect();
+        assert_eq!(
+            places,
+            [
+                ("rej_uniform".to_string(), "indcpa.c:128".to_string()),
+                ("rej_uniform".to_string(), "indcpa.c:131".to_string())
+            ]
+        );
+        assert!(m.findings[0].stack[1].starts_with("PQCLEAN_MLKEM768_CLEAN_gen_matrix"));
+        // Another object name: nothing is inside it.
+        let other = parse_memcheck_xml(&real("mlkem768-keygen.xml"), "x.so").unwrap();
+        assert!(other.findings.is_empty());
+        assert_eq!(
+            other.outside_object,
+            m.findings.iter().map(|f| f.count).sum::<u64>()
+        );
+    }
+
     #[test]
     fn bad_output_is_an_error_not_a_panic() {
         assert!(parse_memcheck_xml("", "k.so").unwrap_err().contains("does not parse"));

@@ -18,6 +18,8 @@ pub mod memcheck;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::CtBenign;
+
 pub use memcheck::{parse_memcheck_xml, Memcheck};
 
 /// The generated C file compiled only into the valgrind object: two memcheck client
@@ -67,17 +69,9 @@ impl Finding {
     }
 }
 
-/// A function declared benign in a manifest, with why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Benign {
-    /// The C function as written in the source (without the instance's namespace).
-    pub function: String,
-    pub reason: String,
-}
-
 /// Label every finding whose function is declared benign: the name as declared, or with
 /// the instance's `namespace` prefix (PQClean's exported functions carry it).
-pub fn classify(findings: &mut [Finding], benign: &[Benign], namespace: &str) {
+pub fn classify(findings: &mut [Finding], benign: &[CtBenign], namespace: &str) {
     for f in findings {
         f.benign = benign
             .iter()
@@ -139,11 +133,11 @@ mod tests {
             finding("other_rej_uniform", 1),
         ];
         let benign = vec![
-            Benign {
+            CtBenign {
                 function: "rej_uniform".into(),
                 reason: "public seed".into(),
             },
-            Benign {
+            CtBenign {
                 function: "gen_matrix".into(),
                 reason: "public matrix".into(),
             },

@@ -329,6 +329,7 @@ pub(crate) mod tests {
                 },
                 sizes: BTreeMap::new(),
                 instances,
+                ct_benign: Vec::new(),
             }],
         }
     }

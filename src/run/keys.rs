@@ -165,6 +165,9 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
                     .any(|s| s.kind == StepKind::Profile)
                     .to_string(),
             );
+            if crate::run::steps::valgrind_object::wanted(c) {
+                m.insert("valgrind variant".into(), "true".into());
+            }
             if let Source::Path { path } = &sub.source {
                 let mut files = tree_hash(&path.join(&inst.dir));
                 for extra in inst.extra_sources.iter().chain(&sub.primitives.sources) {

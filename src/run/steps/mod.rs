@@ -9,6 +9,7 @@ mod sizes;
 pub mod source;
 mod survey;
 pub mod time;
+pub mod valgrind_object;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

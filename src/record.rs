@@ -113,6 +113,7 @@ pub enum StepData {
     Profile(ProfileData),
     Survey(SurveyData),
     Report(ReportData),
+    Ct(crate::run::steps::ct::CtData),
 }
 
 /// Where a submission's code was found.

@@ -19,7 +19,8 @@ use crate::record::{Status, StepData, StepRecord};
 use crate::run::exec::{self, Exit};
 use crate::run::keys::Facts;
 
-/// The `ct` kind: per instance and operation, on the valgrind object.
+/// The `ct` kind: per instance and operation, on the valgrind object; its records under
+/// `ct/` (`ct/<sub>/<instance>__<op>.json`).
 pub struct Kind;
 
 impl KindSpec for Kind {
@@ -37,6 +38,10 @@ impl KindSpec for Kind {
 
     fn props(&self) -> &'static [&'static str] {
         &["ops", "iters", "memory"]
+    }
+
+    fn record_dir(&self) -> &'static str {
+        "ct"
     }
 
     fn inputs(

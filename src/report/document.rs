@@ -9,10 +9,12 @@
 //! renderer rewrites them to `.html`.
 
 mod categories;
+mod ct;
 mod evidence;
 mod index;
 mod primitives;
 
+pub use ct::verdict_of as ct_verdict;
 pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
 
 use std::collections::BTreeMap;
@@ -152,6 +154,7 @@ pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
     resources(&mut doc, view, sub);
     sizes(&mut doc, view, sub);
     primitives::primitives(&mut doc, view, sub);
+    ct::constant_time(&mut doc, view, sub);
     evidence::evidence(&mut doc, view, sub);
     doc
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::measure::stats;
 use crate::model::{Op, StepKind};
-use crate::record::{Environment, KatStatus, Status};
+use crate::record::{Environment, KatStatus, Status, StepRecord};
 
 use super::view::{self, CampaignView, InstanceView};
 
@@ -96,6 +96,20 @@ pub struct ResultInstance {
     pub ss: Option<u64>,
     pub survey: Option<String>,
     pub ops: Vec<ResultOp>,
+    /// The constant-time check per operation (absent without a `ct` step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constant_time: Vec<ResultCt>,
+}
+
+/// The constant-time verdict of one operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultCt {
+    pub op: Op,
+    /// `no secret-dependent branch or index found`, `N locations ...` or `not checked: why`.
+    pub verdict: String,
+    /// Locations not declared benign, and declared benign; `None` when not checked.
+    pub locations: Option<usize>,
+    pub benign: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +159,20 @@ pub fn kat_word(inst: &InstanceView) -> Option<String> {
     match view::kat_data(r).and_then(|d| d.modes.iter().map(|m| m.status).max()) {
         Some(worst) => Some(kat_status_name(worst).to_string()),
         None => Some(r.status.name().to_string()),
+    }
+}
+
+/// The constant-time verdict of one operation's record.
+fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
+    let data = r.filter(|r| r.status == Status::Ok).and_then(|r| match &r.data {
+        Some(crate::record::StepData::Ct(d)) => Some(d),
+        _ => None,
+    });
+    ResultCt {
+        op,
+        verdict: crate::report::document::ct_verdict(r),
+        locations: data.map(|d| crate::ct::unexplained(&d.findings)),
+        benign: data.map(|d| d.findings.len() - crate::ct::unexplained(&d.findings)),
     }
 }
 
@@ -311,6 +339,10 @@ impl Results {
                             ops: instance_ops(inst)
                                 .into_iter()
                                 .map(|op| result_op(inst, op))
+                                .collect(),
+                            constant_time: inst
+                                .ops(StepKind::Ct)
+                                .map(|(op, r)| result_ct(op, r))
                                 .collect(),
                         }
                     })

@@ -259,8 +259,16 @@ mod tests {
         assert_eq!(m.findings.len(), 1, "{:?}", m.findings);
         let f = &m.findings[0];
         assert_eq!(
-            (f.function.as_str(), f.location().as_str(), f.kinds.as_slice()),
-            ("FIX_CTBRANCH_crypto_kem_dec", "kem.c:28", &["UninitCondition".to_string()][..])
+            (
+                f.function.as_str(),
+                f.location().as_str(),
+                f.kinds.as_slice()
+            ),
+            (
+                "FIX_CTBRANCH_crypto_kem_dec",
+                "kem.c:28",
+                &["UninitCondition".to_string()][..]
+            )
         );
         // Three runs of dec, one branch each.
         assert_eq!((f.count, f.contexts), (3, 1));
@@ -268,8 +276,16 @@ mod tests {
         assert_eq!(m.findings.len(), 1, "{:?}", m.findings);
         let f = &m.findings[0];
         assert_eq!(
-            (f.function.as_str(), f.location().as_str(), f.kinds.as_slice()),
-            ("FIX_CTTABLE_crypto_kem_keypair", "kem.c:25", &["UninitValue".to_string()][..])
+            (
+                f.function.as_str(),
+                f.location().as_str(),
+                f.kinds.as_slice()
+            ),
+            (
+                "FIX_CTTABLE_crypto_kem_keypair",
+                "kem.c:25",
+                &["UninitValue".to_string()][..]
+            )
         );
         // 32 lookups per keygen, three keygens.
         assert_eq!(f.count, 96);
@@ -305,7 +321,9 @@ mod tests {
 
     #[test]
     fn bad_output_is_an_error_not_a_panic() {
-        assert!(parse_memcheck_xml("", "k.so").unwrap_err().contains("does not parse"));
+        assert!(parse_memcheck_xml("", "k.so")
+            .unwrap_err()
+            .contains("does not parse"));
         assert!(parse_memcheck_xml("<valgrindoutput><error>", "k.so").is_err());
         assert!(parse_memcheck_xml("<other/>", "k.so")
             .unwrap_err()

@@ -164,10 +164,12 @@ pub fn kat_word(inst: &InstanceView) -> Option<String> {
 
 /// The constant-time verdict of one operation's record.
 fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
-    let data = r.filter(|r| r.status == Status::Ok).and_then(|r| match &r.data {
-        Some(crate::record::StepData::Ct(d)) => Some(d),
-        _ => None,
-    });
+    let data = r
+        .filter(|r| r.status == Status::Ok)
+        .and_then(|r| match &r.data {
+            Some(crate::record::StepData::Ct(d)) => Some(d),
+            _ => None,
+        });
     ResultCt {
         op,
         verdict: crate::report::document::ct_verdict(r),

@@ -9,7 +9,9 @@ use crate::model::CtBenign;
 
 /// A C identifier: letters, digits and `_`, not starting with a digit.
 fn c_identifier(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    s.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 

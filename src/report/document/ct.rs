@@ -75,7 +75,12 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
                     code(&f.function),
                     f.location(),
                     f.kinds.join(", "),
-                    format!("{} ({} stack{})", f.count, f.contexts, if f.contexts == 1 { "" } else { "s" }),
+                    format!(
+                        "{} ({} stack{})",
+                        f.count,
+                        f.contexts,
+                        if f.contexts == 1 { "" } else { "s" }
+                    ),
                     f.benign.clone().unwrap_or_else(|| "no".to_string()),
                 ]);
             }
@@ -85,7 +90,9 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
     if places.rows.is_empty() {
         doc.p("No location found in any checked operation.");
     } else {
-        doc.p("Locations (the first frame inside the object; count: how many times memcheck saw it):");
+        doc.p(
+            "Locations (the first frame inside the object; count: how many times memcheck saw it):",
+        );
         doc.table(places);
     }
 }

@@ -207,12 +207,14 @@ fn run(step: &mut Step) -> Result<Done, Stop> {
         Exit::Code(0) => super::parse_runner(&out).map_err(Stop::failed)?,
         Exit::TimedOut => return Err(Stop::timed_out(step.timeout_text())),
         Exit::Code(1) => {
-            return Err(match super::parse_runner::<kem_native::ct::CtOutput>(&out) {
-                Ok(r) if r.failure.is_some() => {
-                    Stop::failed(format!("{op}: {}", r.failure.unwrap_or_default()))
-                }
-                _ => Stop::failed(format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3))),
-            })
+            return Err(
+                match super::parse_runner::<kem_native::ct::CtOutput>(&out) {
+                    Ok(r) if r.failure.is_some() => {
+                        Stop::failed(format!("{op}: {}", r.failure.unwrap_or_default()))
+                    }
+                    _ => Stop::failed(format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3))),
+                },
+            )
         }
         Exit::Signal(_) => {
             return Err(Stop::failed(format!(

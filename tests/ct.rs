@@ -106,6 +106,26 @@ fn leaky_fixtures_are_caught_at_their_lines_and_findings_repeat() {
             }
         }
     }
+    // The report's section and the index's column.
+    let md = std::fs::read_to_string(out.join("reports/ct-branch.md")).expect("report");
+    assert!(md.contains("## Constant-time check"), "{md}");
+    assert!(md.contains("| `ct-branch` | dec | 1 location |"), "{md}");
+    assert!(md.contains("| `ct-branch` | keygen | no secret-dependent branch or index found |"));
+    let line = leak_line("ct-branch");
+    assert!(
+        md.contains(&format!(
+            "| `ct-branch` | dec | `FIX_CTBRANCH_crypto_kem_dec` | kem.c:{line} | UninitCondition | 3 (1 stack) | no |"
+        )),
+        "{md}"
+    );
+    let clean = std::fs::read_to_string(out.join("reports/ct-clean.md")).expect("report");
+    assert!(clean.contains("No location found in any checked operation."));
+    let index = std::fs::read_to_string(out.join("reports/index.md")).expect("index");
+    assert!(
+        index.contains("constant-time locations (not benign)"),
+        "{index}"
+    );
+    assert!(index.contains("keygen 1 / enc 0 / dec 0"), "{index}");
     // Deterministic: forced again, the same findings (counts included).
     let r = run(&args(&["--force", "*/ct:*"]));
     assert_eq!(r.code, 0, "{}", r.show());

@@ -77,15 +77,31 @@ impl Finding {
     }
 }
 
-/// Label every finding whose function is declared benign: the name as declared, or with
-/// the instance's `namespace` prefix (PQClean's exported functions carry it).
+/// The function a finding belongs to: its own, or, when it lies in a header (a `static
+/// inline` helper or a compiler intrinsic such as `_mm_storeu_si128` in `emmintrin.h`), the
+/// first function of its stack that lies in a `.c` file (the one it was inlined into).
+pub fn owner(f: &Finding) -> &str {
+    if !f.file.ends_with(".h") {
+        return &f.function;
+    }
+    f.stack
+        .iter()
+        .filter_map(|s| s.split_once(" ("))
+        .find(|(_, place)| !place.split(':').next().unwrap_or("").ends_with(".h"))
+        .map_or(&f.function, |(function, _)| function)
+}
+
+/// Label every finding whose function (see [`owner`]) is declared benign: the name as
+/// declared, or with the instance's `namespace` prefix (PQClean's exported functions carry
+/// it).
 pub fn classify(findings: &mut [Finding], benign: &[CtBenign], namespace: &str) {
     for f in findings {
+        let function = owner(f).to_string();
         f.benign = benign
             .iter()
             .find(|b| {
-                f.function == b.function
-                    || f.function
+                function == b.function
+                    || function
                         .strip_prefix(namespace)
                         .is_some_and(|rest| rest == b.function)
             })
@@ -150,6 +166,15 @@ mod tests {
                 reason: "public matrix".into(),
             },
         ];
+        let mut intrinsic = finding("_mm_storeu_si128", 739);
+        intrinsic.file = "/usr/lib/gcc/emmintrin.h".into();
+        intrinsic.stack = vec![
+            "_mm_storeu_si128 (emmintrin.h:739)".into(),
+            "PQCLEAN_MLKEM768_CLEAN_gen_matrix (indcpa.c:208)".into(),
+        ];
+        let mut alone = vec![intrinsic];
+        classify(&mut alone, &benign, "PQCLEAN_MLKEM768_CLEAN_");
+        assert_eq!(alone[0].benign.as_deref(), Some("public matrix"));
         classify(&mut f, &benign, "PQCLEAN_MLKEM768_CLEAN_");
         let labels: Vec<Option<&str>> = f.iter().map(|x| x.benign.as_deref()).collect();
         assert_eq!(

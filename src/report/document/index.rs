@@ -341,6 +341,7 @@ mod tests {
             ss: None,
             survey: None,
             ops: vec![],
+            constant_time: vec![],
         }
     }
 

@@ -4,7 +4,7 @@
 //! `dsl` (KDL files -> validated `model`, with spans for every error) -> `graph`
 //! (petgraph of per-instance steps) -> `run` (scheduler, steps, records) -> `report`
 //! (renders from `record`s only). `measure` holds the environment capture and the pure
-//! statistics; `profile`, `survey`, `sizes` and `rsp` are the analyses behind the steps of
+//! statistics; `profile`, `survey`, `sizes`, `rsp` and `ct` are the analyses behind the steps of
 //! the same names. KEM code is never loaded into this process: `kem-native`'s `kem-runner`
 //! does that in a child process per job.
 
@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod ct;
 pub mod dsl;
 pub mod error;
 pub mod graph;

@@ -214,6 +214,18 @@ pub struct Submission {
     pub sizes: BTreeMap<String, CatalogSizes>,
     /// Matrix-expanded instances, in declaration order.
     pub instances: Vec<Instance>,
+    /// Functions whose constant-time findings are known to be harmless (`ct-benign`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ct_benign: Vec<CtBenign>,
+}
+
+/// `ct-benign "function" reason="..."`: findings of the constant-time check in this function
+/// are labelled with the reason (shown, never hidden).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CtBenign {
+    /// The C function as the source defines it (without the instance's namespace).
+    pub function: String,
+    pub reason: String,
 }
 
 /// Report metadata for section 1.

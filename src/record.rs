@@ -113,6 +113,7 @@ pub enum StepData {
     Profile(ProfileData),
     Survey(SurveyData),
     Report(ReportData),
+    Ct(crate::run::steps::ct::CtData),
 }
 
 /// Where a submission's code was found.
@@ -134,6 +135,13 @@ pub struct BuildData {
     pub object_sha256: String,
     /// Variant linked with `--wrap` for every declared primitive, when a profile step exists.
     pub profile_object: Option<PathBuf>,
+    /// Variant valgrind can run (`count`, `ct`): `valgrind_flags`, same sources.
+    #[serde(default)]
+    pub valgrind_object: Option<PathBuf>,
+    /// The valgrind object's flags: `flags`, `-g`, and `-mno-avx512f` when `flags` would
+    /// enable AVX-512 (valgrind cannot run it).
+    #[serde(default)]
+    pub valgrind_flags: Vec<String>,
     pub cc: String,
     pub cc_version: String,
     pub flags_profile: String,

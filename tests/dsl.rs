@@ -433,6 +433,35 @@ error_case!(bad_nist_category, 1, manifest: ("}\n", "    nist-category 7\n}\n"))
 error_case!(nist_category_unknown_value, 1, manifest: ("}\n", "    nist-category 3 level=\"2\"\n}\n"));
 error_case!(nist_category_twice, 1, manifest: ("}\n", "    nist-category 1\n    nist-category 3 level=\"3\"\n}\n"));
 
+error_case!(ct_benign_without_reason, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\"\n}\n"));
+error_case!(ct_benign_empty_reason, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\" reason=\" \"\n}\n"));
+error_case!(ct_benign_not_a_function, 1, manifest: ("}\n", "    ct-benign \"indcpa.c:128\" reason=\"public seed\"\n}\n"));
+error_case!(ct_benign_twice, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\" reason=\"a\"\n    ct-benign \"rej_uniform\" reason=\"b\"\n}\n"));
+error_case!(ct_benign_unknown_property, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\" reason=\"a\" because=\"b\"\n}\n"));
+
+#[test]
+fn ct_benign_declarations_are_kept_in_order() {
+    let m = edit(
+        MANIFEST,
+        "}\n",
+        "    ct-benign \"rej_uniform\" reason=\"rejection sampling on the public seed rho\"\n    ct-benign \"gen_matrix\" reason=\"expands the public matrix\"\n}\n",
+    );
+    let c = load_campaign_with(Path::new("/c/pipelines/p.kdl"), &campaign_fs(PIPELINE, &m))
+        .unwrap_or_else(|d| panic!("{d}"));
+    let b: Vec<(&str, &str)> = c.submissions[0]
+        .ct_benign
+        .iter()
+        .map(|b| (b.function.as_str(), b.reason.as_str()))
+        .collect();
+    assert_eq!(
+        b,
+        [
+            ("rej_uniform", "rejection sampling on the public seed rho"),
+            ("gen_matrix", "expands the public matrix")
+        ]
+    );
+}
+
 #[test]
 fn nist_category_by_matrix_value() {
     let m = edit(

@@ -148,6 +148,7 @@ fn submission(id: &str, algorithm: &str, instances: Vec<Instance>) -> Submission
         },
         sizes: BTreeMap::new(),
         instances,
+        ct_benign: Vec::new(),
     }
 }
 
@@ -434,6 +435,8 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         object: PathBuf::from(format!("build/{sub}/{id}.so")),
         object_sha256: hexish(&format!("{id}.so")),
         profile_object: Some(PathBuf::from(format!("build/{sub}/{id}.profile.so"))),
+        valgrind_object: None,
+        valgrind_flags: vec![],
         cc: "gcc".into(),
         cc_version: "gcc (Debian 14.2.0-19) 14.2.0".into(),
         flags_profile: "guide".into(),

@@ -160,3 +160,20 @@ pub struct SymbolProfile {
     /// Ticks spent inside the symbol as the outermost wrapped call, overhead subtracted.
     pub cycles: f64,
 }
+
+/// `kem-runner count`: `iters` calls of one operation with the KAT DRBG seeded from a fixed
+/// seed, made to be run under valgrind's callgrind (which counts the instructions; the runner
+/// only makes the calls and checks them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CountOutput {
+    pub op: String,
+    pub iters: u64,
+    /// `nist` (AES-256 CTR_DRBG) or `hqc` (SHAKE-256 PRNG), seeded once before the inputs
+    /// are prepared.
+    pub rng: String,
+    /// The 48-byte seed, lower-case hex.
+    pub seed: String,
+    /// `None` when every call returned 0 and no guard byte changed; otherwise why not.
+    #[serde(default)]
+    pub failure: Option<String>,
+}

@@ -318,6 +318,7 @@ pub(crate) mod tests {
                 },
                 sizes: BTreeMap::new(),
                 instances,
+                ct_benign: Vec::new(),
             }],
         }
     }

@@ -4,9 +4,10 @@
 
 use crate::measure::stats;
 use crate::model::{Op, StepKind};
+use crate::record::{Status, StepRecord};
 
 pub use super::schema::{
-    kat_status_name, KatModeStatus, ResultInstance, ResultOp, ResultSubmission, Results,
+    kat_status_name, KatModeStatus, ResultCt, ResultInstance, ResultOp, ResultSubmission, Results,
     RESULTS_SCHEMA, RESULTS_SCHEMA_DOC,
 };
 use super::view::{self, CampaignView, InstanceView};
@@ -17,6 +18,22 @@ pub fn kat_word(inst: &InstanceView) -> Option<String> {
     match view::kat_data(r).and_then(|d| d.modes.iter().map(|m| m.status).max()) {
         Some(worst) => Some(kat_status_name(worst).to_string()),
         None => Some(r.status.name().to_string()),
+    }
+}
+
+/// The constant-time verdict of one operation's record.
+fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
+    let data = r
+        .filter(|r| r.status == Status::Ok)
+        .and_then(|r| match &r.data {
+            Some(crate::record::StepData::Ct(d)) => Some(d),
+            _ => None,
+        });
+    ResultCt {
+        op,
+        verdict: crate::report::content::ct_verdict(r),
+        locations: data.map(|d| crate::ct::unexplained(&d.findings)),
+        benign: data.map(|d| d.findings.len() - crate::ct::unexplained(&d.findings)),
     }
 }
 
@@ -174,6 +191,10 @@ impl Results {
                             ops: instance_ops(inst)
                                 .into_iter()
                                 .map(|op| result_op(inst, op))
+                                .collect(),
+                            constant_time: inst
+                                .ops(StepKind::Ct)
+                                .map(|(op, r)| result_ct(op, r))
                                 .collect(),
                         }
                     })

@@ -94,6 +94,20 @@ pub struct ResultInstance {
     pub ss: Option<u64>,
     pub survey: Option<String>,
     pub ops: Vec<ResultOp>,
+    /// The constant-time check per operation (absent without a `ct` step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constant_time: Vec<ResultCt>,
+}
+
+/// The constant-time verdict of one operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultCt {
+    pub op: Op,
+    /// `no secret-dependent branch or index found`, `N locations ...` or `not checked: why`.
+    pub verdict: String,
+    /// Locations not declared benign, and declared benign; `None` when not checked.
+    pub locations: Option<usize>,
+    pub benign: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

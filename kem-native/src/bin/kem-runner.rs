@@ -10,7 +10,18 @@
 //!                    [--iters 20] [--rng ctr-drbg|os]
 //! kem-runner serve   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
 //!                    [--batch-ns 20000000] [--min-iters 1] [--samples 101] [--rng ctr-drbg|os]
+//! kem-runner count   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec --rng nist|hqc
+//!                    [--iters 20] [--seed HEX96]
+//! kem-runner ct      --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--runs 3]
 //! ```
+//!
+//! `ct` runs the operation with its secrets marked for valgrind's memcheck (see
+//! `kem_native::ct`); the engine runs it under `valgrind --tool=memcheck`.
+//!
+//! `count` seeds the KAT generator with a fixed seed (default bytes 0..47, as NIST's KAT),
+//! prepares the operation's inputs and makes `iters` calls of `<ns>crypto_kem_<op>`, each a
+//! call of the exported function, so that callgrind can count each call on its own
+//! (`--toggle-collect`, `--dump-after`). The runner counts nothing itself.
 //!
 //! The record goes to the stdout the runner was started with; before it loads the KEM the
 //! runner points file descriptor 1 at stderr, so whatever the KEM prints (a debugging
@@ -33,7 +44,7 @@ use kem_native::drbg::{CtrDrbg, KatRngKind, OsRng, Rng};
 use kem_native::kat::{run_kat, KatMode};
 use kem_native::kem::{self, run_on_big_stack, Buffers, Kem, BIG_STACK_BYTES};
 use kem_native::memory::{stack_high_water, status_kib};
-use kem_native::output::{Memory, ProfileOutput, TimeOutput};
+use kem_native::output::{CountOutput, Memory, ProfileOutput, TimeOutput};
 use kem_native::profile::{profile_op, ProfileApi};
 use kem_native::serve::{self, BatchReply, Ready, SchedSnapshot};
 use kem_native::timer;
@@ -45,11 +56,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: kem-runner kat|time|profile|serve --lib X.so --api api.h --ns PREFIX [options] \
+    "usage: kem-runner kat|time|profile|serve|count|ct --lib X.so --api api.h --ns PREFIX [options] \
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
-serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os])";
+serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
+count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
+ct: --op keygen|enc|dec [--runs N])";
 
 /// Parsed `--key value` pairs of one subcommand.
 struct Args {
@@ -64,12 +77,12 @@ impl Args {
     ) -> Result<Args, String> {
         let job = argv
             .first()
-            .ok_or("missing job (kat, time, profile or serve)")?
+            .ok_or("missing job (kat, time, profile, serve, count or ct)")?
             .clone();
         let known = allowed(&job);
         if known.is_empty() {
             return Err(format!(
-                "unknown job `{job}` (expected kat, time, profile or serve)"
+                "unknown job `{job}` (expected kat, time, profile, serve, count or ct)"
             ));
         }
         let mut values = HashMap::new();
@@ -145,6 +158,8 @@ fn allowed(job: &str) -> &'static [&'static str] {
             "samples",
             "rng",
         ],
+        "count" => &["lib", "api", "ns", "op", "rng", "iters", "seed"],
+        "ct" => &["lib", "api", "ns", "op", "runs"],
         _ => &[],
     }
 }
@@ -515,6 +530,20 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
     })
 }
 
+fn job_ct(args: &Args) -> Result<Outcome, String> {
+    let op = Op::parse(args.get("op")?)?;
+    let runs: u32 = args.num("runs", Some(3))?;
+    if runs == 0 {
+        return Err("`--runs` must be at least 1".into());
+    }
+    let kem = load(args)?;
+    let out = run_on_big_stack(move || kem_native::ct::run_ct(&kem, op, runs))??;
+    Ok(Outcome {
+        ok: out.failure.is_none(),
+        json: to_json(&out)?,
+    })
+}
+
 fn job_profile(args: &Args) -> Result<Outcome, String> {
     let op = Op::parse(args.get("op")?)?;
     let cpu: Option<usize> = args.opt_num("cpu")?;
@@ -561,6 +590,59 @@ fn job_profile(args: &Args) -> Result<Outcome, String> {
     })
 }
 
+/// The default seed of `count`: bytes 0..47, the entropy input of NIST's KAT generator.
+fn default_seed() -> [u8; 48] {
+    std::array::from_fn(|i| i as u8)
+}
+
+fn job_count(args: &Args) -> Result<Outcome, String> {
+    let op = Op::parse(args.get("op")?)?;
+    let kind = KatRngKind::parse(args.get("rng")?)?;
+    let iters: u64 = args.num("iters", Some(20))?;
+    if iters == 0 {
+        return Err("`--iters` must be at least 1".into());
+    }
+    let seed = match args.values.get("seed") {
+        None => default_seed(),
+        Some(h) => hex::decode(h)
+            .ok()
+            .and_then(|v| <[u8; 48]>::try_from(v).ok())
+            .ok_or_else(|| format!("`--seed {h}` is not 48 bytes of hex"))?,
+    };
+    let kem = load(args)?;
+    let out = run_on_big_stack(move || -> Result<CountOutput, String> {
+        kem::set_rng(kind.seeded(&seed));
+        let mut bufs = Buffers::new(&kem.sizes)?;
+        let mut record = CountOutput {
+            op: op.name().into(),
+            iters,
+            rng: kind.name().into(),
+            seed: hex::encode(seed),
+            failure: None,
+        };
+        if let Err(e) = prepare(op, &kem, &mut bufs) {
+            record.failure = Some(e);
+            return Ok(record);
+        }
+        let call = OpCall::new(op, &kem, &mut bufs);
+        for i in 0..iters {
+            let rc = call.once();
+            if rc != 0 {
+                record.failure = Some(format!("{} returned {rc} in call {}", op.c_name(), i + 1));
+                return Ok(record);
+            }
+        }
+        if let Err(e) = bufs.check_all(op.c_name()) {
+            record.failure = Some(e);
+        }
+        Ok(record)
+    })??;
+    Ok(Outcome {
+        ok: out.failure.is_none(),
+        json: to_json(&out)?,
+    })
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().is_some_and(|a| a == "--help" || a == "-h") {
@@ -578,6 +660,8 @@ fn main() -> ExitCode {
         "kat" => job_kat(&args),
         "time" => job_time(&args),
         "serve" => job_serve(&args, &record),
+        "count" => job_count(&args),
+        "ct" => job_ct(&args),
         _ => job_profile(&args),
     });
     match result {

@@ -1,9 +1,10 @@
 //! Lowering of a submission manifest (`submissions/<id>/manifest.kdl`): report metadata and
 //! source here; primitives (inline or included) in [`primitives`], the KAT settings and the
 //! size catalog in [`catalog`], the matrix expansion of `instance` templates with `when`
-//! blocks in [`matrix`].
+//! blocks in [`matrix`], known-benign constant-time findings in [`ct_benign`].
 
 mod catalog;
+mod ct_benign;
 mod matrix;
 mod primitives;
 
@@ -22,7 +23,7 @@ use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};
 use matrix::{expand_instances, lower_matrix};
 use primitives::lower_primitives_node;
 
-const SUBMISSION_NODES: [&str; 14] = [
+const SUBMISSION_NODES: [&str; 15] = [
     "algorithm",
     "category",
     "function",
@@ -37,8 +38,16 @@ const SUBMISSION_NODES: [&str; 14] = [
     "instance",
     "when",
     "nist-category",
+    "ct-benign",
 ];
-const REPEATABLE: [&str; 5] = ["note", "link", "instance", "when", "nist-category"];
+const REPEATABLE: [&str; 6] = [
+    "note",
+    "link",
+    "instance",
+    "when",
+    "nist-category",
+    "ct-benign",
+];
 
 /// Lowers one manifest; returns the submission and the span of its id, or `None` when
 /// something was wrong (reported).
@@ -179,6 +188,7 @@ fn lower_doc(
         None => Some(Primitives::default()),
     };
     let kat = lower_kat(cx, loader, one("kat"), sub_span, &dir);
+    let ct_benign = ct_benign::lower_ct_benign(cx, &all("ct-benign"));
     let mut size_keys = Vec::new();
     let sizes = match one("sizes") {
         Some(s) => lower_sizes(cx, loader, s, &dir, &mut size_keys),
@@ -228,6 +238,7 @@ fn lower_doc(
             kat: kat?,
             sizes,
             instances,
+            ct_benign,
         },
         id_span,
     ))

@@ -12,9 +12,30 @@ use crate::report::format::{self as fmt, DASH};
 use crate::report::results::{self, ResultInstance, Results};
 use crate::report::view::{self, CampaignView};
 
+/// The index's constant-time cell: per checked operation the locations not declared
+/// benign (`+N benign` beside), `not checked` otherwise.
+fn ct_cell(inst: &ResultInstance) -> String {
+    if inst.constant_time.is_empty() {
+        return DASH.into();
+    }
+    inst.constant_time
+        .iter()
+        .map(|c| match (c.locations, c.benign) {
+            (Some(n), Some(0)) => format!("{} {n}", c.op),
+            (Some(n), Some(b)) => format!("{} {n} (+{b} benign)", c.op),
+            _ => format!("{} not checked", c.op),
+        })
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 /// Per-instance row cells of the campaign index for one system's results.
 fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
-    let mut t = Table::new(&[
+    let with_ct = results
+        .submissions
+        .iter()
+        .any(|s| s.instances.iter().any(|i| !i.constant_time.is_empty()));
+    let mut head = vec![
         "submission",
         "instance",
         "KAT",
@@ -24,7 +45,11 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
         "pk bytes",
         "ct bytes",
         "hash share (keygen / enc / dec)",
-    ]);
+    ];
+    if with_ct {
+        head.push("constant-time locations (not benign)");
+    }
+    let mut t = Table::new(&head);
     for sub in &results.submissions {
         for inst in &sub.instances {
             let cyc = |op: Op| {
@@ -60,6 +85,10 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
                 fmt::opt_int(inst.ct),
                 shares.join(" / "),
             ]);
+            if with_ct {
+                let row = t.rows.last_mut().expect("row just added");
+                row.push(ct_cell(inst));
+            }
         }
     }
     t
@@ -312,6 +341,7 @@ mod tests {
             ss: None,
             survey: None,
             ops: vec![],
+            constant_time: vec![],
         }
     }
 

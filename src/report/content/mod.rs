@@ -11,6 +11,7 @@
 //! renderer rewrites them to `.html`.
 
 mod categories;
+mod ct;
 mod environment;
 mod evidence;
 mod index;
@@ -19,6 +20,7 @@ mod performance;
 mod primitives;
 mod resources;
 
+pub use ct::verdict_of as ct_verdict;
 pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
 
 use std::collections::BTreeMap;
@@ -158,6 +160,7 @@ pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
     resources::resources(&mut doc, view, sub);
     resources::sizes(&mut doc, view, sub);
     primitives::primitives(&mut doc, view, sub);
+    ct::constant_time(&mut doc, view, sub);
     evidence::evidence(&mut doc, view, sub);
     doc
 }

@@ -32,7 +32,7 @@ pub struct SharedObjects {
 impl SharedObjects {
     /// The objects for `key`, compiling them with `make` only the first time. Concurrent
     /// callers with the same key wait for the one compiling.
-    fn get(
+    pub(super) fn get(
         &self,
         key: &str,
         make: impl FnOnce() -> Result<Vec<PathBuf>, String>,
@@ -161,16 +161,16 @@ pub fn load_segments_size(path: &Path) -> Result<u64, String> {
 
 /// The compiler, run in the sandbox: it reads the source tree and writes only the
 /// instance's build folder and the shared primitives' folder.
-struct Compiler<'s, 'a> {
-    step: &'s mut Step<'a>,
-    cc: String,
-    log: exec::Log,
-    jail: Jail,
+pub(super) struct Compiler<'s, 'a> {
+    pub(super) step: &'s mut Step<'a>,
+    pub(super) cc: String,
+    pub(super) log: exec::Log,
+    pub(super) jail: Jail,
 }
 
 impl Compiler<'_, '_> {
     /// Compile one source into `obj`; a compile error becomes the step's reason.
-    fn compile(&mut self, src: &Path, obj: &Path, flags: &[String]) -> Result<(), Stop> {
+    pub(super) fn compile(&mut self, src: &Path, obj: &Path, flags: &[String]) -> Result<(), Stop> {
         let mut args = flags.to_vec();
         args.extend(CODEGEN_FLAGS.iter().map(|f| f.to_string()));
         args.extend([
@@ -182,7 +182,11 @@ impl Compiler<'_, '_> {
         self.run(args, || format!("compile error in {}", src.display()))
     }
 
-    fn run(&mut self, args: Vec<String>, what: impl FnOnce() -> String) -> Result<(), Stop> {
+    pub(super) fn run(
+        &mut self,
+        args: Vec<String>,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), Stop> {
         let out = self
             .step
             .exec_contained(
@@ -268,6 +272,9 @@ impl KindSpec for Kind {
                 .any(|s| s.kind == StepKind::Profile)
                 .to_string(),
         );
+        if super::valgrind_object::wanted(c) {
+            m.insert("valgrind variant".into(), "true".into());
+        }
         if let Source::Path { path } = &sub.source {
             let mut files = tree_hash(&path.join(&inst.dir));
             for extra in inst.extra_sources.iter().chain(&sub.primitives.sources) {
@@ -524,6 +531,33 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         None
     };
 
+    // The object valgrind runs (`count`, `ct`): see valgrind_object.rs.
+    let valgrind = if super::valgrind_object::wanted(&ctx.campaign) {
+        let prim_sources: Vec<PathBuf> = sub
+            .primitives
+            .sources
+            .iter()
+            .map(|s| root.join(s))
+            .collect();
+        let prim_includes = &prim_flags[flags.len()..];
+        let inputs = super::valgrind_object::Inputs {
+            root: &root,
+            sources: &sources,
+            includes: &includes,
+            prim_sources: &prim_sources,
+            prim_includes,
+            flags: &flags,
+            profile_flags: &profile.flags,
+            shim: &shim,
+            link_flags: &link_flags,
+            build_dir: &build_dir,
+            id: &inst.id,
+        };
+        Some(super::valgrind_object::build(&mut c, &inputs)?)
+    } else {
+        None
+    };
+
     let bytes = std::fs::read(&object).map_err(|e| Stop::failed(e.to_string()))?;
     let static_bytes = load_segments_size(&object).ok();
     let step = c.step;
@@ -531,10 +565,15 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
     if let Some(p) = &profile_object {
         step.artefacts.push(ctx.rel(p));
     }
+    if let Some(v) = &valgrind {
+        step.artefacts.push(ctx.rel(&v.object));
+    }
     Ok(Done::ok(StepData::Build(BuildData {
         object: ctx.rel(&object),
         object_sha256: sha256_hex(&bytes),
         profile_object: profile_object.map(|p| ctx.rel(&p)),
+        valgrind_object: valgrind.as_ref().map(|v| ctx.rel(&v.object)),
+        valgrind_flags: valgrind.map(|v| v.flags).unwrap_or_default(),
         cc,
         cc_version: ctx.facts.cc_version.clone(),
         flags_profile: profile_name,

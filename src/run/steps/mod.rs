@@ -8,6 +8,7 @@
 //! payload also adds its variant to [`StepData`].
 
 pub mod build;
+pub mod ct;
 mod index;
 mod kat;
 mod kind;
@@ -17,6 +18,7 @@ mod sizes;
 pub mod source;
 mod survey;
 pub mod time;
+pub mod valgrind_object;
 
 pub use kind::KindSpec;
 
@@ -35,6 +37,8 @@ kind::step_kinds! {
     Profile => profile::Kind,
     /// Which symmetric code the object really contains (per instance).
     Survey => survey::Kind,
+    /// Secret-dependent branches and indexes under memcheck (per instance and operation).
+    Ct => ct::Kind,
     /// Per-submission report (per submission).
     Report => report::Kind,
     /// Campaign index, results.csv/json and the site's front page (once per campaign).

@@ -1,0 +1,212 @@
+//! The valgrind object: the instance's sources and primitives compiled again with the build's
+//! flags plus `-g` (function and line names in callgrind's output; it does not change the
+//! generated code) and, when the compiler would emit AVX-512 with those flags, `-mno-avx512f`
+//! (valgrind 3.19 cannot execute EVEX-encoded instructions: an `-march=native` object on an
+//! AVX-512 CPU dies with SIGILL in `sha3_512`). Built by the `build` step when a step that
+//! runs under valgrind (`count`, `ct`) is declared; those steps run this object, not the
+//! plain one, and their reports say which flags it had.
+
+use std::path::{Path, PathBuf};
+
+use super::build::Compiler;
+use super::Stop;
+use crate::model::Campaign;
+use crate::run::exec::Exit;
+use crate::run::keys::sha256_hex;
+
+/// Step kinds that run the valgrind object (by name: `ct` is added by its own change).
+pub const VALGRIND_KINDS: &[&str] = &["count", "ct"];
+
+/// Added to the build's flags for the valgrind object.
+pub const DEBUG_FLAG: &str = "-g";
+
+/// Added after the build's flags when they would enable AVX-512.
+pub const NO_AVX512: &str = "-mno-avx512f";
+
+/// Whether the campaign declares a step that runs the valgrind object.
+pub fn wanted(c: &Campaign) -> bool {
+    c.steps
+        .iter()
+        .any(|s| VALGRIND_KINDS.contains(&s.kind.name()))
+}
+
+/// Whether the compiler's predefined macros (`cc <flags> -dM -E -x c /dev/null`) say it
+/// would emit AVX-512 (`__AVX512F__`).
+pub fn defines_avx512(macros: &str) -> bool {
+    macros
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some("__AVX512F__"))
+}
+
+/// The valgrind object's flags: `flags`, `-g`, and `-mno-avx512f` when `avx512`.
+pub fn valgrind_flags(flags: &[String], avx512: bool) -> Vec<String> {
+    let mut f = flags.to_vec();
+    f.push(DEBUG_FLAG.to_string());
+    if avx512 {
+        f.push(NO_AVX512.to_string());
+    }
+    f
+}
+
+/// What the build step compiled the plain object from, to compile it again.
+pub struct Inputs<'i> {
+    /// Source root (absolute).
+    pub root: &'i Path,
+    /// The instance's sources.
+    pub sources: &'i [PathBuf],
+    /// `-I` flags of the instance's compiles.
+    pub includes: &'i [String],
+    /// The primitives' sources.
+    pub prim_sources: &'i [PathBuf],
+    /// `-I` flags of the primitives' compiles.
+    pub prim_includes: &'i [String],
+    /// The profile's flags and the instance's `cflags`.
+    pub flags: &'i [String],
+    /// The flag profile's own flags (shim and link).
+    pub profile_flags: &'i [String],
+    /// The DRNG shim's C source.
+    pub shim: &'i Path,
+    /// Link flags before the objects (`-shared`, the version script).
+    pub link_flags: &'i [String],
+    /// The instance's build folder.
+    pub build_dir: &'i Path,
+    /// The instance id (the object's file name).
+    pub id: &'i str,
+}
+
+/// The object and the flags it was compiled with.
+pub struct Built {
+    pub object: PathBuf,
+    pub flags: Vec<String>,
+}
+
+/// Compile and link the valgrind object in `<build_dir>/valgrind/`; its primitives are
+/// shared between instances like the plain object's.
+pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, Stop> {
+    let avx512 = would_emit_avx512(c, i.flags)?;
+    let flags = valgrind_flags(i.flags, avx512);
+    let profile_flags = valgrind_flags(i.profile_flags, avx512);
+    let dir = i.build_dir.join("valgrind");
+    std::fs::create_dir_all(&dir).map_err(|e| Stop::failed(format!("{}: {e}", dir.display())))?;
+
+    let mut objects = Vec::new();
+    for (n, src) in i.sources.iter().enumerate() {
+        let obj = dir.join(format!("{n:03}-{}.o", stem(src)));
+        let mut f = flags.clone();
+        f.extend(i.includes.iter().cloned());
+        c.compile(src, &obj, &f)?;
+        objects.push(obj);
+    }
+
+    let mut prim_flags = flags.clone();
+    prim_flags.extend(i.prim_includes.iter().cloned());
+    let prim_key = sha256_hex(
+        format!(
+            "{}|{}|{:?}|{:?}",
+            i.root.display(),
+            c.cc,
+            prim_flags,
+            i.prim_sources
+        )
+        .as_bytes(),
+    );
+    let ctx = c.step.ctx;
+    let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
+    std::fs::create_dir_all(&prim_dir)
+        .map_err(|e| Stop::failed(format!("{}: {e}", prim_dir.display())))?;
+    c.jail.write.push(prim_dir.clone());
+    let mut failure = None;
+    let prims = ctx.shared_objects.get(&prim_key, || {
+        let mut objs = Vec::new();
+        for (n, src) in i.prim_sources.iter().enumerate() {
+            let obj = prim_dir.join(format!("{n:03}-{}.o", stem(src)));
+            if let Err(d) = c.compile(src, &obj, &prim_flags) {
+                let reason = d.reason.clone();
+                failure = Some(d);
+                return Err(reason);
+            }
+            objs.push(obj);
+        }
+        Ok(objs)
+    });
+    let prims = match (prims, failure) {
+        (Ok(o), _) => o,
+        (Err(_), Some(d)) => return Err(d),
+        (Err(e), None) => {
+            return Err(Stop::failed(format!(
+                "valgrind object's primitives failed to build earlier: {e}"
+            )))
+        }
+    };
+
+    let shim_obj = dir.join("ngcc_shim.o");
+    c.compile(i.shim, &shim_obj, &profile_flags)?;
+    // The memcheck client requests of the `ct` step (crate::ct::marks_source).
+    let marks = dir.join("ngcc_ct_marks.c");
+    std::fs::write(&marks, crate::ct::marks_source())
+        .map_err(|e| Stop::failed(format!("{}: {e}", marks.display())))?;
+    let marks_obj = dir.join("ngcc_ct_marks.o");
+    c.compile(&marks, &marks_obj, &profile_flags)?;
+    let object = dir.join(format!("{}.so", i.id));
+    let mut link = profile_flags.clone();
+    link.extend(i.link_flags.iter().cloned());
+    link.extend(["-o".into(), object.display().to_string()]);
+    link.extend(
+        objects
+            .iter()
+            .chain(&prims)
+            .chain([&shim_obj, &marks_obj])
+            .map(|o| o.display().to_string()),
+    );
+    c.run(link, || format!("link error for {}", object.display()))?;
+    Ok(Built { object, flags })
+}
+
+/// Ask the compiler (in the sandbox) whether `flags` enable AVX-512.
+fn would_emit_avx512(c: &mut Compiler, flags: &[String]) -> Result<bool, Stop> {
+    let mut args = flags.to_vec();
+    args.extend(["-dM", "-E", "-x", "c", "/dev/null"].map(String::from));
+    let out = c
+        .step
+        .exec_contained(Path::new(&c.cc), &args, &c.jail, &mut c.log, &|_| {})
+        .map_err(|e| Stop::failed(format!("cannot run `{}`: {e}", c.cc)))?;
+    match out.exit {
+        Exit::Code(0) => Ok(defines_avx512(&String::from_utf8_lossy(&out.stdout))),
+        Exit::TimedOut => Err(Stop::timed_out(c.step.timeout_text())),
+        other => Err(Stop::failed(format!(
+            "`{} -dM -E` with the build's flags failed ({})",
+            c.cc,
+            other.describe()
+        ))),
+    }
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_avx512_among_predefined_macros() {
+        let on = "#define __AVX2__ 1\n#define __AVX512F__ 1\n#define __AVX512VL__ 1\n";
+        assert!(defines_avx512(on));
+        assert!(!defines_avx512(
+            "#define __AVX2__ 1\n#define __AVX512F_UNUSED 1\n"
+        ));
+    }
+
+    #[test]
+    fn adds_debug_info_and_excludes_avx512_only_when_enabled() {
+        let f = vec!["-O3".to_string(), "-march=native".to_string()];
+        assert_eq!(
+            valgrind_flags(&f, true),
+            ["-O3", "-march=native", "-g", "-mno-avx512f"]
+        );
+        assert_eq!(valgrind_flags(&f, false), ["-O3", "-march=native", "-g"]);
+    }
+}

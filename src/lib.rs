@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod count;
 pub mod dsl;
 pub mod graph;
 pub mod measure;

@@ -71,77 +71,8 @@ pub struct FlagProfile {
     pub flags: Vec<String>,
 }
 
-/// The fixed set of step kinds the engine knows how to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StepKind {
-    /// Resolve where a submission's code is (per submission).
-    Source,
-    /// Compile an instance into a shared object (per instance).
-    Build,
-    /// Generate and check known-answer tests (per instance).
-    Kat,
-    /// pk/sk/ct/ss sizes and the size audit (per instance).
-    Sizes,
-    /// Cycle and time measurement (per instance and operation, exclusive).
-    Time,
-    /// Hash/XOF and DRNG share with link-time wrappers (per instance and operation, exclusive).
-    Profile,
-    /// Which symmetric code the object really contains (per instance).
-    Survey,
-    /// Per-submission report (per submission).
-    Report,
-    /// Campaign index, results.csv/json and the site's front page (once per campaign).
-    Index,
-}
-
-impl StepKind {
-    pub const ALL: [StepKind; 9] = [
-        StepKind::Source,
-        StepKind::Build,
-        StepKind::Kat,
-        StepKind::Sizes,
-        StepKind::Time,
-        StepKind::Profile,
-        StepKind::Survey,
-        StepKind::Report,
-        StepKind::Index,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            StepKind::Source => "source",
-            StepKind::Build => "build",
-            StepKind::Kat => "kat",
-            StepKind::Sizes => "sizes",
-            StepKind::Time => "time",
-            StepKind::Profile => "profile",
-            StepKind::Survey => "survey",
-            StepKind::Report => "report",
-            StepKind::Index => "index",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<StepKind> {
-        StepKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// Where one node of this kind sits in the graph.
-    pub fn scope(self) -> StepScope {
-        match self {
-            StepKind::Index => StepScope::Campaign,
-            StepKind::Source | StepKind::Report => StepScope::Submission,
-            StepKind::Time | StepKind::Profile => StepScope::Operation,
-            _ => StepScope::Instance,
-        }
-    }
-}
-
-impl fmt::Display for StepKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// The step kinds, registered (and described) in [`crate::run::steps`].
+pub use crate::run::steps::StepKind;
 
 /// How many graph nodes one step declaration becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -497,10 +497,7 @@ pub fn record_path(
     instance: Option<&str>,
     op: Option<Op>,
 ) -> PathBuf {
-    let dir = match kind {
-        StepKind::Profile => "profile",
-        _ => "records",
-    };
+    let dir = kind.describe().record_dir();
     let file = match (instance, op) {
         (Some(i), Some(op)) => format!("{i}__{op}.json"),
         (Some(i), None) => format!("{i}__{kind}.json"),

@@ -441,33 +441,20 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// The properties a step of `kind` takes: the common ones, then its own.
 fn allowed_props(kind: StepKind) -> Vec<&'static str> {
     let mut v = COMMON_PROPS.to_vec();
-    v.extend_from_slice(match kind {
-        StepKind::Build => &["flags", "memory"],
-        StepKind::Kat => &["modes", "memory"],
-        StepKind::Time => &["ops", "trials", "trial", "min-iters", "samples", "memory"],
-        StepKind::Profile => &["ops", "iters", "memory"],
-        _ => &[],
-    });
+    v.extend_from_slice(kind.describe().props());
     v
 }
 
-/// All parameter names that exist on some step kind (to tell "does not apply" from "unknown").
-const ALL_STEP_PROPS: [&str; 12] = [
-    "needs",
-    "exclusive",
-    "timeout",
-    "flags",
-    "modes",
-    "ops",
-    "trials",
-    "trial",
-    "min-iters",
-    "samples",
-    "iters",
-    "memory",
-];
+/// Whether some step kind takes property `k` (to tell "does not apply" from "unknown").
+fn is_step_prop(k: &str) -> bool {
+    COMMON_PROPS.contains(&k)
+        || StepKind::ALL
+            .iter()
+            .any(|s| s.describe().props().contains(&k))
+}
 
 fn lower_step<'n>(
     cx: &mut Cx<'_>,
@@ -506,7 +493,7 @@ fn lower_step<'n>(
             } else {
                 props.insert(k, e);
             }
-        } else if ALL_STEP_PROPS.contains(&k) {
+        } else if is_step_prop(k) {
             // A parameter of another kind: say so rather than "unknown".
             let d = cx
                 .diag(format!("property `{k}` does not apply to step `{kind}`"))
@@ -555,10 +542,13 @@ fn lower_step<'n>(
             None => {}
         }
     }
-    match props.get("flags") {
-        Some(e) => params.flags = flags_profile(cx, e, flags),
-        None if kind == StepKind::Build => cx.missing_prop(n, "flags", &on),
-        None => {}
+    for p in kind.describe().required_props() {
+        if !props.contains_key(p) {
+            cx.missing_prop(n, p, &on);
+        }
+    }
+    if let Some(e) = props.get("flags") {
+        params.flags = flags_profile(cx, e, flags);
     }
     if let Some(ws) = props
         .get("modes")

@@ -48,17 +48,6 @@ pub fn step_id(sub: &str, instance: Option<&str>, kind: StepKind, op: Option<Op>
     }
 }
 
-/// Steps a kind cannot run without, whether or not the pipeline lists them in `needs`.
-fn data_needs(kind: StepKind) -> &'static [StepKind] {
-    match kind {
-        StepKind::Source => &[],
-        StepKind::Build => &[StepKind::Source],
-        StepKind::Kat | StepKind::Time | StepKind::Profile | StepKind::Survey => &[StepKind::Build],
-        StepKind::Sizes => &[StepKind::Build],
-        StepKind::Report | StepKind::Index => &[],
-    }
-}
-
 impl Plan {
     /// Expand the campaign into its step graph.
     pub fn build(campaign: &Campaign) -> Plan {
@@ -132,15 +121,15 @@ impl Plan {
         }
         for spec in &campaign.steps {
             let mut needs: Vec<StepKind> = spec.needs.clone();
-            needs.extend_from_slice(data_needs(spec.kind));
-            if spec.kind == StepKind::Report {
+            needs.extend_from_slice(spec.kind.describe().data_needs());
+            if spec.kind.describe().collects() {
                 // A report renders whatever the submission measured.
                 needs.extend(
                     campaign
                         .steps
                         .iter()
                         .map(|s| s.kind)
-                        .filter(|k| k.scope() != StepScope::Campaign && *k != StepKind::Report),
+                        .filter(|k| !k.describe().collects()),
                 );
             }
             for (si, _) in campaign.submissions.iter().enumerate() {

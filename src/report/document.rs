@@ -176,7 +176,7 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    match sub.source.as_ref() {
+    match sub.record(StepKind::Source) {
         Some(r) => match view::source_data(r) {
             Some(s) => items.push(format!("Source: {}", s.origin)),
             None => items.push(format!("Source: {}", status_text(r))),
@@ -220,7 +220,7 @@ fn versions_measured(sub: &SubmissionView) -> String {
         let insts = of(v);
         let timed = insts
             .iter()
-            .any(|i| i.time.iter().any(|(op, _)| i.time_ok(*op).is_some()));
+            .any(|i| i.ops(StepKind::Time).any(|(op, _)| i.time_ok(op).is_some()));
         if timed {
             measured.push(v.clone());
             continue;
@@ -384,8 +384,8 @@ fn cycle_counter(view: &CampaignView) -> String {
     let mut rates: Vec<f64> = Vec::new();
     let mut core = false;
     for inst in view.submissions.iter().flat_map(|s| &s.instances) {
-        for (op, _) in &inst.time {
-            let Some(td) = inst.time_ok(*op) else {
+        for (op, _) in inst.ops(StepKind::Time) {
+            let Some(td) = inst.time_ok(op) else {
                 continue;
             };
             if !counters.contains(&td.output.counter) {
@@ -433,7 +433,7 @@ fn cycle_counter(view: &CampaignView) -> String {
 fn kat_mode_names(sub: &SubmissionView) -> Vec<String> {
     let mut modes: Vec<String> = Vec::new();
     for inst in &sub.instances {
-        if let Some(d) = inst.kat.as_ref().and_then(view::kat_data) {
+        if let Some(d) = inst.record(StepKind::Kat).and_then(view::kat_data) {
             for m in &d.modes {
                 let n = m.mode.name().to_string();
                 if !modes.contains(&n) {
@@ -451,7 +451,10 @@ fn kat_mode_names(sub: &SubmissionView) -> Vec<String> {
 
 fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     doc.h(2, "3. Functional testing (KAT)");
-    let any = sub.instances.iter().any(|i| i.kat.is_some());
+    let any = sub
+        .instances
+        .iter()
+        .any(|i| i.record(StepKind::Kat).is_some());
     if let Some(line) = did_not_run(view, StepKind::Kat, any, "no KAT was checked") {
         doc.p(line);
         return;
@@ -474,7 +477,7 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
     };
     let mut foot = Footnotes::default();
     for inst in &sub.instances {
-        let flags = match inst.build.as_ref() {
+        let flags = match inst.record(StepKind::Build) {
             Some(r) => match view::build_data(r) {
                 Some(b) => b.flags_profile.clone(),
                 None => {
@@ -490,7 +493,7 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
         };
         let mut row = vec![code(&inst.id), flags];
         for mode in &modes {
-            let cell = match inst.kat.as_ref() {
+            let cell = match inst.record(StepKind::Kat) {
                 None => "did not run".to_string(),
                 Some(r) => match view::kat_data(r) {
                     None => format!(
@@ -542,8 +545,7 @@ fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) 
         .instances
         .iter()
         .filter(|i| {
-            i.kat
-                .as_ref()
+            i.record(StepKind::Kat)
                 .and_then(view::kat_data)
                 .and_then(|d| d.profile_object_kat.as_ref())
                 .is_some_and(|p| !p.equal)
@@ -564,7 +566,7 @@ fn not_timed(sub: &SubmissionView) -> Vec<String> {
     let mut items = Vec::new();
     for inst in &sub.instances {
         let mut by_reason: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-        for (op, r) in &inst.time {
+        for (op, r) in inst.ops(StepKind::Time) {
             let why = match r {
                 None => "did not run (no record)".to_string(),
                 Some(r) if r.status != Status::Ok => status_text(r),
@@ -585,7 +587,7 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let any = sub
         .instances
         .iter()
-        .any(|i| i.time.iter().any(|(_, r)| r.is_some()));
+        .any(|i| i.ops(StepKind::Time).any(|(_, r)| r.is_some()));
     if let Some(line) = did_not_run(view, StepKind::Time, any, "no timing") {
         doc.p(line);
         return;
@@ -605,9 +607,8 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     ]);
     // Records from a timing session add the median of the rounds with its 95% CI.
     let in_rounds = sub.instances.iter().any(|i| {
-        i.time
-            .iter()
-            .any(|(op, _)| i.time_ok(*op).is_some_and(|t| t.rounds.is_some()))
+        i.ops(StepKind::Time)
+            .any(|(op, _)| i.time_ok(op).is_some_and(|t| t.rounds.is_some()))
     });
     if in_rounds {
         t.head.splice(
@@ -619,8 +620,8 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let mut core_cycles: Vec<String> = Vec::new();
     let mut not_reached = false;
     for inst in &sub.instances {
-        for (op, _) in &inst.time {
-            let Some(td) = inst.time_ok(*op) else {
+        for (op, _) in inst.ops(StepKind::Time) {
+            let Some(td) = inst.time_ok(op) else {
                 continue;
             };
             let s = &td.summary;
@@ -770,7 +771,7 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
 fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
     let mut combos: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for inst in &sub.instances {
-        let Some(b) = inst.build.as_ref().and_then(view::build_data) else {
+        let Some(b) = inst.record(StepKind::Build).and_then(view::build_data) else {
             continue;
         };
         let compile = b.flags.iter().chain(&b.codegen_flags).cloned();
@@ -824,7 +825,7 @@ fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let any = sub
         .instances
         .iter()
-        .any(|i| i.time.iter().any(|(op, _)| i.time_ok(*op).is_some()));
+        .any(|i| i.ops(StepKind::Time).any(|(op, _)| i.time_ok(op).is_some()));
     if let Some(line) = did_not_run(view, StepKind::Time, any, "no memory figures") {
         doc.p(line);
         return;
@@ -850,8 +851,8 @@ fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     ]);
     for inst in &sub.instances {
         let stat = results::static_bytes(inst);
-        for (op, _) in &inst.time {
-            let Some(td) = inst.time_ok(*op) else {
+        for (op, _) in inst.ops(StepKind::Time) {
+            let Some(td) = inst.time_ok(op) else {
                 continue;
             };
             let m = &td.output.memory;
@@ -870,11 +871,15 @@ fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
 
 fn sizes(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     doc.h(2, "6. Transmission and storage overhead");
-    let any_sizes = sub.instances.iter().any(|i| i.sizes.is_some());
-    let any_build = sub
+    let any_sizes = sub
         .instances
         .iter()
-        .any(|i| i.build.as_ref().and_then(view::build_data).is_some());
+        .any(|i| i.record(StepKind::Sizes).is_some());
+    let any_build = sub.instances.iter().any(|i| {
+        i.record(StepKind::Build)
+            .and_then(view::build_data)
+            .is_some()
+    });
     if let Some(line) = did_not_run(view, StepKind::Sizes, any_sizes || any_build, "no sizes") {
         doc.p(line);
         return;
@@ -913,7 +918,11 @@ fn sizes(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         let audit: Vec<String> = sub
             .instances
             .iter()
-            .filter_map(|i| i.sizes.as_ref().and_then(view::sizes_data).map(|d| (i, d)))
+            .filter_map(|i| {
+                i.record(StepKind::Sizes)
+                    .and_then(view::sizes_data)
+                    .map(|d| (i, d))
+            })
             .flat_map(|(i, d)| d.audit.iter().map(move |a| format!("{}: {a}", code(&i.id))))
             .collect();
         if audit.is_empty() {

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::stats;
-use crate::model::Op;
+use crate::model::{Op, StepKind};
 use crate::record::{Environment, KatStatus, Status};
 
 use super::view::{self, CampaignView, InstanceView};
@@ -141,7 +141,7 @@ impl ResultInstance {
 
 /// KAT status of an instance as one word (see [`RESULTS_SCHEMA_DOC`]).
 pub fn kat_word(inst: &InstanceView) -> Option<String> {
-    let r = inst.kat.as_ref()?;
+    let r = inst.record(StepKind::Kat)?;
     match view::kat_data(r).and_then(|d| d.modes.iter().map(|m| m.status).max()) {
         Some(worst) => Some(kat_status_name(worst).to_string()),
         None => Some(r.status.name().to_string()),
@@ -159,11 +159,11 @@ pub fn kat_status_name(s: KatStatus) -> &'static str {
 
 /// pk/sk/ct/ss shown for an instance: the sizes record's `shown`, else api.h from the build.
 pub fn shown_sizes(inst: &InstanceView) -> [Option<u64>; 4] {
-    if let Some(s) = inst.sizes.as_ref().and_then(view::sizes_data) {
+    if let Some(s) = inst.record(StepKind::Sizes).and_then(view::sizes_data) {
         let sh = s.shown;
         return [sh.pk, sh.sk, sh.ct, sh.ss];
     }
-    if let Some(b) = inst.build.as_ref().and_then(view::build_data) {
+    if let Some(b) = inst.record(StepKind::Build).and_then(view::build_data) {
         return [
             Some(b.api.pk),
             Some(b.api.sk),
@@ -176,14 +176,12 @@ pub fn shown_sizes(inst: &InstanceView) -> [Option<u64>; 4] {
 
 /// Static ELF bytes: the build record's figure, else a timing record's.
 pub fn static_bytes(inst: &InstanceView) -> Option<u64> {
-    inst.build
-        .as_ref()
+    inst.record(StepKind::Build)
         .and_then(view::build_data)
         .and_then(|b| b.static_bytes)
         .or_else(|| {
-            inst.time
-                .iter()
-                .filter_map(|(_, r)| r.as_ref().and_then(view::time_data))
+            inst.ops(StepKind::Time)
+                .filter_map(|(_, r)| r.and_then(view::time_data))
                 .find_map(|t| t.static_bytes)
         })
 }
@@ -212,10 +210,9 @@ pub fn calls_named(p: &crate::record::ProfileData) -> Vec<(String, f64)> {
 
 fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
     let rec = inst
-        .time
-        .iter()
+        .ops(StepKind::Time)
         .find(|(o, _)| *o == op)
-        .and_then(|(_, r)| r.as_ref());
+        .and_then(|(_, r)| r);
     let t = inst.time_ok(op);
     let s = t.map(|t| &t.summary);
     let p = inst.profile_ok(op);
@@ -256,10 +253,10 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
 
 /// Operations listed for an instance: the time step's, then any profile-only ones.
 pub fn instance_ops(inst: &InstanceView) -> Vec<Op> {
-    let mut ops: Vec<Op> = inst.time.iter().map(|(o, _)| *o).collect();
-    for (o, _) in &inst.profile {
-        if !ops.contains(o) {
-            ops.push(*o);
+    let mut ops: Vec<Op> = inst.ops(StepKind::Time).map(|(o, _)| o).collect();
+    for (o, _) in inst.ops(StepKind::Profile) {
+        if !ops.contains(&o) {
+            ops.push(o);
         }
     }
     ops
@@ -285,8 +282,7 @@ impl Results {
                             nist_category: inst.nist_category,
                             kat: kat_word(inst),
                             kat_modes: inst
-                                .kat
-                                .as_ref()
+                                .record(StepKind::Kat)
                                 .and_then(view::kat_data)
                                 .map(|d| {
                                     d.modes
@@ -299,8 +295,7 @@ impl Results {
                                 })
                                 .unwrap_or_default(),
                             build_flags: inst
-                                .build
-                                .as_ref()
+                                .record(StepKind::Build)
                                 .and_then(view::build_data)
                                 .map(|b| b.flags_profile.clone())
                                 .or_else(|| view.build_flags.clone()),
@@ -310,8 +305,7 @@ impl Results {
                             ct,
                             ss,
                             survey: inst
-                                .survey
-                                .as_ref()
+                                .record(StepKind::Survey)
                                 .and_then(view::survey_data)
                                 .map(|s| s.verdict.name().to_string()),
                             ops: instance_ops(inst)

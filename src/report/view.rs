@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Campaign, Op, ReportMeta, StepKind};
+use crate::model::{Campaign, Op, ReportMeta, StepKind, StepScope};
 use crate::record::{
     self, BuildData, CampaignRecord, Environment, KatData, ProfileData, SizesData, SourceData,
     StepData, StepRecord, SurveyData, TimeData,
@@ -54,9 +54,14 @@ pub struct SubmissionView {
     pub primitive_sources: Vec<String>,
     /// Values of the `impl` matrix variable, in first-seen order (fallback for versions).
     pub impls: Vec<String>,
-    pub source: Option<StepRecord>,
+    /// Records of the reported per-submission kinds (`source`), in registration order;
+    /// `None` where no record exists.
+    pub by_kind: Vec<(StepKind, Option<StepRecord>)>,
     pub instances: Vec<InstanceView>,
 }
+
+/// Where a record sits in a view: its kind and, for per-operation kinds, its operation.
+pub type Slot = (StepKind, Option<Op>);
 
 /// One instance's records.
 #[derive(Debug, Clone)]
@@ -67,14 +72,10 @@ pub struct InstanceView {
     pub level: Option<u64>,
     /// NIST security category from the manifest, when given.
     pub nist_category: Option<u8>,
-    pub build: Option<StepRecord>,
-    pub kat: Option<StepRecord>,
-    pub sizes: Option<StepRecord>,
-    pub survey: Option<StepRecord>,
-    /// One entry per operation of the `time` step, in the step's order.
-    pub time: Vec<(Op, Option<StepRecord>)>,
-    /// One entry per operation of the `profile` step, in the step's order.
-    pub profile: Vec<(Op, Option<StepRecord>)>,
+    /// Records by kind and operation: every reported per-instance kind once (op `None`),
+    /// then every reported per-operation kind once per operation of its step, in the
+    /// step's order; kinds in registration order; `None` where no record exists.
+    pub by_kind: Vec<(Slot, Option<StepRecord>)>,
 }
 
 /// Security level of an instance for chart grouping: the matrix variable `level` when it
@@ -138,8 +139,19 @@ impl CampaignView {
                 .map(|s| s.params.ops.clone())
                 .unwrap_or_default()
         };
-        let time_ops = ops_of(StepKind::Time);
-        let profile_ops = ops_of(StepKind::Profile);
+        // Per-instance kinds first, then per-operation ones (the evidence index's order).
+        let reported = |scope: StepScope| {
+            StepKind::ALL
+                .into_iter()
+                .filter(move |k| k.scope() == scope && k.describe().reported())
+        };
+        let instance_slots: Vec<Slot> = reported(StepScope::Instance)
+            .map(|k| (k, None))
+            .chain(
+                reported(StepScope::Operation)
+                    .flat_map(|k| ops_of(k).into_iter().map(move |op| (k, Some(op)))),
+            )
+            .collect();
         let build_flags = campaign
             .steps
             .iter()
@@ -150,40 +162,27 @@ impl CampaignView {
         for sub in &campaign.submissions {
             let mut instances = Vec::new();
             for inst in &sub.instances {
-                let one = |kind: StepKind| {
-                    read_record(
-                        out_dir,
-                        &record::record_path(kind, &sub.id, Some(&inst.id), None),
-                    )
-                };
-                let per_op = |kind: StepKind, ops: &[Op]| -> io::Result<Vec<_>> {
-                    ops.iter()
-                        .map(|&op| {
-                            read_record(
-                                out_dir,
-                                &record::record_path(kind, &sub.id, Some(&inst.id), Some(op)),
-                            )
-                            .map(|r| (op, r))
-                        })
-                        .collect()
-                };
+                let by_kind = instance_slots
+                    .iter()
+                    .map(|&(kind, op)| {
+                        let rel = record::record_path(kind, &sub.id, Some(&inst.id), op);
+                        read_record(out_dir, &rel).map(|r| ((kind, op), r))
+                    })
+                    .collect::<io::Result<Vec<_>>>()?;
                 instances.push(InstanceView {
                     id: inst.id.clone(),
                     vars: inst.vars.clone(),
                     level: level_of(&inst.id, &inst.vars),
                     nist_category: inst.nist_category,
-                    build: one(StepKind::Build)?,
-                    kat: one(StepKind::Kat)?,
-                    sizes: one(StepKind::Sizes)?,
-                    survey: one(StepKind::Survey)?,
-                    time: per_op(StepKind::Time, &time_ops)?,
-                    profile: per_op(StepKind::Profile, &profile_ops)?,
+                    by_kind,
                 });
             }
-            let source = read_record(
-                out_dir,
-                &record::record_path(StepKind::Source, &sub.id, None, None),
-            )?;
+            let by_kind = reported(StepScope::Submission)
+                .map(|kind| {
+                    let rel = record::record_path(kind, &sub.id, None, None);
+                    read_record(out_dir, &rel).map(|r| (kind, r))
+                })
+                .collect::<io::Result<Vec<_>>>()?;
             let families: BTreeSet<String> = sub
                 .primitives
                 .functions
@@ -212,7 +211,7 @@ impl CampaignView {
                 drng_symbol: sub.primitives.drng.clone(),
                 primitive_sources: sub.primitives.sources.clone(),
                 impls,
-                source,
+                by_kind,
                 instances,
             });
         }
@@ -249,8 +248,8 @@ impl CampaignView {
         self.submissions
             .iter()
             .flat_map(|s| s.instances.iter())
-            .flat_map(|i| i.time.iter())
-            .find_map(|(_, r)| r.as_ref().and_then(time_data).map(|t| &t.environment))
+            .flat_map(|i| i.ops(StepKind::Time))
+            .find_map(|(_, r)| r.and_then(time_data).map(|t| &t.environment))
     }
 
     /// Names of every system shown in the switch, this one included, sorted.
@@ -343,36 +342,60 @@ pub fn source_data(r: &StepRecord) -> Option<&SourceData> {
     }
 }
 
+impl SubmissionView {
+    /// The record of a per-submission kind, if any.
+    pub fn record(&self, kind: StepKind) -> Option<&StepRecord> {
+        self.by_kind
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .and_then(|(_, r)| r.as_ref())
+    }
+}
+
 impl InstanceView {
+    /// The record of a per-instance kind, if any.
+    pub fn record(&self, kind: StepKind) -> Option<&StepRecord> {
+        self.by_kind
+            .iter()
+            .find(|(k, _)| *k == (kind, None))
+            .and_then(|(_, r)| r.as_ref())
+    }
+
+    /// The operations of a per-operation kind's step, in the step's order, with their
+    /// records.
+    pub fn ops(&self, kind: StepKind) -> impl Iterator<Item = (Op, Option<&StepRecord>)> + '_ {
+        self.by_kind
+            .iter()
+            .filter_map(move |((k, op), r)| match op {
+                Some(op) if *k == kind => Some((*op, r.as_ref())),
+                _ => None,
+            })
+    }
+
+    /// The record of one operation of a per-operation kind when it succeeded.
+    fn op_ok(&self, kind: StepKind, op: Op) -> Option<&StepRecord> {
+        self.ops(kind)
+            .find(|(o, _)| *o == op)
+            .and_then(|(_, r)| r)
+            .filter(|r| r.status == record::Status::Ok)
+    }
+
     /// Timing data of an operation whose record succeeded.
     pub fn time_ok(&self, op: Op) -> Option<&TimeData> {
-        self.time
-            .iter()
-            .find(|(o, _)| *o == op)
-            .and_then(|(_, r)| r.as_ref())
-            .filter(|r| r.status == record::Status::Ok)
-            .and_then(time_data)
+        self.op_ok(StepKind::Time, op).and_then(time_data)
     }
 
     /// Profile data of an operation whose record succeeded.
     pub fn profile_ok(&self, op: Op) -> Option<&ProfileData> {
-        self.profile
-            .iter()
-            .find(|(o, _)| *o == op)
-            .and_then(|(_, r)| r.as_ref())
-            .filter(|r| r.status == record::Status::Ok)
-            .and_then(profile_data)
+        self.op_ok(StepKind::Profile, op).and_then(profile_data)
     }
 
-    /// Every record of this instance that exists.
+    /// Every record of this instance that exists, in [`InstanceView::by_kind`] order.
     pub fn records(&self) -> Vec<&StepRecord> {
-        let mut v: Vec<&StepRecord> = [&self.build, &self.kat, &self.sizes, &self.survey]
-            .into_iter()
-            .flatten()
-            .collect();
-        v.extend(self.time.iter().filter_map(|(_, r)| r.as_ref()));
-        v.extend(self.profile.iter().filter_map(|(_, r)| r.as_ref()));
-        v
+        self.by_kind
+            .iter()
+            .filter_map(|(_, r)| r.as_ref())
+            .collect()
     }
 }
 

@@ -12,7 +12,7 @@ use petgraph::graph::NodeIndex;
 use sha2::{Digest, Sha256};
 
 use crate::graph::{Node, Plan};
-use crate::model::{Campaign, Source, StepKind, StepSpec};
+use crate::model::{Campaign, StepKind, StepSpec};
 
 /// Bumped when a step's logic changes in a way that invalidates its old records
 /// (3: `time` measured in interleaved sessions, `profile` repeated).
@@ -38,7 +38,7 @@ pub fn key_of(inputs: &BTreeMap<String, String>) -> String {
 }
 
 /// Short values are kept as they are (readable in `explain`), long ones hashed.
-fn value(s: String) -> String {
+pub fn value(s: String) -> String {
     if s.len() <= 96 {
         s
     } else {
@@ -46,7 +46,8 @@ fn value(s: String) -> String {
     }
 }
 
-fn json<T: serde::Serialize>(v: &T) -> String {
+/// A model value as JSON, kept or hashed as [`value`] does.
+pub fn json<T: serde::Serialize>(v: &T) -> String {
     value(serde_json::to_string(v).expect("model serializes"))
 }
 
@@ -129,7 +130,6 @@ fn spec_of(campaign: &Campaign, kind: StepKind) -> &StepSpec {
 
 /// A node's own inputs (not counting its dependencies).
 fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, String> {
-    let sub = &c.submissions[node.submission];
     let spec = spec_of(c, node.kind);
     let mut m = BTreeMap::new();
     m.insert(
@@ -137,74 +137,13 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
         format!("{} v{STEP_LOGIC_VERSION}", node.kind),
     );
     m.insert("params".into(), json(&spec.params));
-    let native = format!("kem-native {}", kem_native_version());
-    match node.kind {
-        StepKind::Source => {
-            m.insert("source".into(), json(&sub.source));
-        }
-        StepKind::Build => {
-            let inst = &sub.instances[node.instance.expect("build is per instance")];
-            m.insert("instance".into(), json(inst));
-            m.insert("primitives".into(), json(&sub.primitives));
-            let profile = spec.params.flags.as_deref().unwrap_or("");
-            let flags = c
-                .flags
-                .get(profile)
-                .map(|f| f.flags.join(" "))
-                .unwrap_or_default();
-            m.insert("flags".into(), value(format!("{profile}: {flags}")));
-            m.insert(
-                "cc".into(),
-                value(format!("{}: {}", c.system.cc, facts.cc_version)),
-            );
-            m.insert("kem-native".into(), native);
-            m.insert(
-                "profile variant".into(),
-                c.steps
-                    .iter()
-                    .any(|s| s.kind == StepKind::Profile)
-                    .to_string(),
-            );
-            if crate::run::steps::valgrind_object::wanted(c) {
-                m.insert("valgrind variant".into(), "true".into());
-            }
-            if let Source::Path { path } = &sub.source {
-                let mut files = tree_hash(&path.join(&inst.dir));
-                for extra in inst.extra_sources.iter().chain(&sub.primitives.sources) {
-                    files.push_str(&file_hash(&path.join(extra)));
-                }
-                for inc in &sub.primitives.includes {
-                    files.push_str(&tree_hash(&path.join(inc)));
-                }
-                m.insert("files".into(), sha256_hex(files.as_bytes()));
-            }
-        }
-        StepKind::Kat => {
-            m.insert("kat".into(), json(&sub.kat));
-            m.insert("expected".into(), file_hash(&sub.kat.manifest));
-            if let Some(dir) = &sub.kat.reference_dir {
-                m.insert("reference".into(), tree_hash(dir));
-            }
-            m.insert("kem-native".into(), native);
-        }
-        StepKind::Time | StepKind::Profile => {
-            m.insert("environment".into(), facts.env_fingerprint.clone());
-            m.insert("isolation".into(), c.system.isolation.name().to_string());
-            m.insert("kem-native".into(), native);
-        }
-        StepKind::Sizes => {
-            let inst = &sub.instances[node.instance.expect("sizes is per instance")];
-            m.insert("catalog".into(), json(&sub.sizes.get(&inst.id)));
-        }
-        StepKind::Survey => {}
-        StepKind::Report => {
-            m.insert("meta".into(), json(&sub.meta));
-        }
-        StepKind::Index => {
-            // Renders every submission's records: its inputs are their keys (dependencies).
-        }
-    }
+    node.kind.describe().inputs(c, node, spec, facts, &mut m);
     m
+}
+
+/// The `kem-native` input of steps whose records come from the runner.
+pub fn native() -> String {
+    format!("kem-native {}", kem_native_version())
 }
 
 /// Version of the runner crate (its records change meaning with it).

@@ -87,34 +87,9 @@ pub fn is_forced(ctx: &Ctx, ix: NodeIndex, force: &[GlobMatcher]) -> bool {
     force.iter().any(|m| m.is_match(&ctx.node(ix).id))
 }
 
-/// Estimated bench-lane time of an exclusive step, from its parameters and, when an
-/// earlier timing record exists, the operation's measured time.
+/// Estimated bench-lane time of an exclusive step (see [`super::steps::KindSpec::estimate`]).
 pub fn estimate(ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
-    let node = ctx.node(ix);
-    let spec = ctx.spec(node.kind)?;
-    let p = &spec.params;
-    let per_op_ns = ctx
-        .read_record(&crate::graph::Node {
-            kind: StepKind::Time,
-            ..node.clone()
-        })
-        .and_then(|r| match r.data {
-            Some(StepData::Time(t)) => Some(t.summary.mean_ns),
-            _ => None,
-        });
-    match node.kind {
-        StepKind::Time => {
-            // Calibration and warm-up take about half a trial; a slow op may need
-            // min-iters x its time per trial.
-            let trial = p.trial.as_secs_f64();
-            let trial = per_op_ns.map_or(trial, |ns| trial.max(ns * 1e-9 * p.min_iters as f64));
-            Some(Duration::from_secs_f64(trial * (p.trials as f64 + 0.5)))
-        }
-        StepKind::Profile => {
-            per_op_ns.map(|ns| Duration::from_secs_f64(ns * 1e-9 * p.iters as f64 * 2.0 + 0.05))
-        }
-        _ => None,
-    }
+    ctx.node(ix).kind.describe().estimate(ctx, ix)
 }
 
 fn fmt_duration(d: Duration) -> String {

@@ -386,7 +386,7 @@ fn blocked_by(
     outcomes: &BTreeMap<NodeIndex, Outcome>,
     kind: StepKind,
 ) -> Option<(Status, String)> {
-    if matches!(kind, StepKind::Report | StepKind::Index) {
+    if kind.describe().collects() {
         // A report renders whatever exists, failures included.
         return None;
     }

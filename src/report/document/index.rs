@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::Op;
+use crate::model::{Op, StepKind};
 use crate::record::{KatStatus, Status, StepRecord};
 
 use super::{breadcrumb, status_text, UNKNOWN};
@@ -200,7 +200,7 @@ pub fn failures(doc: &mut Doc, view: &CampaignView) {
     let mut failed: BTreeMap<String, String> = BTreeMap::new();
     let mut skipped = 0usize;
     for sub in &view.submissions {
-        let mut recs: Vec<&StepRecord> = sub.source.iter().collect();
+        let mut recs: Vec<&StepRecord> = sub.record(StepKind::Source).into_iter().collect();
         for inst in &sub.instances {
             recs.extend(inst.records());
         }

@@ -20,13 +20,15 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
         .instances
         .iter()
         .filter_map(|i| {
-            i.survey
-                .as_ref()
+            i.record(StepKind::Survey)
                 .and_then(view::survey_data)
                 .map(|s| (i, s))
         })
         .collect();
-    let any_survey = sub.instances.iter().any(|i| i.survey.is_some());
+    let any_survey = sub
+        .instances
+        .iter()
+        .any(|i| i.record(StepKind::Survey).is_some());
     if let Some(line) = did_not_run(view, StepKind::Survey, any_survey, "no survey verdict") {
         doc.p(line);
     } else if surveys.is_empty() {
@@ -34,7 +36,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
         doc.list(
             sub.instances
                 .iter()
-                .filter_map(|i| i.survey.as_ref().map(|r| (i, r)))
+                .filter_map(|i| i.record(StepKind::Survey).map(|r| (i, r)))
                 .map(|(i, r)| format!("{}: {}", code(&i.id), status_text(r)))
                 .collect(),
         );
@@ -53,7 +55,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
         } else {
             let mut t = Table::new(&["instance", "survey verdict", "summary"]);
             for inst in &sub.instances {
-                match inst.survey.as_ref() {
+                match inst.record(StepKind::Survey) {
                     Some(r) => match view::survey_data(r) {
                         Some(s) => t.row(vec![
                             code(&inst.id),
@@ -125,7 +127,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
     let any_profile = sub
         .instances
         .iter()
-        .any(|i| i.profile.iter().any(|(_, r)| r.is_some()));
+        .any(|i| i.ops(StepKind::Profile).any(|(_, r)| r.is_some()));
     if let Some(line) = did_not_run(view, StepKind::Profile, any_profile, "no hash/DRNG shares") {
         doc.p(line);
         return;
@@ -153,8 +155,8 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
     ]);
     let mut missing: Vec<(String, String, Vec<&str>)> = Vec::new();
     for inst in &sub.instances {
-        for (op, r) in &inst.profile {
-            match inst.profile_ok(*op) {
+        for (op, r) in inst.ops(StepKind::Profile) {
+            match inst.profile_ok(op) {
                 Some(p) => t.row(vec![
                     code(&inst.id),
                     op.name().into(),
@@ -165,7 +167,6 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
                 ]),
                 None => {
                     let why = r
-                        .as_ref()
                         .map(status_text)
                         .unwrap_or_else(|| "did not run (no record)".into());
                     match missing
@@ -230,9 +231,8 @@ fn referenced_and_called(inst: &InstanceView, s: &SurveyData) -> String {
         s.provided_used.join(", ")
     );
     let profiles: Vec<&ProfileData> = inst
-        .profile
-        .iter()
-        .filter_map(|(op, _)| inst.profile_ok(*op))
+        .ops(StepKind::Profile)
+        .filter_map(|(op, _)| inst.profile_ok(op))
         .collect();
     if profiles.is_empty() {
         return line;
@@ -248,8 +248,7 @@ fn referenced_and_called(inst: &InstanceView, s: &SurveyData) -> String {
         .map(String::as_str)
         .partition(|sym| called(sym));
     let ops: Vec<&str> = inst
-        .profile
-        .iter()
+        .ops(StepKind::Profile)
         .filter(|(op, _)| inst.profile_ok(*op).is_some())
         .map(|(op, _)| op.name())
         .collect();
@@ -326,8 +325,8 @@ fn portable_aes(sub: &SubmissionView) -> Option<String> {
         .instances
         .iter()
         .filter(|i| {
-            i.profile.iter().any(|(op, _)| {
-                i.profile_ok(*op).is_some_and(|p| {
+            i.ops(StepKind::Profile).any(|(op, _)| {
+                i.profile_ok(op).is_some_and(|p| {
                     p.family_shares
                         .iter()
                         .any(|(f, share)| f == "aes" && *share > 0.0)

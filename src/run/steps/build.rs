@@ -10,11 +10,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::Glob;
 
-use super::{Done, Step, Stop};
-use crate::model::StepKind;
-use crate::record::{BuildData, Status, StepData};
+use std::collections::BTreeMap;
+
+use super::{Done, KindSpec, Step, Stop};
+use crate::graph::Node;
+use crate::model::{Campaign, Op, Source, StepKind, StepScope, StepSpec};
+use crate::record::{BuildData, Status, StepData, StepRecord};
 use crate::run::exec::{self, Exit};
-use crate::run::keys::sha256_hex;
+use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, value, Facts};
 use crate::run::sandbox::Jail;
 
 /// The objects compiled for one key, once: filled by the first caller, awaited by the rest.
@@ -214,7 +217,92 @@ impl Compiler<'_, '_> {
     }
 }
 
-pub fn run(step: &mut Step) -> Done {
+/// The `build` kind: per instance.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "build"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Instance
+    }
+
+    fn data_needs(&self) -> &'static [StepKind] {
+        &[StepKind::Source]
+    }
+
+    fn props(&self) -> &'static [&'static str] {
+        &["flags", "memory"]
+    }
+
+    fn required_props(&self) -> &'static [&'static str] {
+        &["flags"]
+    }
+
+    fn inputs(
+        &self,
+        c: &Campaign,
+        node: &Node,
+        spec: &StepSpec,
+        facts: &Facts,
+        m: &mut BTreeMap<String, String>,
+    ) {
+        let sub = &c.submissions[node.submission];
+        let inst = &sub.instances[node.instance.expect("build is per instance")];
+        m.insert("instance".into(), json(inst));
+        m.insert("primitives".into(), json(&sub.primitives));
+        let profile = spec.params.flags.as_deref().unwrap_or("");
+        let flags = c
+            .flags
+            .get(profile)
+            .map(|f| f.flags.join(" "))
+            .unwrap_or_default();
+        m.insert("flags".into(), value(format!("{profile}: {flags}")));
+        m.insert(
+            "cc".into(),
+            value(format!("{}: {}", c.system.cc, facts.cc_version)),
+        );
+        m.insert("kem-native".into(), native());
+        m.insert(
+            "profile variant".into(),
+            c.steps
+                .iter()
+                .any(|s| s.kind == StepKind::Profile)
+                .to_string(),
+        );
+        if super::valgrind_object::wanted(c) {
+            m.insert("valgrind variant".into(), "true".into());
+        }
+        if let Source::Path { path } = &sub.source {
+            let mut files = tree_hash(&path.join(&inst.dir));
+            for extra in inst.extra_sources.iter().chain(&sub.primitives.sources) {
+                files.push_str(&file_hash(&path.join(extra)));
+            }
+            for inc in &sub.primitives.includes {
+                files.push_str(&tree_hash(&path.join(inc)));
+            }
+            m.insert("files".into(), sha256_hex(files.as_bytes()));
+        }
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        run(step)
+    }
+
+    fn evidence(&self, rec: &StepRecord, _op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
+        let mut rows = vec![(format!("build record ({})", rec.status.name()), path)];
+        rows.extend(
+            rec.logs
+                .iter()
+                .map(|l| ("build log".to_string(), l.clone())),
+        );
+        rows
+    }
+}
+
+fn run(step: &mut Step) -> Done {
     let mut done = build(step).unwrap_or_else(Done::from);
     // A failed build names the manifest lines behind it: the instance, its folder, its flags.
     let o = &step.instance().origin;

@@ -8,13 +8,17 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{parse_runner, Done, Step, Stop};
-use crate::model::{KatMode, KatRng, StepKind};
+use super::{parse_runner, Done, KindSpec, Step, Stop};
+use crate::graph::Node;
+use crate::model::{Campaign, KatMode, KatRng, Op, StepKind, StepScope, StepSpec};
 use crate::record::{
     BuildData, KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
+    StepRecord,
 };
+use crate::report::doc::code;
+use crate::report::format::short_hash;
 use crate::run::exec::Exit;
-use crate::run::keys::sha256_hex;
+use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, Facts};
 
 /// Expected hashes from a sha256sum-format file: name -> lower-case hex. Lines starting
 /// with `#` and blank lines are ignored; `*name` (binary marker) is accepted.
@@ -208,8 +212,78 @@ fn run_kat(
     result
 }
 
-pub fn run(step: &mut Step) -> Done {
-    kat(step).unwrap_or_else(Done::from)
+/// The `kat` kind: per instance.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "kat"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Instance
+    }
+
+    fn data_needs(&self) -> &'static [StepKind] {
+        &[StepKind::Build]
+    }
+
+    fn props(&self) -> &'static [&'static str] {
+        &["modes", "memory"]
+    }
+
+    fn inputs(
+        &self,
+        c: &Campaign,
+        node: &Node,
+        _spec: &StepSpec,
+        _facts: &Facts,
+        m: &mut BTreeMap<String, String>,
+    ) {
+        let sub = &c.submissions[node.submission];
+        m.insert("kat".into(), json(&sub.kat));
+        m.insert("expected".into(), file_hash(&sub.kat.manifest));
+        if let Some(dir) = &sub.kat.reference_dir {
+            m.insert("reference".into(), tree_hash(dir));
+        }
+        m.insert("kem-native".into(), native());
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        kat(step).unwrap_or_else(Done::from)
+    }
+
+    /// The record, its logs (the KAT log with its hash) and the generated responses.
+    fn evidence(&self, rec: &StepRecord, _op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
+        let mut rows = vec![(format!("KAT record ({})", rec.status.name()), path)];
+        let data = match &rec.data {
+            Some(StepData::Kat(d)) => Some(d),
+            _ => None,
+        };
+        for l in &rec.logs {
+            let item = match data {
+                Some(d) if l.extension().is_some_and(|e| e == "log") => {
+                    format!("KAT log (sha256 {})", code(&short_hash(&d.log_sha256)))
+                }
+                _ => "KAT log".to_string(),
+            };
+            rows.push((item, l.clone()));
+        }
+        for m in data.iter().flat_map(|d| &d.modes) {
+            if let Some(rsp) = &m.rsp {
+                let item = match &m.actual_sha256 {
+                    Some(h) => format!(
+                        "KAT {} response (sha256 {})",
+                        m.mode.name(),
+                        code(&short_hash(h))
+                    ),
+                    None => format!("KAT {} response", m.mode.name()),
+                };
+                rows.push((item, rsp.clone()));
+            }
+        }
+        rows
+    }
 }
 
 fn kat(step: &mut Step) -> Result<Done, Stop> {

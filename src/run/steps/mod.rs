@@ -1,8 +1,16 @@
-//! The steps. Each kind is one file with one `run(&Step) -> Done` function; records are
-//! the only way steps talk to each other (a KAT reads the build record to find the object).
+//! The steps. Each kind is one file, `run/steps/<kind>.rs`, holding its [`KindSpec`] (name,
+//! scope, data needs, properties, cache-key inputs, estimate, report rows) and its `run`;
+//! the list below registers it. Records are the only way steps talk to each other (a KAT
+//! reads the build record to find the object).
+//!
+//! Adding a kind: a new file here implementing [`KindSpec`], its `mod` line and one line
+//! in `step_kinds!` below (which makes the [`StepKind`] variant); a kind that records a
+//! payload also adds its variant to [`StepData`].
 
 pub mod build;
+mod index;
 mod kat;
+mod kind;
 mod profile;
 mod report;
 mod sizes;
@@ -10,6 +18,29 @@ pub mod source;
 mod survey;
 pub mod time;
 pub mod valgrind_object;
+
+pub use kind::KindSpec;
+
+kind::step_kinds! {
+    /// Resolve where a submission's code is (per submission).
+    Source => source::Kind,
+    /// Compile an instance into a shared object (per instance).
+    Build => build::Kind,
+    /// Generate and check known-answer tests (per instance).
+    Kat => kat::Kind,
+    /// pk/sk/ct/ss sizes and the size audit (per instance).
+    Sizes => sizes::Kind,
+    /// Cycle and time measurement (per instance and operation, exclusive).
+    Time => time::Kind,
+    /// Hash/XOF and DRNG share with link-time wrappers (per instance and operation, exclusive).
+    Profile => profile::Kind,
+    /// Which symmetric code the object really contains (per instance).
+    Survey => survey::Kind,
+    /// Per-submission report (per submission).
+    Report => report::Kind,
+    /// Campaign index, results.csv/json and the site's front page (once per campaign).
+    Index => index::Kind,
+}
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,7 +51,7 @@ use petgraph::graph::NodeIndex;
 use super::sandbox::Jail;
 use super::{exec, Ctx};
 use crate::graph::Node;
-use crate::model::{Instance, StepKind, Submission};
+use crate::model::{Instance, Submission};
 use crate::record::{BuildData, SourceData, Status, StepData, StepRecord, RECORD_SCHEMA};
 
 /// What one step produced; the scheduler adds ids, keys and times.
@@ -351,17 +382,7 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
     let node = step.node;
     let done = match refused(&step) {
         Some(refusal) => refusal,
-        None => match node.kind {
-            StepKind::Source => source::run(&mut step),
-            StepKind::Build => build::run(&mut step),
-            StepKind::Kat => kat::run(&mut step),
-            StepKind::Sizes => sizes::run(&mut step),
-            StepKind::Time => time::run(&mut step),
-            StepKind::Profile => profile::run(&mut step),
-            StepKind::Survey => survey::run(&mut step),
-            StepKind::Report => report::run(&mut step),
-            StepKind::Index => report::run_index(&mut step),
-        },
+        None => node.kind.describe().run(&mut step),
     };
     record_of(step, done)
 }

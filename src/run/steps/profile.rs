@@ -6,9 +6,70 @@
 //! a wrapped total per operation (wrapper cost taken out) that differs from the timed
 //! cycles of the same operation by more than [`MAX_DISAGREEMENT`] is flagged.
 
-use super::{runner_job, Done, Step};
-use crate::model::StepKind;
-use crate::record::{ProfileData, ProfileOutput, ProfileRepeat, Status, StepData};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use petgraph::graph::NodeIndex;
+
+use super::{runner_job, Done, KindSpec, Step};
+use crate::graph::Node;
+use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
+use crate::record::{ProfileData, ProfileOutput, ProfileRepeat, Status, StepData, StepRecord};
+use crate::run::keys::Facts;
+use crate::run::Ctx;
+
+/// The `profile` kind: per instance and operation, exclusive; its records under `profile/`.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "profile"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Operation
+    }
+
+    fn data_needs(&self) -> &'static [StepKind] {
+        &[StepKind::Build]
+    }
+
+    fn props(&self) -> &'static [&'static str] {
+        &["ops", "iters", "memory"]
+    }
+
+    fn record_dir(&self) -> &'static str {
+        "profile"
+    }
+
+    fn inputs(
+        &self,
+        c: &Campaign,
+        _node: &Node,
+        _spec: &StepSpec,
+        facts: &Facts,
+        m: &mut BTreeMap<String, String>,
+    ) {
+        super::time::measurement_inputs(c, facts, m);
+    }
+
+    /// Known once the operation has been timed.
+    fn estimate(&self, ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
+        let node = ctx.node(ix);
+        let p = &ctx.spec(node.kind)?.params;
+        super::time::measured_ns(ctx, node)
+            .map(|ns| Duration::from_secs_f64(ns * 1e-9 * p.iters as f64 * 2.0 + 0.05))
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        run(step)
+    }
+
+    fn evidence(&self, _rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
+        vec![(format!("hash profile {}", op.map_or("", Op::name)), path)]
+    }
+}
 
 /// Profile runs per operation.
 pub const REPEATS: usize = 5;
@@ -16,7 +77,7 @@ pub const REPEATS: usize = 5;
 /// Largest relative difference between the wrapped total and the timed cycles not flagged.
 pub const MAX_DISAGREEMENT: f64 = 0.10;
 
-pub fn run(step: &mut Step) -> Done {
+fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,

@@ -1,12 +1,59 @@
 //! `sizes`: pk/sk/ct/ss from api.h (via the build record), the external catalog and the
 //! lengths the KAT actually produced, with an audit of every disagreement.
 
-use super::{Done, Step};
-use crate::model::KatMode;
-use crate::model::StepKind;
-use crate::record::StepData;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-pub fn run(step: &mut Step) -> Done {
+use super::{Done, KindSpec, Step};
+use crate::graph::Node;
+use crate::model::{Campaign, KatMode, Op, StepKind, StepScope, StepSpec};
+use crate::record::{StepData, StepRecord};
+use crate::run::keys::{json, Facts};
+
+/// The `sizes` kind: per instance.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "sizes"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Instance
+    }
+
+    fn data_needs(&self) -> &'static [StepKind] {
+        &[StepKind::Build]
+    }
+
+    fn inputs(
+        &self,
+        c: &Campaign,
+        node: &Node,
+        _spec: &StepSpec,
+        _facts: &Facts,
+        m: &mut BTreeMap<String, String>,
+    ) {
+        let sub = &c.submissions[node.submission];
+        let inst = &sub.instances[node.instance.expect("sizes is per instance")];
+        m.insert("catalog".into(), json(&sub.sizes.get(&inst.id)));
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        run(step)
+    }
+
+    fn evidence(
+        &self,
+        _rec: &StepRecord,
+        _op: Option<Op>,
+        path: PathBuf,
+    ) -> Vec<(String, PathBuf)> {
+        vec![("sizes".to_string(), path)]
+    }
+}
+
+fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,

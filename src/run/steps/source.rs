@@ -5,11 +5,46 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Done, Step};
-use crate::model::Source;
-use crate::record::{SourceData, StepData};
+use std::collections::BTreeMap;
 
-pub fn run(step: &mut Step) -> Done {
+use super::{Done, KindSpec, Step};
+use crate::graph::Node;
+use crate::model::{Campaign, Source, StepScope, StepSpec};
+use crate::record::{SourceData, StepData};
+use crate::run::keys::{json, Facts};
+
+/// The `source` kind: per submission.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "source"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Submission
+    }
+
+    fn inputs(
+        &self,
+        c: &Campaign,
+        node: &Node,
+        _spec: &StepSpec,
+        _facts: &Facts,
+        m: &mut BTreeMap<String, String>,
+    ) {
+        m.insert(
+            "source".into(),
+            json(&c.submissions[node.submission].source),
+        );
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        run(step)
+    }
+}
+
+fn run(step: &mut Step) -> Done {
     match &step.submission().source {
         Source::Path { path } => {
             if path.is_dir() {

@@ -4,11 +4,42 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::{Done, Step};
-use crate::record::StepData;
+use super::{Done, KindSpec, Step};
+use crate::model::{Op, StepKind, StepScope};
+use crate::record::{StepData, StepRecord};
 use crate::survey::SurveyInput;
 
-pub fn run(step: &mut Step) -> Done {
+/// The `survey` kind: per instance.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "survey"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Instance
+    }
+
+    fn data_needs(&self) -> &'static [StepKind] {
+        &[StepKind::Build]
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        run(step)
+    }
+
+    fn evidence(
+        &self,
+        _rec: &StepRecord,
+        _op: Option<Op>,
+        path: PathBuf,
+    ) -> Vec<(String, PathBuf)> {
+        vec![("survey".to_string(), path)]
+    }
+}
+
+fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,

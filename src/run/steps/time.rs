@@ -12,12 +12,91 @@
 //! implausible (its data kept as evidence, kept out of the reports); the records of a
 //! session get the same check.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{runner_job, Done, Step, Stop};
+use petgraph::graph::NodeIndex;
+
+use super::{runner_job, Done, KindSpec, Step, Stop};
+use crate::graph::Node;
+use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
+use crate::run::keys::{native, Facts};
 use crate::run::session::{Member, Rounds};
+use crate::run::Ctx;
+
+/// The `time` kind: per instance and operation, exclusive.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "time"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Operation
+    }
+
+    fn data_needs(&self) -> &'static [StepKind] {
+        &[StepKind::Build]
+    }
+
+    fn props(&self) -> &'static [&'static str] {
+        &["ops", "trials", "trial", "min-iters", "samples", "memory"]
+    }
+
+    fn inputs(
+        &self,
+        c: &Campaign,
+        _node: &Node,
+        _spec: &StepSpec,
+        facts: &Facts,
+        m: &mut BTreeMap<String, String>,
+    ) {
+        measurement_inputs(c, facts, m);
+    }
+
+    /// Calibration and warm-up take about half a trial; a slow op may need min-iters x its
+    /// time per trial.
+    fn estimate(&self, ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
+        let node = ctx.node(ix);
+        let p = &ctx.spec(node.kind)?.params;
+        let trial = p.trial.as_secs_f64();
+        let trial =
+            measured_ns(ctx, node).map_or(trial, |ns| trial.max(ns * 1e-9 * p.min_iters as f64));
+        Some(Duration::from_secs_f64(trial * (p.trials as f64 + 0.5)))
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        run(step)
+    }
+
+    fn evidence(&self, _rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
+        vec![(format!("timing {}", op.map_or("", Op::name)), path)]
+    }
+}
+
+/// Cache-key inputs of a measurement on the bench core (`time`, `profile`): the machine,
+/// the isolation and the runner.
+pub fn measurement_inputs(c: &Campaign, facts: &Facts, m: &mut BTreeMap<String, String>) {
+    m.insert("environment".into(), facts.env_fingerprint.clone());
+    m.insert("isolation".into(), c.system.isolation.name().to_string());
+    m.insert("kem-native".into(), native());
+}
+
+/// Mean time per operation of the existing `time` record of `node`'s instance and
+/// operation, whatever its status (for estimates).
+pub fn measured_ns(ctx: &Ctx, node: &Node) -> Option<f64> {
+    ctx.read_record(&Node {
+        kind: StepKind::Time,
+        ..node.clone()
+    })
+    .and_then(|r| match r.data {
+        Some(StepData::Time(t)) => Some(t.summary.mean_ns),
+        _ => None,
+    })
+}
 
 /// How far a timing record can be believed.
 #[derive(Debug, PartialEq)]
@@ -86,7 +165,7 @@ pub fn plausibility(out: &TimeOutput, elapsed: Duration) -> Plausibility {
     }
 }
 
-pub fn run(step: &mut Step) -> Done {
+fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (build_rec, build) = match step.build() {
         Ok(b) => b,

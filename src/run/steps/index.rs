@@ -1,0 +1,43 @@
+//! `index`: the campaign index, results.csv/json and the site's front page, once per
+//! campaign after every other step. Its inputs are the keys of every submission's steps
+//! (its dependencies).
+
+use super::{Done, KindSpec, Step};
+use crate::model::StepScope;
+use crate::record::{ReportData, StepData};
+
+/// The `index` kind: once per campaign.
+pub struct Kind;
+
+impl KindSpec for Kind {
+    fn name(&self) -> &'static str {
+        "index"
+    }
+
+    fn scope(&self) -> StepScope {
+        StepScope::Campaign
+    }
+
+    fn collects(&self) -> bool {
+        true
+    }
+
+    fn run(&self, step: &mut Step) -> Done {
+        let ctx = step.ctx;
+        let view = match crate::report::CampaignView::load(&ctx.campaign, &ctx.out) {
+            Ok(v) => v,
+            Err(e) => return Done::failed(format!("cannot read the records: {e}")),
+        };
+        let files = crate::report::render_campaign(&view);
+        if let Err(e) = crate::report::write_all(&ctx.out, &files) {
+            return Done::failed(format!("cannot write the index: {e}"));
+        }
+        let files: Vec<_> = files.into_iter().map(|(p, _)| p).collect();
+        step.artefacts.extend(files.iter().cloned());
+        Done::ok(StepData::Report(ReportData { files }))
+    }
+
+    fn reported(&self) -> bool {
+        false
+    }
+}

@@ -9,6 +9,7 @@
 //! renderer rewrites them to `.html`.
 
 mod categories;
+mod counts;
 mod evidence;
 mod index;
 mod primitives;
@@ -590,6 +591,7 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         .any(|i| i.ops(StepKind::Time).any(|(_, r)| r.is_some()));
     if let Some(line) = did_not_run(view, StepKind::Time, any, "no timing") {
         doc.p(line);
+        counts::instructions_table(doc, sub);
         return;
     }
     let mut t = Table::new(&[
@@ -753,6 +755,7 @@ fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
             ));
         }
     }
+    counts::instructions_table(doc, sub);
     build_commands(doc, sub);
     let slow = categories::slower_than_clean(&categories::speedups(sub));
     if !slow.is_empty() {

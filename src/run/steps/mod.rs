@@ -8,6 +8,7 @@
 //! payload also adds its variant to [`StepData`].
 
 pub mod build;
+mod count;
 mod index;
 mod kat;
 mod kind;
@@ -34,6 +35,8 @@ kind::step_kinds! {
     Time => time::Kind,
     /// Hash/XOF and DRNG share with link-time wrappers (per instance and operation, exclusive).
     Profile => profile::Kind,
+    /// Instructions per operation counted by callgrind (per instance and operation).
+    Count => count::Kind,
     /// Which symmetric code the object really contains (per instance).
     Survey => survey::Kind,
     /// Per-submission report (per submission).

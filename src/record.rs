@@ -136,11 +136,11 @@ pub struct BuildData {
     /// Variant linked with `--wrap` for every declared primitive, when a profile step exists.
     pub profile_object: Option<PathBuf>,
     /// Variant valgrind can run (`count`, `ct`): `valgrind_flags`, same sources.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valgrind_object: Option<PathBuf>,
-    /// The valgrind object's flags: `flags`, `-g`, and `-mno-avx512f` when `flags` would
-    /// enable AVX-512 (valgrind cannot run it).
-    #[serde(default)]
+    /// The valgrind object's flags: `flags`, `-g`, and `-mno-<ext>` for each extension
+    /// valgrind cannot run that `flags` would enable (`-mno-avx512f`, `-mno-avxvnni`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub valgrind_flags: Vec<String>,
     pub cc: String,
     pub cc_version: String,
@@ -327,10 +327,11 @@ pub struct CountData {
     pub tool_options: Vec<String>,
     /// The object counted (the build's valgrind object), relative to the output folder.
     pub object: PathBuf,
-    /// Its flags: the build's, `-g`, and `-mno-avx512f` when the build's enable AVX-512.
+    /// Its flags: the build's, `-g`, and the exclusions.
     pub flags: Vec<String>,
-    /// Whether `-mno-avx512f` was added (the counted code differs from the timed code).
-    pub avx512_excluded: bool,
+    /// Flags added to turn off extensions valgrind cannot run (`-mno-avx512f`, …): when
+    /// any, the counted code differs from the timed code.
+    pub excluded: Vec<String>,
     /// Instructions of each call, in call order.
     pub per_call: Vec<u64>,
     /// Mean, min and max of `per_call`.

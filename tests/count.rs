@@ -79,7 +79,7 @@ use ngcc_pipe::model::{Op, StepKind};
 use ngcc_pipe::record::{Status, StepData};
 
 /// Set to skip the tests that need valgrind on a machine without it.
-const SKIP_VAR: &str = "NGCC_SKIP_VALGRIND";
+const SKIP_VAR: &str = "NGCC_SKIP_VALGRIND_TESTS";
 
 /// Whether valgrind runs here; without it the test fails saying so, unless [`SKIP_VAR`] is set.
 fn valgrind_or_skip() -> bool {

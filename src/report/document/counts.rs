@@ -42,7 +42,7 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
     ]);
     let mut missing = Vec::new();
     let mut flags: Vec<String> = Vec::new();
-    let mut excluded = false;
+    let mut excluded: Vec<String> = Vec::new();
     for inst in &sub.instances {
         for (op, r) in inst.ops(StepKind::Count) {
             let Some(c) = inst.count_ok(op) else {
@@ -60,7 +60,11 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
             if !flags.contains(&f) {
                 flags.push(f);
             }
-            excluded |= c.avx512_excluded;
+            for x in &c.excluded {
+                if !excluded.contains(x) {
+                    excluded.push(x.clone());
+                }
+            }
             t.row(vec![
                 code(&inst.id),
                 op.name().into(),
@@ -92,11 +96,14 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
             "Counted object flags: {}.{} Cycles per instruction = timed cycles (session \
              median, else mean) / mean instructions.",
             flags.iter().map(|f| code(f)).collect::<Vec<_>>().join("; "),
-            if excluded {
-                " `-mno-avx512f` was added because valgrind cannot run AVX-512 code: the \
-                 counted code is not the timed code, and cycles per instruction compare the two."
+            if excluded.is_empty() {
+                " Same code as the timed object (`-g` adds debug information only).".to_string()
             } else {
-                " Same code as the timed object (`-g` adds debug information only)."
+                format!(
+                    " {} turn off instructions valgrind cannot run: the counted code is not \
+                     the timed code, and cycles per instruction compare the two.",
+                    code(&excluded.join(" "))
+                )
             }
         ));
     }
@@ -131,17 +138,21 @@ pub(super) fn shares_table(doc: &mut Doc, sub: &SubmissionView) {
                 continue;
             };
             let p = inst.profile_ok(op);
-            let gap = |instr: f64, time: Option<f64>| {
-                time.filter(|t| (t - instr).abs() > MAX_SHARE_GAP)
-                    .map(|t| format!("{:+.0} points", (t - instr) * 100.0))
+            let gap = |what: &str, instr: f64, time: Option<f64>| {
+                time.filter(|t| (t - instr).abs() > MAX_SHARE_GAP).map(|t| {
+                    format!(
+                        "{what}: time − instructions = {:+.0} points",
+                        (t - instr) * 100.0
+                    )
+                })
             };
-            let mut flag = Vec::new();
-            if let Some(g) = gap(c.hash_share, p.map(|p| p.hash_share)) {
-                flag.push(format!("hash time share {g}"));
-            }
-            if let Some(g) = gap(c.drng_share, p.map(|p| p.drng_share)) {
-                flag.push(format!("DRNG time share {g}"));
-            }
+            let flag: Vec<String> = [
+                gap(families, c.hash_share, p.map(|p| p.hash_share)),
+                gap("DRNG", c.drng_share, p.map(|p| p.drng_share)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             if !c.nesting_ambiguous.is_empty() {
                 ambiguous.push(format!(
                     "{} {}: {}",
@@ -193,7 +204,7 @@ fn by_family(c: &CountData) -> String {
     let mut v: Vec<&(String, f64)> = c
         .family_shares
         .iter()
-        .filter(|(f, _)| f != crate::profile::DRNG_FAMILY)
+        .filter(|(f, x)| f != crate::profile::DRNG_FAMILY && *x > 0.0)
         .collect();
     if v.is_empty() {
         return DASH.to_string();

@@ -237,10 +237,7 @@ fn count(step: &mut Step) -> Result<Done, Stop> {
                 .filter(|o| !o.starts_with("--callgrind-out-file="))
                 .collect(),
             object: ctx.rel(&object),
-            avx512_excluded: build
-                .valgrind_flags
-                .iter()
-                .any(|f| f == super::valgrind_object::NO_AVX512),
+            excluded: super::valgrind_object::excluded_in(&build.valgrind_flags),
             flags: build.valgrind_flags.clone(),
             instructions_mean: s.per_call.iter().sum::<u64>() as f64 / n,
             instructions_min: s.per_call.iter().copied().min().unwrap_or(0),

@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod count;
 pub mod ct;
 pub mod dsl;
 pub mod error;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use kem_native::output::{
-    ApiSizes, KatOutput, ProfileOutput, SymbolProfile, TimeOutput, Trial,
+    ApiSizes, CountOutput, KatOutput, ProfileOutput, SymbolProfile, TimeOutput, Trial,
 };
 
 use crate::model::{CatalogSizes, KatMode, Op, StepKind};
@@ -111,6 +111,7 @@ pub enum StepData {
     Sizes(SizesData),
     Time(Box<TimeData>),
     Profile(ProfileData),
+    Count(Box<CountData>),
     Survey(SurveyData),
     Report(ReportData),
     Ct(crate::run::steps::ct::CtData),
@@ -136,11 +137,11 @@ pub struct BuildData {
     /// Variant linked with `--wrap` for every declared primitive, when a profile step exists.
     pub profile_object: Option<PathBuf>,
     /// Variant valgrind can run (`count`, `ct`): `valgrind_flags`, same sources.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valgrind_object: Option<PathBuf>,
-    /// The valgrind object's flags: `flags`, `-g`, and `-mno-avx512f` when `flags` would
-    /// enable AVX-512 (valgrind cannot run it).
-    #[serde(default)]
+    /// The valgrind object's flags: `flags`, `-g`, and `-mno-<ext>` for each extension
+    /// valgrind cannot run that `flags` would enable (`-mno-avx512f`, `-mno-avxvnni`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub valgrind_flags: Vec<String>,
     pub cc: String,
     pub cc_version: String,
@@ -314,6 +315,45 @@ pub struct ProfileData {
     /// same operation, when a time record exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrapped_over_timed: Option<f64>,
+}
+
+/// `count`: instructions of one operation counted by callgrind on the valgrind object.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CountData {
+    /// The runner's record: operation, calls, KAT generator and its seed.
+    pub output: CountOutput,
+    /// `valgrind --version`.
+    pub valgrind: String,
+    /// The command's callgrind options (before the runner's command line).
+    pub tool_options: Vec<String>,
+    /// The object counted (the build's valgrind object), relative to the output folder.
+    pub object: PathBuf,
+    /// Its flags: the build's, `-g`, and the exclusions.
+    pub flags: Vec<String>,
+    /// Flags added to turn off extensions valgrind cannot run (`-mno-avx512f`, …): when
+    /// any, the counted code differs from the timed code.
+    pub excluded: Vec<String>,
+    /// Instructions of each call, in call order.
+    pub per_call: Vec<u64>,
+    /// Mean, min and max of `per_call`.
+    pub instructions_mean: f64,
+    pub instructions_min: u64,
+    pub instructions_max: u64,
+    /// Inclusive instruction share of every declared hash/XOF/cipher family together, 0..=1
+    /// (a primitive called inside another counts once).
+    pub hash_share: f64,
+    /// Inclusive instruction share of the DRNG (`randombytes`).
+    pub drng_share: f64,
+    /// Inclusive share per family (`keccak`, `sha2`, `aes`, `drng`, ...).
+    pub family_shares: Vec<(String, f64)>,
+    /// Calls per operation of each declared symbol called at least once.
+    pub calls_per_op: Vec<(String, f64)>,
+    /// Functions whose calls into a family could not be told nested or not (their calls
+    /// are counted: the shares are then upper bounds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nesting_ambiguous: Vec<String>,
+    /// The callgrind profiles, one per call, relative to the output folder.
+    pub profiles: Vec<PathBuf>,
 }
 
 /// One repeat of a profile measurement.

@@ -5,6 +5,9 @@
 //!
 //! Each folder is read from `reports/results.json` (which carries every trial's per-op
 //! cycles) or, when that file is absent, from the timing records under `records/`.
+//!
+//! Where both folders counted the operation's instructions (`count` step), the row also
+//! gives the instruction ratio B/A: exact, no noise to test (counts are deterministic).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -22,6 +25,9 @@ use super::results::{Results, RESULTS_SCHEMA};
 /// Per-op trial cycles of one system: (submission, instance, op) -> values.
 type Trials = BTreeMap<(String, String, Op), Vec<f64>>;
 
+/// Mean instructions per operation of one system (from `count`), by the same key.
+type Instructions = BTreeMap<(String, String, Op), f64>;
+
 /// One compared instance and operation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompareRow {
@@ -32,6 +38,18 @@ pub struct CompareRow {
     pub trials_b: usize,
     /// `None` when a side has no usable trials.
     pub difference: Option<Difference>,
+    /// Mean instructions per operation of each side, when both counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<(f64, f64)>,
+}
+
+impl CompareRow {
+    /// Instructions B / A, exact.
+    pub fn instruction_ratio(&self) -> Option<f64> {
+        self.instructions
+            .filter(|(a, _)| *a > 0.0)
+            .map(|(a, b)| b / a)
+    }
 }
 
 /// The result of comparing two system folders.
@@ -59,11 +77,15 @@ fn system_name(dir: &Path) -> String {
         .unwrap_or_else(|| dir.display().to_string())
 }
 
-fn from_results(r: &Results) -> Trials {
+fn from_results(r: &Results) -> (Trials, Instructions) {
     let mut t = Trials::new();
+    let mut n = Instructions::new();
     for sub in &r.submissions {
         for inst in &sub.instances {
             for o in &inst.ops {
+                if let Some(i) = o.instructions {
+                    n.insert((sub.id.clone(), inst.id.clone(), o.op), i);
+                }
                 if !o.trial_cycles.is_empty() {
                     t.insert(
                         (sub.id.clone(), inst.id.clone(), o.op),
@@ -73,25 +95,16 @@ fn from_results(r: &Results) -> Trials {
             }
         }
     }
-    t
+    (t, n)
 }
 
-fn from_records(dir: &Path) -> io::Result<Trials> {
-    let records = dir.join("records");
-    let mut t = Trials::new();
-    let subs = match std::fs::read_dir(&records) {
-        Ok(rd) => rd,
-        Err(e) => {
-            return Err(io::Error::new(
-                e.kind(),
-                format!(
-                    "`{}` has neither reports/results.json nor a readable records/ folder: {e}",
-                    dir.display()
-                ),
-            ))
-        }
-    };
+/// The `.json` files one folder below `dir` (`<dir>/<sub>/*.json`), sorted; none when `dir`
+/// does not exist.
+fn record_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = Vec::new();
+    let Ok(subs) = std::fs::read_dir(dir) else {
+        return Ok(files);
+    };
     for sub in subs {
         let sub = sub?.path();
         if !sub.is_dir() {
@@ -105,6 +118,47 @@ fn from_records(dir: &Path) -> io::Result<Trials> {
         }
     }
     files.sort();
+    Ok(files)
+}
+
+/// Mean instructions of the ok `count` records under `<dir>/count/`.
+fn instructions_from_records(dir: &Path) -> io::Result<Instructions> {
+    let mut n = Instructions::new();
+    for f in record_files(&dir.join("count"))? {
+        let rec: Option<StepRecord> = record::read_json(&f).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot read record `{}`: {e}", f.display()),
+            )
+        })?;
+        if let Some(StepRecord {
+            status: record::Status::Ok,
+            instance: Some(inst),
+            op: Some(op),
+            data: Some(StepData::Count(c)),
+            submission,
+            ..
+        }) = rec
+        {
+            n.insert((submission, inst, op), c.instructions_mean);
+        }
+    }
+    Ok(n)
+}
+
+fn from_records(dir: &Path) -> io::Result<Trials> {
+    let records = dir.join("records");
+    let mut t = Trials::new();
+    if let Err(e) = std::fs::read_dir(&records) {
+        return Err(io::Error::new(
+            e.kind(),
+            format!(
+                "`{}` has neither reports/results.json nor a readable records/ folder: {e}",
+                dir.display()
+            ),
+        ));
+    }
+    let files = record_files(&records)?;
     for f in files {
         let rec: Option<StepRecord> = record::read_json(&f).map_err(|e| {
             io::Error::new(
@@ -128,10 +182,13 @@ fn from_records(dir: &Path) -> io::Result<Trials> {
     Ok(t)
 }
 
-fn load(dir: &Path) -> io::Result<(String, Trials)> {
+fn load(dir: &Path) -> io::Result<(String, Trials, Instructions)> {
     let results_path = dir.join("reports").join("results.json");
     match record::read_json::<Results>(&results_path) {
-        Ok(Some(r)) if r.schema == RESULTS_SCHEMA => Ok((r.system.clone(), from_results(&r))),
+        Ok(Some(r)) if r.schema == RESULTS_SCHEMA => {
+            let (t, n) = from_results(&r);
+            Ok((r.system.clone(), t, n))
+        }
         Ok(Some(r)) => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
@@ -140,7 +197,11 @@ fn load(dir: &Path) -> io::Result<(String, Trials)> {
                 r.schema
             ),
         )),
-        Ok(None) => Ok((system_name(dir), from_records(dir)?)),
+        Ok(None) => Ok((
+            system_name(dir),
+            from_records(dir)?,
+            instructions_from_records(dir)?,
+        )),
         Err(e) => Err(io::Error::new(
             e.kind(),
             format!("cannot read `{}`: {e}", results_path.display()),
@@ -155,8 +216,8 @@ pub fn compare(a: &Path, b: &Path) -> io::Result<Comparison> {
 
 /// Compare two system output folders with explicit test parameters.
 pub fn compare_with(a: &Path, b: &Path, test: &NoiseTest) -> io::Result<Comparison> {
-    let (system_a, ta) = load(a)?;
-    let (system_b, tb) = load(b)?;
+    let (system_a, ta, na) = load(a)?;
+    let (system_b, tb, nb) = load(b)?;
     let key_text = |k: &(String, String, Op)| format!("{}/{} {}", k.0, k.1, k.2);
     let mut rows = Vec::new();
     let mut only_a = Vec::new();
@@ -176,6 +237,7 @@ pub fn compare_with(a: &Path, b: &Path, test: &NoiseTest) -> io::Result<Comparis
                 trials_a: va.len(),
                 trials_b: vb.len(),
                 difference: stats::compare_samples(va, vb, test),
+                instructions: na.get(k).zip(nb.get(k)).map(|(x, y)| (*x, *y)),
             }),
             None => only_a.push(key_text(k)),
         }
@@ -271,10 +333,23 @@ pub fn compare_markdown(c: &Comparison) -> String {
         significant,
         c.rows.len()
     ));
+    let counted = c.rows.iter().any(|r| r.instructions.is_some());
+    if counted {
+        o.push_str(
+            "Instructions B/A: mean instructions per operation counted by callgrind \
+             (`count` step) on both sides; deterministic, so exact.\n\n",
+        );
+    }
     o.push_str(
-        "| submission | instance | op | median A | median B | B/A | p | threshold | verdict |\n",
+        "| submission | instance | op | median A | median B | B/A | p | threshold | verdict |",
     );
-    o.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    o.push_str(if counted {
+        " instructions B/A |\n"
+    } else {
+        "\n"
+    });
+    o.push_str("|---|---|---|---|---|---|---|---|---|");
+    o.push_str(if counted { "---|\n" } else { "\n" });
     for r in &c.rows {
         let cells = match &r.difference {
             Some(d) => format!(
@@ -291,9 +366,16 @@ pub fn compare_markdown(c: &Comparison) -> String {
             None => "– | – | – | – | – | no usable trials".to_string(),
         };
         o.push_str(&format!(
-            "| {} | `{}` | {} | {} |\n",
+            "| {} | `{}` | {} | {} |",
             r.submission, r.instance, r.op, cells
         ));
+        if counted {
+            o.push_str(&match r.instruction_ratio() {
+                Some(x) => format!(" {x:.4} |"),
+                None => " – |".to_string(),
+            });
+        }
+        o.push('\n');
     }
     for (label, list) in [("A", &c.only_a), ("B", &c.only_b)] {
         if !list.is_empty() {
@@ -310,7 +392,8 @@ pub fn compare_markdown(c: &Comparison) -> String {
 pub fn compare_csv(c: &Comparison) -> String {
     let mut o = String::from(
         "system_a,system_b,submission,instance,op,trials_a,trials_b,median_cycles_a,\
-         median_cycles_b,ratio,p_value,method,threshold,significant\n",
+         median_cycles_b,ratio,p_value,method,threshold,significant,instructions_a,\
+         instructions_b,instruction_ratio\n",
     );
     for r in &c.rows {
         let d = r.difference.as_ref();
@@ -331,6 +414,15 @@ pub fn compare_csv(c: &Comparison) -> String {
             d.map(|d| d.method.name().to_string()).unwrap_or_default(),
             d.map(|d| format!("{:.6}", d.threshold)).unwrap_or_default(),
             d.map(|d| d.significant.to_string()).unwrap_or_default(),
+            r.instructions
+                .map(|(a, _)| format!("{a:.1}"))
+                .unwrap_or_default(),
+            r.instructions
+                .map(|(_, b)| format!("{b:.1}"))
+                .unwrap_or_default(),
+            r.instruction_ratio()
+                .map(|x| format!("{x:.6}"))
+                .unwrap_or_default(),
         ];
         o.push_str(&cells.iter().map(|s| field(s)).collect::<Vec<_>>().join(","));
         o.push('\n');

@@ -5,8 +5,10 @@
 //! peak_rss_kib, stack_bytes, pk, sk, ct, ss, hash_share, drng_share, counter_ghz (the
 //! measured counter rate), median_cycles, ci_low_cycles, ci_high_cycles, rounds,
 //! interfered_rounds (the last five from a timing session's interleaved rounds: median
-//! per-op cycles and its 95% bootstrap interval; empty for a block of trials). Unknown
-//! values are
+//! per-op cycles and its 95% bootstrap interval; empty for a block of trials),
+//! instructions, cycles_per_instruction, hash_share_instr, drng_share_instr (the `count`
+//! step: mean instructions per call, timed cycles over them, and the instruction shares).
+//! Unknown values are
 //! empty cells; an instance without timed or profiled operations gets one row with an empty
 //! `op`. Cycles and ns have one decimal, ops/s three, cv and shares six (fractions).
 
@@ -17,7 +19,7 @@ use super::view::CampaignView;
 use super::Renderer;
 
 /// Header line of `results.csv`.
-pub const COLUMNS: [&str; 28] = [
+pub const COLUMNS: [&str; 32] = [
     "system",
     "submission",
     "instance",
@@ -46,6 +48,10 @@ pub const COLUMNS: [&str; 28] = [
     "ci_high_cycles",
     "rounds",
     "interfered_rounds",
+    "instructions",
+    "cycles_per_instruction",
+    "hash_share_instr",
+    "drng_share_instr",
 ];
 
 /// The CSV renderer.
@@ -110,6 +116,10 @@ pub fn to_csv(results: &Results) -> String {
                     f(o.ci_high_cycles, 1),
                     i(o.rounds),
                     i(o.interfered_rounds),
+                    f(o.instructions, 1),
+                    f(o.cycles_per_instruction, 4),
+                    f(o.hash_share_instr, 6),
+                    f(o.drng_share_instr, 6),
                 ]);
                 rows.push(r);
             }
@@ -119,7 +129,7 @@ pub fn to_csv(results: &Results) -> String {
                 r.push(i(inst.static_bytes));
                 r.extend(std::iter::repeat_n(String::new(), 3));
                 r.extend(sizes.iter().cloned());
-                r.extend(std::iter::repeat_n(String::new(), 8));
+                r.extend(std::iter::repeat_n(String::new(), 12));
                 rows.push(r);
             }
             for r in rows {
@@ -167,7 +177,8 @@ mod tests {
             "system,submission,instance,op,kat,mean_cycles,mean_ns,ops_per_s,median_trial_ns,\
              trials,iters,cv,static_bytes,baseline_rss_kib,peak_rss_kib,stack_bytes,pk,sk,ct,ss,\
              hash_share,drng_share,counter_ghz,median_cycles,ci_low_cycles,ci_high_cycles,\
-             rounds,interfered_rounds\n"
+             rounds,interfered_rounds,instructions,cycles_per_instruction,hash_share_instr,\
+             drng_share_instr\n"
         );
     }
 }

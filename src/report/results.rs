@@ -96,6 +96,7 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
     let t = inst.time_ok(op);
     let s = t.map(|t| &t.summary);
     let p = inst.profile_ok(op);
+    let n = inst.count_ok(op);
     ResultOp {
         op,
         status: rec.map(|r| r.status),
@@ -128,13 +129,17 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         ci_high_cycles: s.and_then(|s| s.ci_high_cycles),
         rounds: s.and_then(|s| s.rounds),
         interfered_rounds: s.and_then(|s| s.interfered_rounds),
+        instructions: n.map(|n| n.instructions_mean),
+        cycles_per_instruction: inst.cycles_per_instruction(op),
+        hash_share_instr: n.map(|n| n.hash_share),
+        drng_share_instr: n.map(|n| n.drng_share),
     }
 }
 
 /// Operations listed for an instance: the time step's, then any profile-only ones.
 pub fn instance_ops(inst: &InstanceView) -> Vec<Op> {
     let mut ops: Vec<Op> = inst.ops(StepKind::Time).map(|(o, _)| o).collect();
-    for (o, _) in inst.ops(StepKind::Profile) {
+    for (o, _) in inst.ops(StepKind::Profile).chain(inst.ops(StepKind::Count)) {
         if !ops.contains(&o) {
             ops.push(o);
         }

@@ -42,14 +42,18 @@ are counter ticks per operation; times are nanoseconds per operation.
         "baseline_rss_kib", "peak_rss_kib", "stack_bytes",
         "hash_share", "drng_share", "calls_per_op": [["shake256", 2.0], ...],
         "counter_ghz": measured counter rate (ticks / monotonic ns of the trials),
-        "median_cycles", "ci_low_cycles", "ci_high_cycles", "rounds", "interfered_rounds"
+        "median_cycles", "ci_low_cycles", "ci_high_cycles", "rounds", "interfered_rounds",
+        "instructions": mean instructions per call (count step),
+        "cycles_per_instruction", "hash_share_instr", "drng_share_instr"
       } ]
     } ]
   } ]
 }
 ```
 `kat` is the worst mode status (FAIL > NOKAT > MISMATCH > PASS), or the KAT record's status
-when it produced no result. `ops` lists the operations of the `time` and `profile` steps.
+when it produced no result. `ops` lists the operations of the `time`, `profile` and `count`
+steps. `results.csv` has the same figures per operation; its last four columns are
+`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr`.
 "#;
 
 /// `results.json`.
@@ -142,6 +146,16 @@ pub struct ResultOp {
     pub ci_high_cycles: Option<f64>,
     pub rounds: Option<u32>,
     pub interfered_rounds: Option<u32>,
+    /// `count`: mean instructions per call, timed cycles per instruction, and the
+    /// instruction shares of the hash/XOF families together and of the DRNG.
+    #[serde(default)]
+    pub instructions: Option<f64>,
+    #[serde(default)]
+    pub cycles_per_instruction: Option<f64>,
+    #[serde(default)]
+    pub hash_share_instr: Option<f64>,
+    #[serde(default)]
+    pub drng_share_instr: Option<f64>,
 }
 
 impl ResultInstance {

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::model::{Campaign, Op, ReportMeta, StepKind, StepScope};
 use crate::record::{
-    self, BuildData, CampaignRecord, Environment, KatData, ProfileData, SizesData, SourceData,
-    StepData, StepRecord, SurveyData, TimeData,
+    self, BuildData, CampaignRecord, CountData, Environment, KatData, ProfileData, SizesData,
+    SourceData, StepData, StepRecord, SurveyData, TimeData,
 };
 
 use super::schema::{Results, RESULTS_SCHEMA};
@@ -328,6 +328,13 @@ pub fn profile_data(r: &StepRecord) -> Option<&ProfileData> {
     }
 }
 
+pub fn count_data(r: &StepRecord) -> Option<&CountData> {
+    match &r.data {
+        Some(StepData::Count(d)) => Some(d),
+        _ => None,
+    }
+}
+
 pub fn survey_data(r: &StepRecord) -> Option<&SurveyData> {
     match &r.data {
         Some(StepData::Survey(d)) => Some(d),
@@ -388,6 +395,20 @@ impl InstanceView {
     /// Profile data of an operation whose record succeeded.
     pub fn profile_ok(&self, op: Op) -> Option<&ProfileData> {
         self.op_ok(StepKind::Profile, op).and_then(profile_data)
+    }
+
+    /// Instruction counts of an operation whose record succeeded.
+    pub fn count_ok(&self, op: Op) -> Option<&CountData> {
+        self.op_ok(StepKind::Count, op).and_then(count_data)
+    }
+
+    /// Timed cycles per operation (session median, else mean) over counted instructions
+    /// (mean), when both were measured.
+    pub fn cycles_per_instruction(&self, op: Op) -> Option<f64> {
+        let t = self.time_ok(op)?;
+        let c = self.count_ok(op)?;
+        let cycles = t.summary.median_cycles.unwrap_or(t.summary.mean_cycles);
+        (c.instructions_mean > 0.0).then(|| cycles / c.instructions_mean)
     }
 
     /// Every record of this instance that exists, in [`InstanceView::by_kind`] order.

@@ -11,6 +11,7 @@
 //! renderer rewrites them to `.html`.
 
 mod categories;
+mod counts;
 mod ct;
 mod environment;
 mod evidence;

@@ -31,6 +31,7 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
         .any(|i| i.ops(StepKind::Time).any(|(_, r)| r.is_some()));
     if let Some(line) = did_not_run(view, StepKind::Time, any, "no timing") {
         doc.p(line);
+        super::counts::instructions_table(doc, sub);
         return;
     }
     let mut t = Table::new(&[
@@ -194,6 +195,7 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
             ));
         }
     }
+    super::counts::instructions_table(doc, sub);
     build_commands(doc, sub);
     let slow = categories::slower_than_clean(&categories::speedups(sub));
     if !slow.is_empty() {

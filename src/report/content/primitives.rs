@@ -123,6 +123,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
             doc.list(items);
         }
     }
+    super::counts::shares_table(doc, sub);
     // profile
     let any_profile = sub
         .instances

@@ -8,6 +8,7 @@
 //! payload also adds its variant to [`StepData`].
 
 pub mod build;
+mod count;
 pub mod ct;
 mod index;
 mod kat;
@@ -35,6 +36,8 @@ kind::step_kinds! {
     Time => time::Kind,
     /// Hash/XOF and DRNG share with link-time wrappers (per instance and operation, exclusive).
     Profile => profile::Kind,
+    /// Instructions per operation counted by callgrind (per instance and operation).
+    Count => count::Kind,
     /// Which symmetric code the object really contains (per instance).
     Survey => survey::Kind,
     /// Secret-dependent branches and indexes under memcheck (per instance and operation).

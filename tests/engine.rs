@@ -849,7 +849,8 @@ fn graph_exports_every_instance_in_every_format() {
     let unique: BTreeSet<&str> = kinds.iter().copied().collect();
     assert_eq!(kinds.len(), unique.len(), "{kinds:?}");
     let want: BTreeSet<&str> = [
-        "source", "build", "kat", "sizes", "survey", "time", "profile", "report", "index",
+        "source", "build", "kat", "sizes", "survey", "time", "profile", "count", "ct", "report",
+        "index",
     ]
     .into_iter()
     .collect();
@@ -868,7 +869,7 @@ fn graph_exports_every_instance_in_every_format() {
     let step_dot = run(&["graph", "pipelines/x86_1.kdl", "--level", "step"]);
     assert_eq!(
         step_dot.stdout.matches("label=").count(),
-        9,
+        want.len(),
         "{}",
         step_dot.stdout
     );

@@ -13,8 +13,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
+use super::valgrind_object::valgrind;
 use super::{exec, parse_runner, Done, KindSpec, Step, Stop};
 use crate::count::{self, valgrind_log, Declared};
 use crate::graph::Node;
@@ -60,7 +60,9 @@ impl KindSpec for Kind {
         m.insert("kem-native".into(), native());
         m.insert(
             "valgrind".into(),
-            valgrind_version().unwrap_or("not installed").to_string(),
+            valgrind()
+                .map_or("not installed", |v| v.version.as_str())
+                .to_string(),
         );
         let sub = &c.submissions[node.submission];
         m.insert("kat rng".into(), rng_name(sub.kat.rng).into());
@@ -92,32 +94,6 @@ fn rng_name(rng: KatRng) -> &'static str {
         KatRng::Nist => "nist",
         KatRng::Hqc => "hqc",
     }
-}
-
-/// `valgrind --version` of the `valgrind` on `PATH`, once per process; `None` when there is
-/// none that runs.
-pub fn valgrind_version() -> Option<&'static str> {
-    static VERSION: OnceLock<Option<String>> = OnceLock::new();
-    VERSION
-        .get_or_init(|| {
-            let out = std::process::Command::new("valgrind")
-                .arg("--version")
-                .output()
-                .ok()?;
-            out.status
-                .success()
-                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-        })
-        .as_deref()
-}
-
-/// Where `valgrind` is on `PATH`.
-fn valgrind_path() -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join("valgrind"))
-        .find(|p| p.is_file())
 }
 
 /// callgrind's options for counting `function`, writing to `out_file` (`.1`, `.2`, … per call).
@@ -153,7 +129,7 @@ fn count(step: &mut Step) -> Result<Done, Stop> {
     let Some(object) = build.valgrind_object.clone() else {
         return Err(Stop::failed("the build made no valgrind object"));
     };
-    let (Some(version), Some(valgrind)) = (valgrind_version(), valgrind_path()) else {
+    let Some(vg) = valgrind() else {
         return Ok(unsupported(
             "valgrind is not installed (Debian package `valgrind`); instructions not counted"
                 .into(),
@@ -193,7 +169,7 @@ fn count(step: &mut Step) -> Result<Done, Stop> {
         .open_log(log_rel)
         .map_err(|e| Stop::failed(e.to_string()))?;
     let jail = step.runner_jail(&object, &build.api_h, &scratch);
-    let out = step.exec_contained(&valgrind, &args, &jail, &mut log, &|_| {});
+    let out = step.exec_contained(&vg.path, &args, &jail, &mut log, &|_| {});
     let result = out
         .map_err(|e| Stop::failed(format!("cannot run valgrind: {e}")))
         .and_then(|out| finish(step, &out, &scratch, op));
@@ -231,7 +207,7 @@ fn count(step: &mut Step) -> Result<Done, Stop> {
         reason,
         data: Some(StepData::Count(Box::new(CountData {
             output,
-            valgrind: version.to_string(),
+            valgrind: vg.version.clone(),
             tool_options: tool_options
                 .into_iter()
                 .filter(|o| !o.starts_with("--callgrind-out-file="))

@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::valgrind_object::valgrind;
 use super::{Done, KindSpec, Step, Stop};
 use crate::ct::Finding;
 use crate::graph::Node;
@@ -53,7 +53,12 @@ impl KindSpec for Kind {
         m: &mut BTreeMap<String, String>,
     ) {
         m.insert("kem-native".into(), crate::run::keys::native());
-        m.insert("valgrind".into(), valgrind().version.clone());
+        m.insert(
+            "valgrind".into(),
+            valgrind()
+                .map_or("missing", |v| v.version.as_str())
+                .to_string(),
+        );
         let sub = &c.submissions[node.submission];
         m.insert(
             "ct-benign".into(),
@@ -105,32 +110,6 @@ pub struct CtData {
     pub outside_object: u64,
 }
 
-/// valgrind as found on `PATH`, probed once per process.
-pub struct Valgrind {
-    pub path: Option<PathBuf>,
-    /// First line of `valgrind --version`, or `missing`.
-    pub version: String,
-}
-
-/// The valgrind of this machine.
-pub fn valgrind() -> &'static Valgrind {
-    static V: OnceLock<Valgrind> = OnceLock::new();
-    V.get_or_init(|| {
-        let path = std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("valgrind"))
-                .find(|f| f.is_file())
-        });
-        let version = path
-            .as_ref()
-            .and_then(|p| std::process::Command::new(p).arg("--version").output().ok())
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_else(|| "missing".to_string());
-        Valgrind { path, version }
-    })
-}
-
 /// memcheck's options: XML to `xml`, every error reported, inlined frames named.
 pub fn memcheck_args(xml: &Path) -> Vec<String> {
     vec![
@@ -147,7 +126,7 @@ pub fn memcheck_args(xml: &Path) -> Vec<String> {
 fn run(step: &mut Step) -> Result<Done, Stop> {
     let ctx = step.ctx;
     let vg = valgrind();
-    let Some(vg_path) = vg.path.clone().filter(|_| vg.version != "missing") else {
+    let Some(vg) = vg else {
         return Ok(Done {
             status: Status::Unsupported,
             reason: Some(
@@ -194,7 +173,7 @@ fn run(step: &mut Step) -> Result<Done, Stop> {
         runs.to_string(),
     ]);
     let jail = step.runner_jail(&object, &build.api_h, &scratch);
-    let out = step.exec_contained(&vg_path, &args, &jail, &mut log, &|_| {});
+    let out = step.exec_contained(&vg.path, &args, &jail, &mut log, &|_| {});
     // Keep the raw XML whatever happened, then drop the scratch folder.
     let raw_rel = logs.join(format!("ct__{op}.memcheck.xml"));
     let kept = std::fs::copy(&xml, ctx.out.join(&raw_rel)).is_ok();

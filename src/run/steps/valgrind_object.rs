@@ -6,6 +6,7 @@
 //! steps run this object, not the plain one, and their reports say which flags it had.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use super::build::Compiler;
 use super::Stop;
@@ -28,6 +29,32 @@ pub const UNRUNNABLE: &[(&str, &str)] = &[
     ("__AVX512F__", "-mno-avx512f"),
     ("__AVXVNNI__", "-mno-avxvnni"),
 ];
+/// valgrind as found on `PATH`: the file and the first line of its `--version`.
+pub struct Valgrind {
+    pub path: PathBuf,
+    pub version: String,
+}
+
+/// The valgrind of this machine, probed once per process (shared by `count` and `ct`);
+/// `None` when there is none that runs.
+pub fn valgrind() -> Option<&'static Valgrind> {
+    static V: OnceLock<Option<Valgrind>> = OnceLock::new();
+    V.get_or_init(|| {
+        let path = std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("valgrind"))
+                .find(|f| f.is_file())
+        })?;
+        let out = std::process::Command::new(&path)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Some(Valgrind { path, version })
+    })
+    .as_ref()
+}
 
 /// Whether the campaign declares a step that runs the valgrind object.
 pub fn wanted(c: &Campaign) -> bool {

@@ -209,6 +209,7 @@ fn fault_fixtures_fail_alone_with_their_reasons() {
     // The working fixtures: every step ok, KAT PASS.
     let camp = campaign_json(&out);
     let mut sessions: BTreeSet<String> = BTreeSet::new();
+    let mut yardsticks: BTreeSet<String> = BTreeSet::new();
     for fx in WORKING {
         let steps: Vec<_> = camp
             .steps
@@ -281,6 +282,22 @@ fn fault_fixtures_fail_alone_with_their_reasons() {
                                     && td.output.memory.stack_bytes.is_some(),
                                 || format!("{fx}: time:{op} memory missing"),
                             );
+                            // The yardstick was timed in every round beside it, and the
+                            // ratio to it is this member's median over the yardstick's.
+                            match &r.yardstick {
+                                Some(y) => {
+                                    yardsticks.insert(y.id());
+                                    c.check(
+                                        y.name == "ngcc-yardstick-1"
+                                            && y.values.len() == r.positions.len()
+                                            && y.values.iter().all(|v| *v > 0.0)
+                                            && y.relative.ci_low <= y.relative.median
+                                            && y.relative.median <= y.relative.ci_high,
+                                        || format!("{fx}: time:{op} yardstick: {y:?}"),
+                                    );
+                                }
+                                None => c.0.push(format!("{fx}: time:{op} has no yardstick")),
+                            }
                         }
                         None => c.0.push(format!("{fx}: time:{op} not timed in a session")),
                     }
@@ -293,6 +310,9 @@ fn fault_fixtures_fail_alone_with_their_reasons() {
     }
     c.check(sessions.len() == 1, || {
         format!("the working fixtures were timed in {sessions:?}, not in one session")
+    });
+    c.check(yardsticks.len() == 1, || {
+        format!("the session's members name different yardsticks: {yardsticks:?}")
     });
     // Exactly the six faulty KATs fail: the failure list has no other entry.
     let failed: BTreeSet<&str> = camp

@@ -8,6 +8,12 @@
 //!
 //! Where both folders counted the operation's instructions (`count` step), the row also
 //! gives the instruction ratio B/A: exact, no noise to test (counts are deterministic).
+//!
+//! Where both sides timed the same yardstick object in their rounds
+//! ([`crate::run::yardstick`]), the row also gives the host's speed ratio (yardstick median
+//! B/A) and the comparison **adjusted** for it: the same test on each round's cycles divided
+//! by the yardstick's cycles in that round, so that a host that ran slower during B than
+//! during A is not taken for slower code.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -22,8 +28,40 @@ use crate::record::{self, StepData, StepRecord};
 use super::csv::field;
 use super::results::{Results, RESULTS_SCHEMA};
 
-/// Per-op trial cycles of one system: (submission, instance, op) -> values.
-type Trials = BTreeMap<(String, String, Op), Vec<f64>>;
+/// Per-op trial cycles of one system, and the yardstick's cycles in the same rounds.
+struct Series {
+    values: Vec<f64>,
+    /// (`name sha256:<hex>`, per-round cycles), one per value.
+    yardstick: Option<(String, Vec<f64>)>,
+}
+
+/// (submission, instance, op) -> series.
+type Trials = BTreeMap<(String, String, Op), Series>;
+
+/// A comparison with the host's drift taken out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Adjusted {
+    /// Yardstick median B / A: how much slower (> 1) the host ran during B.
+    pub host_ratio: f64,
+    /// The test on per-round cycles / yardstick cycles (medians are those ratios).
+    pub difference: Difference,
+}
+
+/// Both sides' per-round values divided by the yardstick of their round, when both timed
+/// the same yardstick object in every round.
+fn adjusted(a: &Series, b: &Series, test: &NoiseTest) -> Option<Adjusted> {
+    let ((id_a, ya), (id_b, yb)) = (a.yardstick.as_ref()?, b.yardstick.as_ref()?);
+    if id_a != id_b {
+        return None;
+    }
+    let host_ratio = stats::median(yb)? / stats::median(ya)?;
+    let rel_a = stats::paired_ratios(ya, &a.values);
+    let rel_b = stats::paired_ratios(yb, &b.values);
+    Some(Adjusted {
+        host_ratio,
+        difference: stats::compare_samples(&rel_a, &rel_b, test)?,
+    })
+}
 
 /// Mean instructions per operation of one system (from `count`), by the same key.
 type Instructions = BTreeMap<(String, String, Op), f64>;
@@ -41,6 +79,10 @@ pub struct CompareRow {
     /// Mean instructions per operation of each side, when both counted them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<(f64, f64)>,
+    /// The comparison adjusted for the host's drift, when both sides timed the same
+    /// yardstick in their rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adjusted: Option<Adjusted>,
 }
 
 impl CompareRow {
@@ -87,9 +129,17 @@ fn from_results(r: &Results) -> (Trials, Instructions) {
                     n.insert((sub.id.clone(), inst.id.clone(), o.op), i);
                 }
                 if !o.trial_cycles.is_empty() {
+                    let yardstick = o
+                        .yardstick_id
+                        .clone()
+                        .filter(|_| o.yardstick_trial_cycles.len() == o.trial_cycles.len())
+                        .map(|id| (id, o.yardstick_trial_cycles.clone()));
                     t.insert(
                         (sub.id.clone(), inst.id.clone(), o.op),
-                        o.trial_cycles.clone(),
+                        Series {
+                            values: o.trial_cycles.clone(),
+                            yardstick,
+                        },
                     );
                 }
             }
@@ -174,9 +224,16 @@ fn from_records(dir: &Path) -> io::Result<Trials> {
         else {
             continue;
         };
+        let values = stats::per_op_cycles(&td.output);
+        let yardstick = td
+            .rounds
+            .as_ref()
+            .and_then(|r| r.yardstick.as_ref())
+            .filter(|y| y.values.len() == values.len())
+            .map(|y| (y.id(), y.values.clone()));
         t.insert(
             (rec.submission.clone(), inst.clone(), op),
-            stats::per_op_cycles(&td.output),
+            Series { values, yardstick },
         );
     }
     Ok(t)
@@ -234,10 +291,11 @@ pub fn compare_with(a: &Path, b: &Path, test: &NoiseTest) -> io::Result<Comparis
                 submission: k.0.clone(),
                 instance: k.1.clone(),
                 op: k.2,
-                trials_a: va.len(),
-                trials_b: vb.len(),
-                difference: stats::compare_samples(va, vb, test),
+                trials_a: va.values.len(),
+                trials_b: vb.values.len(),
+                difference: stats::compare_samples(&va.values, &vb.values, test),
                 instructions: na.get(k).zip(nb.get(k)).map(|(x, y)| (*x, *y)),
+                adjusted: adjusted(va, vb, test),
             }),
             None => only_a.push(key_text(k)),
         }
@@ -333,6 +391,38 @@ pub fn compare_markdown(c: &Comparison) -> String {
         significant,
         c.rows.len()
     ));
+    let hosts: Vec<f64> = c
+        .rows
+        .iter()
+        .filter_map(|r| r.adjusted.as_ref().map(|a| a.host_ratio))
+        .collect();
+    let with_yardstick = !hosts.is_empty();
+    if let Some(host) = stats::median(&hosts) {
+        let adjusted_significant = c
+            .rows
+            .iter()
+            .filter(|r| {
+                r.adjusted
+                    .as_ref()
+                    .is_some_and(|a| a.difference.significant)
+            })
+            .count();
+        o.push_str(&format!(
+            "Host speed: the yardstick (a fixed workload timed in the same rounds as every \
+             operation, the same object on both sides) took {host:.3} × as many cycles in B as \
+             in A (median over {} rows), so the host ran {} during B. The adjusted columns \
+             divide every round's cycles by the yardstick's cycles in that round and apply the \
+             same test to those ratios: they separate the code from the host's drift. \
+             {adjusted_significant} of {} adjusted operations differ beyond noise.\n\n",
+            hosts.len(),
+            if host >= 1.0 {
+                format!("{} slower", format::share(host - 1.0))
+            } else {
+                format!("{} faster", format::share(1.0 - host))
+            },
+            hosts.len(),
+        ));
+    }
     let counted = c.rows.iter().any(|r| r.instructions.is_some());
     if counted {
         o.push_str(
@@ -343,12 +433,18 @@ pub fn compare_markdown(c: &Comparison) -> String {
     o.push_str(
         "| submission | instance | op | median A | median B | B/A | p | threshold | verdict |",
     );
+    if with_yardstick {
+        o.push_str(" host B/A | adjusted B/A | adjusted verdict |");
+    }
     o.push_str(if counted {
         " instructions B/A |\n"
     } else {
         "\n"
     });
     o.push_str("|---|---|---|---|---|---|---|---|---|");
+    if with_yardstick {
+        o.push_str("---|---|---|");
+    }
     o.push_str(if counted { "---|\n" } else { "\n" });
     for r in &c.rows {
         let cells = match &r.difference {
@@ -369,6 +465,17 @@ pub fn compare_markdown(c: &Comparison) -> String {
             "| {} | `{}` | {} | {} |",
             r.submission, r.instance, r.op, cells
         ));
+        if with_yardstick {
+            o.push_str(&match &r.adjusted {
+                Some(a) => format!(
+                    " {:.3} | {:.3} | {} |",
+                    a.host_ratio,
+                    a.difference.ratio,
+                    verdict(&a.difference)
+                ),
+                None => " – | – | no common yardstick |".to_string(),
+            });
+        }
         if counted {
             o.push_str(&match r.instruction_ratio() {
                 Some(x) => format!(" {x:.4} |"),
@@ -393,10 +500,12 @@ pub fn compare_csv(c: &Comparison) -> String {
     let mut o = String::from(
         "system_a,system_b,submission,instance,op,trials_a,trials_b,median_cycles_a,\
          median_cycles_b,ratio,p_value,method,threshold,significant,instructions_a,\
-         instructions_b,instruction_ratio\n",
+         instructions_b,instruction_ratio,host_ratio,adjusted_ratio,adjusted_threshold,\
+         adjusted_significant\n",
     );
     for r in &c.rows {
         let d = r.difference.as_ref();
+        let adj = r.adjusted.as_ref();
         let cells = [
             c.system_a.clone(),
             c.system_b.clone(),
@@ -423,6 +532,14 @@ pub fn compare_csv(c: &Comparison) -> String {
             r.instruction_ratio()
                 .map(|x| format!("{x:.6}"))
                 .unwrap_or_default(),
+            adj.map(|a| format!("{:.6}", a.host_ratio))
+                .unwrap_or_default(),
+            adj.map(|a| format!("{:.6}", a.difference.ratio))
+                .unwrap_or_default(),
+            adj.map(|a| format!("{:.6}", a.difference.threshold))
+                .unwrap_or_default(),
+            adj.map(|a| a.difference.significant.to_string())
+                .unwrap_or_default(),
         ];
         o.push_str(&cells.iter().map(|s| field(s)).collect::<Vec<_>>().join(","));
         o.push('\n');
@@ -432,8 +549,50 @@ pub fn compare_csv(c: &Comparison) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::natural_cmp;
+    use super::{adjusted, natural_cmp, Series};
+    use crate::measure::stats::{self, NoiseTest};
     use std::cmp::Ordering::*;
+
+    /// 40 rounds of an operation costing `code` yardsticks on a host whose speed wobbles
+    /// by ±2% round to round and runs `host` times slower overall.
+    fn series(code: f64, host: f64, id: &str) -> Series {
+        let ys: Vec<f64> = (0..40)
+            .map(|i| 100_000.0 * host * (1.0 + 0.02 * ((i * 7 % 11) as f64 / 5.0 - 1.0)))
+            .collect();
+        let values = ys
+            .iter()
+            .enumerate()
+            .map(|(i, y)| y * code * (1.0 + 0.002 * ((i * 3 % 5) as f64 - 2.0)))
+            .collect();
+        Series {
+            values,
+            yardstick: Some((id.into(), ys)),
+        }
+    }
+
+    #[test]
+    fn host_drift_is_taken_out_and_code_changes_are_not() {
+        let t = NoiseTest::default();
+        // Same code, host 8% slower in B: raw says slower, adjusted says same.
+        let (a, b) = (series(1.5, 1.0, "y1"), series(1.5, 1.08, "y1"));
+        let raw = stats::compare_samples(&a.values, &b.values, &t).unwrap();
+        assert!(raw.significant && raw.ratio > 1.07, "{raw:?}");
+        let adj = adjusted(&a, &b, &t).unwrap();
+        assert!((adj.host_ratio - 1.08).abs() < 0.005, "{adj:?}");
+        assert!(!adj.difference.significant, "{adj:?}");
+        assert!((adj.difference.ratio - 1.0).abs() < 0.005, "{adj:?}");
+        // Code 10% slower on an unchanged host: both say slower.
+        let c = series(1.65, 1.0, "y1");
+        let adj = adjusted(&a, &c, &t).unwrap();
+        assert!(adj.difference.significant && (adj.difference.ratio - 1.1).abs() < 0.005);
+        // Different yardstick objects are never divided by.
+        assert!(adjusted(&a, &series(1.5, 1.0, "y2"), &t).is_none());
+        let none = Series {
+            values: a.values.clone(),
+            yardstick: None,
+        };
+        assert!(adjusted(&a, &none, &t).is_none());
+    }
 
     #[test]
     fn natural_order() {

@@ -7,7 +7,10 @@
 //! interfered_rounds (the last five from a timing session's interleaved rounds: median
 //! per-op cycles and its 95% bootstrap interval; empty for a block of trials),
 //! instructions, cycles_per_instruction, hash_share_instr, drng_share_instr (the `count`
-//! step: mean instructions per call, timed cycles over them, and the instruction shares).
+//! step: mean instructions per call, timed cycles over them, and the instruction shares),
+//! yardstick_cycles, per_yardstick (the yardstick timed in the same rounds: its median
+//! per-call cycles, and the median of the per-round ratio operation / yardstick, which
+//! `ngcc-pipe compare` uses to take the host's drift out of a comparison of two runs).
 //! Unknown values are
 //! empty cells; an instance without timed or profiled operations gets one row with an empty
 //! `op`. Cycles and ns have one decimal, ops/s three, cv and shares six (fractions).
@@ -19,7 +22,7 @@ use super::view::CampaignView;
 use super::Renderer;
 
 /// Header line of `results.csv`.
-pub const COLUMNS: [&str; 32] = [
+pub const COLUMNS: [&str; 34] = [
     "system",
     "submission",
     "instance",
@@ -52,6 +55,8 @@ pub const COLUMNS: [&str; 32] = [
     "cycles_per_instruction",
     "hash_share_instr",
     "drng_share_instr",
+    "yardstick_cycles",
+    "per_yardstick",
 ];
 
 /// The CSV renderer.
@@ -120,6 +125,8 @@ pub fn to_csv(results: &Results) -> String {
                     f(o.cycles_per_instruction, 4),
                     f(o.hash_share_instr, 6),
                     f(o.drng_share_instr, 6),
+                    f(o.yardstick_cycles, 1),
+                    f(o.per_yardstick, 6),
                 ]);
                 rows.push(r);
             }
@@ -129,7 +136,7 @@ pub fn to_csv(results: &Results) -> String {
                 r.push(i(inst.static_bytes));
                 r.extend(std::iter::repeat_n(String::new(), 3));
                 r.extend(sizes.iter().cloned());
-                r.extend(std::iter::repeat_n(String::new(), 12));
+                r.extend(std::iter::repeat_n(String::new(), 14));
                 rows.push(r);
             }
             for r in rows {
@@ -178,7 +185,7 @@ mod tests {
              trials,iters,cv,static_bytes,baseline_rss_kib,peak_rss_kib,stack_bytes,pk,sk,ct,ss,\
              hash_share,drng_share,counter_ghz,median_cycles,ci_low_cycles,ci_high_cycles,\
              rounds,interfered_rounds,instructions,cycles_per_instruction,hash_share_instr,\
-             drng_share_instr\n"
+             drng_share_instr,yardstick_cycles,per_yardstick\n"
         );
     }
 }

@@ -97,6 +97,9 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
     let s = t.map(|t| &t.summary);
     let p = inst.profile_ok(op);
     let n = inst.count_ok(op);
+    let y = t
+        .and_then(|t| t.rounds.as_ref())
+        .and_then(|r| r.yardstick.as_ref());
     ResultOp {
         op,
         status: rec.map(|r| r.status),
@@ -133,6 +136,10 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         cycles_per_instruction: inst.cycles_per_instruction(op),
         hash_share_instr: n.map(|n| n.hash_share),
         drng_share_instr: n.map(|n| n.drng_share),
+        yardstick_cycles: y.map(|y| y.estimate.median),
+        per_yardstick: y.map(|y| y.relative.median),
+        yardstick_id: y.map(crate::run::session::Yardstick::id),
+        yardstick_trial_cycles: y.map(|y| y.values.clone()).unwrap_or_default(),
     }
 }
 

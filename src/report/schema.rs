@@ -44,7 +44,10 @@ are counter ticks per operation; times are nanoseconds per operation.
         "counter_ghz": measured counter rate (ticks / monotonic ns of the trials),
         "median_cycles", "ci_low_cycles", "ci_high_cycles", "rounds", "interfered_rounds",
         "instructions": mean instructions per call (count step),
-        "cycles_per_instruction", "hash_share_instr", "drng_share_instr"
+        "cycles_per_instruction", "hash_share_instr", "drng_share_instr",
+        "yardstick_cycles": the yardstick's median per-call cycles in the same rounds,
+        "per_yardstick": median of the per-round ratio operation / yardstick,
+        "yardstick_id": "ngcc-yardstick-1 sha256:<object>", "yardstick_trial_cycles": [per round]
       } ]
     } ]
   } ]
@@ -52,8 +55,8 @@ are counter ticks per operation; times are nanoseconds per operation.
 ```
 `kat` is the worst mode status (FAIL > NOKAT > MISMATCH > PASS), or the KAT record's status
 when it produced no result. `ops` lists the operations of the `time`, `profile` and `count`
-steps. `results.csv` has the same figures per operation; its last four columns are
-`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr`.
+steps. `results.csv` has the same figures per operation; its last six columns are
+`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr,yardstick_cycles,per_yardstick`.
 "#;
 
 /// `results.json`.
@@ -156,6 +159,25 @@ pub struct ResultOp {
     pub hash_share_instr: Option<f64>,
     #[serde(default)]
     pub drng_share_instr: Option<f64>,
+    /// The yardstick timed in the same rounds ([`crate::run::yardstick`]): its median
+    /// cycles, the median per-round ratio of this operation to it, which yardstick object
+    /// (`name sha256:<hex>`), and its per-call cycles in every round (as `trial_cycles`).
+    #[serde(default)]
+    pub yardstick_cycles: Option<f64>,
+    #[serde(default)]
+    pub per_yardstick: Option<f64>,
+    #[serde(default)]
+    pub yardstick_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub yardstick_trial_cycles: Vec<f64>,
+}
+
+impl ResultOp {
+    /// The headline cycles: the median of the interleaved rounds, or the mean where the
+    /// operation was timed in one block of trials.
+    pub fn cycles(&self) -> Option<f64> {
+        self.median_cycles.or(self.mean_cycles)
+    }
 }
 
 impl ResultInstance {

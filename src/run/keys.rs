@@ -15,8 +15,9 @@ use crate::graph::{Node, Plan};
 use crate::model::{Campaign, StepKind, StepSpec};
 
 /// Bumped when a step's logic changes in a way that invalidates its old records
-/// (3: `time` measured in interleaved sessions, `profile` repeated).
-pub const STEP_LOGIC_VERSION: &str = "3";
+/// (3: `time` measured in interleaved sessions, `profile` repeated; 4: the yardstick timed
+/// in every round of the session).
+pub const STEP_LOGIC_VERSION: &str = "4";
 
 /// Facts about the machine and tools that feed into keys.
 #[derive(Debug, Clone)]

@@ -211,7 +211,7 @@ pub fn measure(
             eprint!("\rround {round}   ");
         }
     };
-    let (id, seed, outcomes) = session::run(members, &settings, &show);
+    let (id, seed, outcomes) = session::run(members, None, &settings, &show);
     eprintln!();
     let _ = std::fs::remove_dir_all(b.join("scratch").join("compare-measure"));
     let _ = std::fs::remove_dir(b.join("scratch"));

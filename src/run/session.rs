@@ -24,6 +24,12 @@
 //!
 //! A member that fails (bad return code, crash, timeout, implausible batch) leaves the
 //! session with its reason; the others go on.
+//!
+//! With a [`Gauge`] in the settings, the yardstick ([`super::yardstick`]) is timed in every
+//! round too, at a random position like a member; it does not count towards the budget or
+//! the precision, and every member's [`Rounds`] keeps its per-round cycles and the median
+//! of the member's per-round ratio to it ([`Yardstick`]). A yardstick that fails leaves the
+//! session without one (its log says why); the members go on.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -84,6 +90,35 @@ pub struct Settings {
     pub timeout: Duration,
 }
 
+/// The yardstick as a session runs it: its runner's member (op keygen) and what identifies it.
+pub struct Gauge {
+    pub member: Member,
+    pub name: String,
+    pub object_sha256: String,
+}
+
+/// What a member's record keeps of the yardstick timed in the same rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Yardstick {
+    /// The workload (`ngcc-yardstick-1`) and the SHA-256 of the object timed: records are
+    /// divided by it only against the same object.
+    pub name: String,
+    pub object_sha256: String,
+    /// Its per-call cycles in every round (index = round, as the member's trials).
+    pub values: Vec<f64>,
+    /// Its median over the rounds this member's estimate used, with the 95% CI.
+    pub estimate: Estimate,
+    /// Median over those rounds of (member / yardstick) per round, with the 95% CI.
+    pub relative: Estimate,
+}
+
+impl Yardstick {
+    /// `name sha256:<hex>`: records are divided by yardsticks with the same id only.
+    pub fn id(&self) -> String {
+        format!("{} sha256:{}", self.name, self.object_sha256)
+    }
+}
+
 /// Why the rounds stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -116,6 +151,9 @@ pub struct Rounds {
     pub reached: bool,
     pub stopped: Stopped,
     pub budget_s: f64,
+    /// The yardstick timed in the same rounds (absent when the session had none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yardstick: Option<Yardstick>,
 }
 
 /// One member's end of the session.
@@ -187,18 +225,45 @@ impl Live {
         self.fail(stop);
     }
 
-    /// The estimate over the rounds that count: the clean ones when there are enough.
-    fn estimate(&self, seed: u64, resamples: usize) -> Option<(Estimate, bool)> {
-        let clean: Vec<f64> = self
-            .values
-            .iter()
-            .zip(&self.why)
-            .filter(|(_, w)| w.is_empty())
-            .map(|(v, _)| *v)
+    /// The rounds that count: the clean ones when there are enough (and whether they are).
+    fn used_rounds(&self) -> (Vec<usize>, bool) {
+        let clean: Vec<usize> = (0..self.values.len())
+            .filter(|&i| self.why[i].is_empty())
             .collect();
-        let clean_only = clean.len() >= MIN_ROUNDS;
-        let used = if clean_only { &clean } else { &self.values };
-        Some((stats::median_ci(used, seed, resamples)?, clean_only))
+        if clean.len() >= MIN_ROUNDS {
+            (clean, true)
+        } else {
+            ((0..self.values.len()).collect(), false)
+        }
+    }
+
+    /// The estimate over the rounds that count.
+    fn estimate(&self, seed: u64, resamples: usize) -> Option<(Estimate, bool)> {
+        let (used, clean_only) = self.used_rounds();
+        let values: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
+        Some((stats::median_ci(&values, seed, resamples)?, clean_only))
+    }
+
+    /// The yardstick over this member's rounds that count (and that the yardstick timed).
+    fn yardstick(&self, gauge: &Live, g: (&str, &str), seed: u64) -> Option<Yardstick> {
+        let (used, _) = self.used_rounds();
+        let used: Vec<usize> = used
+            .into_iter()
+            .filter(|&i| i < gauge.values.len())
+            .collect();
+        let ys: Vec<f64> = used.iter().map(|&i| gauge.values[i]).collect();
+        let mine: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
+        Some(Yardstick {
+            name: g.0.to_string(),
+            object_sha256: g.1.to_string(),
+            values: gauge.values.clone(),
+            estimate: stats::median_ci(&ys, seed, stats::BOOTSTRAP_RESAMPLES)?,
+            relative: stats::median_ci(
+                &stats::paired_ratios(&ys, &mine),
+                seed,
+                stats::BOOTSTRAP_RESAMPLES,
+            )?,
+        })
     }
 }
 
@@ -214,10 +279,11 @@ pub fn fresh_seed() -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// Run a session over `members`; `on_round(round, worst half-width)` is told after each
-/// round. Outcomes come back in the order of `members`.
+/// Run a session over `members` (and the yardstick `gauge`, if any); `on_round(round, worst
+/// half-width)` is told after each round. Outcomes come back in the order of `members`.
 pub fn run(
     members: Vec<Member>,
+    gauge: Option<Gauge>,
     s: &Settings,
     on_round: &dyn Fn(usize, f64),
 ) -> (String, u64, Vec<Outcome>) {
@@ -225,8 +291,14 @@ pub fn run(
     let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
     let n_members = members.len();
+    // The yardstick, when there is one, is the last of `live`; it is not a member.
+    let (gauge, gauge_member) = match gauge {
+        Some(g) => (Some((g.name, g.object_sha256)), Some(g.member)),
+        None => (None, None),
+    };
     let mut live: Vec<Live> = members
         .into_iter()
+        .chain(gauge_member)
         .map(|m| Live {
             m,
             served: None,
@@ -291,7 +363,7 @@ pub fn run(
     let mut round = 0usize;
     let stopped = loop {
         let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].alive()).collect();
-        if order.is_empty() || exec::cancelled() {
+        if !order.iter().any(|&i| i < n_members) || exec::cancelled() {
             break Stopped::NoMembers;
         }
         order.shuffle(&mut rng);
@@ -327,7 +399,9 @@ pub fn run(
                 l.fail(stop);
                 continue;
             }
-            used_ns += b.ns;
+            if i < n_members {
+                used_ns += b.ns;
+            }
             l.batches.push((b.iters, b.cycles, b.ns));
             // Every alive member takes part in every round, so round i is `values[i]`.
             l.values.push(b.cycles as f64 / b.iters as f64);
@@ -336,7 +410,8 @@ pub fn run(
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {
-            live.iter()
+            live[..n_members]
+                .iter()
                 .filter(|l| l.alive())
                 .filter_map(|l| l.estimate(seed, CHECK_RESAMPLES))
                 .map(|(e, _)| e.rel_half_width())
@@ -351,6 +426,27 @@ pub fn run(
         if used_ns >= budget_ns {
             break Stopped::Budget;
         }
+    };
+
+    // The yardstick's runner finishes first; its values count only if it lasted the session.
+    let gauge_live = match gauge {
+        Some(g) => live.pop().map(|mut l| {
+            let finished = l.alive() && {
+                let served = l.served.as_mut().expect("alive");
+                let r = match served.send("finish") {
+                    Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
+                    Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+                };
+                served.wait(&mut l.m.log);
+                r.is_ok()
+            };
+            (finished.then_some(l), g)
+        }),
+        None => None,
+    };
+    let yardstick = |l: &Live| match &gauge_live {
+        Some((Some(gl), (name, sha))) => l.yardstick(gl, (name, sha), seed),
+        _ => None,
     };
 
     // Each runner finishes in its own process: samples, overhead, stack, peak RSS.
@@ -382,6 +478,7 @@ pub fn run(
                             reached: estimate.rel_half_width() <= s.precision,
                             stopped,
                             budget_s: budget_ns as f64 * 1e-9,
+                            yardstick: yardstick(&l),
                         };
                         l.served = None;
                         out.push(finish(l, Ok((o, rounds))));

@@ -11,16 +11,17 @@ use crate::report::results::{ResultInstance, Results};
 use crate::report::view::{CampaignView, InstanceView, SubmissionView};
 
 /// An implementation other than `clean` and the clean instance with the same other matrix
-/// values; `ratio` is clean mean cycles / this one's, per operation of [`Op::ALL`].
+/// values; `ratio` is clean cycles / this one's, per operation of [`Op::ALL`].
 pub(super) struct Speedup {
     pub inst: String,
     pub clean: String,
     pub ratio: [Option<f64>; 3],
 }
 
-fn mean_cycles(inst: &InstanceView, op: Op) -> Option<f64> {
+/// Headline cycles: the median of the rounds, else the mean of a block of trials.
+fn cycles(inst: &InstanceView, op: Op) -> Option<f64> {
     inst.time_ok(op)
-        .map(|t| t.summary.mean_cycles)
+        .map(|t| t.summary.median_cycles.unwrap_or(t.summary.mean_cycles))
         .filter(|c| *c > 0.0)
 }
 
@@ -43,7 +44,7 @@ pub(super) fn speedups(sub: &SubmissionView) -> Vec<Speedup> {
         }) else {
             continue;
         };
-        let ratio = Op::ALL.map(|op| match (mean_cycles(clean, op), mean_cycles(inst, op)) {
+        let ratio = Op::ALL.map(|op| match (cycles(clean, op), cycles(inst, op)) {
             (Some(c), Some(o)) => Some(c / o),
             _ => None,
         });
@@ -109,7 +110,8 @@ pub(super) fn by_category(doc: &mut Doc, view: &CampaignView, results: &Results)
     doc.h(2, "By NIST security category");
     doc.p(
         "Instances of equal claimed strength side by side (the category each manifest gives), \
-         mean cycles per operation; speed-up is the clean implementation's mean cycles over \
+         cycles per operation (median of rounds, else mean); speed-up is the clean \
+         implementation's cycles over \
          this one's (above ×1 faster, below slower).",
     );
     for (cat, insts) in groups {
@@ -133,7 +135,7 @@ pub(super) fn by_category(doc: &mut Doc, view: &CampaignView, results: &Results)
         for (sub, inst) in insts {
             let cyc = |op: Op| {
                 inst.op(op)
-                    .and_then(|o| o.mean_cycles)
+                    .and_then(|o| o.cycles())
                     .map(fmt::cycles)
                     .unwrap_or_else(|| DASH.into())
             };
@@ -159,7 +161,7 @@ pub(super) fn by_category(doc: &mut Doc, view: &CampaignView, results: &Results)
     }
     let slow = slower_than_clean(&speedups);
     if !slow.is_empty() {
-        doc.p("Optimized implementations slower than their clean ones (mean cycles):");
+        doc.p("Optimized implementations slower than their clean ones:");
         doc.list(slow);
     }
 }

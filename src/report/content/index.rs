@@ -54,7 +54,7 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
         for inst in &sub.instances {
             let cyc = |op: Op| {
                 inst.op(op)
-                    .and_then(|o| o.mean_cycles)
+                    .and_then(|o| o.cycles())
                     .map(|c| {
                         let unstable = inst.op(op).and_then(|o| o.unstable).unwrap_or(false);
                         format!(
@@ -157,7 +157,10 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
         ));
     }
     doc.p(
-        "Mean cycles per operation; KAT is the worst status over the checked modes. \
+        "Cycles per operation: the median of the interleaved rounds (the mean where an \
+         operation was timed in one block of trials); \"(unstable)\": its 95% CI is wider than \
+         the session's precision target (a block's CV above 2%). \
+         KAT is the worst status over the checked modes. \
            Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
     );
     doc.table(index_table(results, "md", ""));
@@ -168,7 +171,8 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
         all.sort_by(|a, b| a.system.cmp(&b.system));
         doc.h(2, "Across systems");
         doc.p(
-            "Mean cycles per operation on every system whose outputs sit beside this one \
+            "Cycles per operation (median of rounds, else mean) on every system whose outputs \
+             sit beside this one \
              (read from their `reports/results.json`); cycles of different counters \
              (`rdtsc`, `cntvct_el0`) are not comparable across architectures.",
         );
@@ -213,7 +217,7 @@ pub fn systems_table(all: &[&Results]) -> Table {
                 .find(|s| s.id == sub)
                 .and_then(|s| s.instances.iter().find(|i| i.id == inst))
                 .and_then(|i| i.op(op))
-                .and_then(|o| o.mean_cycles)
+                .and_then(|o| o.cycles())
                 .map(fmt::cycles)
                 .unwrap_or_else(|| DASH.into());
             row.push(cell);

@@ -61,6 +61,7 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
     let mut counters: Vec<String> = Vec::new();
     let mut core_cycles: Vec<String> = Vec::new();
     let mut not_reached = false;
+    let mut yardstick = None;
     for inst in &sub.instances {
         for (op, _) in inst.ops(StepKind::Time) {
             let Some(td) = inst.time_ok(op) else {
@@ -80,7 +81,9 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
                 core_cycles.push(perf);
             }
             let mut flags = Vec::new();
-            if s.unstable {
+            // In rounds, "CI wider than the precision" below says it; the CV of rounds
+            // taken across a whole session measures the host's drift, not this estimate.
+            if s.unstable && td.rounds.is_none() {
                 flags.push("unstable".to_string());
             }
             if !s.trial_outliers.is_empty() {
@@ -105,6 +108,9 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
+            }
+            if yardstick.is_none() {
+                yardstick = td.rounds.as_ref().and_then(|r| r.yardstick.as_ref());
             }
             if td.rounds.as_ref().is_some_and(|r| !r.reached) {
                 not_reached = true;
@@ -167,7 +173,7 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
             "Cycles are {} ticks per operation; mean = total ticks / total iterations; \
              CV and min/quartiles are over the per-operation cycles of the trials, \
              the single-call column over calls timed one by one; \
-             \"unstable\" marks a CV above 2%; outlier trials have a modified Z-score above 3.5; \
+             \"unstable\" marks a CV above 2% (trials timed in one block); outlier trials have a modified Z-score above 3.5; \
              \"trial length off target\" gives trials that lasted less than half or more than twice \
              the requested trial length (as a multiple of it). \
              Core cycles (perf_event_open): {}.",
@@ -193,13 +199,27 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
                     ""
                 }
             ));
+            if let Some(y) = yardstick {
+                doc.p(format!(
+                    "Host speed: the yardstick {} (a fixed workload of Keccak-f[1600] \
+                     permutations and a polynomial multiplication, built into ngcc-pipe and \
+                     compiled with `-O2`; object SHA-256 {}) was timed in the same rounds: {} \
+                     cycles per call (median over the session's {} rounds). `ngcc-pipe compare` divides every \
+                     round by it when both runs timed the same yardstick, so that a host that \
+                     ran slower in one run is not taken for slower code.",
+                    code(&y.name),
+                    code(&y.object_sha256[..12.min(y.object_sha256.len())]),
+                    fmt::cycles(crate::measure::stats::median(&y.values).unwrap_or(0.0)),
+                    y.values.len(),
+                ));
+            }
         }
     }
     super::counts::instructions_table(doc, sub);
     build_commands(doc, sub);
     let slow = categories::slower_than_clean(&categories::speedups(sub));
     if !slow.is_empty() {
-        doc.p("Optimized implementation slower than its clean one (mean cycles):");
+        doc.p("Optimized implementation slower than its clean one:");
         doc.list(slow);
     }
     let missing = not_timed(sub);

@@ -48,6 +48,7 @@ kind::step_kinds! {
     Index => index::Kind,
 }
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -367,7 +368,15 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             }
         }
     };
-    let (_, _, outcomes) = super::session::run(members, &settings, &show);
+    let gauge = if members.is_empty() {
+        None
+    } else {
+        yardstick_gauge(ctx)
+    };
+    let (_, _, outcomes) = super::session::run(members, gauge, &settings, &show);
+    let scratch = ctx.out.join("scratch");
+    let _ = std::fs::remove_dir_all(scratch.join("yardstick"));
+    let _ = std::fs::remove_dir(scratch);
     for ((i, rec, build, scratch), o) in joined.into_iter().zip(outcomes) {
         steps[i].drop_scratch(&scratch);
         steps[i].commands.extend(o.commands);
@@ -380,6 +389,50 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
         .zip(done)
         .map(|(step, d)| record_of(step, d.expect("every step has an outcome")))
         .collect()
+}
+
+/// The yardstick for a session of `ctx`'s time steps: compiled into `<outputs>/yardstick/`,
+/// its runner logging to `logs/yardstick.log` and writing only `scratch/yardstick/`. `None`
+/// (the session runs without one; the log says why) when it cannot be built.
+fn yardstick_gauge(ctx: &Ctx) -> Option<super::session::Gauge> {
+    use super::yardstick;
+    let log_path = ctx.out.join("logs").join("yardstick.log");
+    let mut log = super::exec::open_log(&log_path).ok()?;
+    let built = match yardstick::build(&ctx.campaign.system.cc, &ctx.out.join("yardstick")) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(log, "{e}");
+            return None;
+        }
+    };
+    let _ = writeln!(log, "$ {}", built.command.join(" "));
+    let scratch = ctx.out.join("scratch").join("yardstick");
+    let _ = std::fs::remove_dir_all(&scratch);
+    if let Err(e) = std::fs::create_dir_all(&scratch) {
+        let _ = writeln!(log, "yardstick: `{}`: {e}", scratch.display());
+        return None;
+    }
+    Some(super::session::Gauge {
+        member: super::session::Member {
+            label: "yardstick".into(),
+            object: built.object.clone(),
+            api_h: built.api_h.clone(),
+            namespace: yardstick::NAMESPACE.into(),
+            op: "keygen".into(),
+            min_iters: 1,
+            samples: 0,
+            budget_ns: 0,
+            log,
+            jail: super::sandbox::Jail {
+                read: vec![ctx.runner.clone(), built.object, built.api_h],
+                write: vec![scratch.clone()],
+                cwd: scratch,
+                memory: super::sandbox::DEFAULT_MEMORY,
+            },
+        },
+        name: yardstick::NAME.into(),
+        object_sha256: built.object_sha256,
+    })
 }
 
 /// Run the step at `ix` and return its record (status, data, commands, logs).

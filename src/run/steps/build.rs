@@ -338,7 +338,7 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
             data: None,
         });
     }
-    let source = step.source().map_err(Stop::failed)?;
+    let source = step.source()?;
     // Absolute: the compiler runs in the sandbox with the build folder as working folder.
     let root = std::path::absolute(&source.root).map_err(|e| Stop::failed(e.to_string()))?;
     let spec = ctx.spec(StepKind::Build).expect("build step is declared");

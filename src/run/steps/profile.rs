@@ -81,7 +81,7 @@ fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let Some(prof) = build.profile_object.clone() else {
         return Done::failed("the build made no profile object");
@@ -102,7 +102,7 @@ fn run(step: &mut Step) -> Done {
     for _ in 0..REPEATS {
         match runner_job(step, "profile", &ctx.out.join(&prof), &build, &extra) {
             Ok((o, _)) => runs.push(o),
-            Err(stop) => return stop.into(),
+            Err(e) => return e.into(),
         }
     }
     let summaries: Vec<_> = runs.iter().map(crate::profile::summarize).collect();

@@ -43,11 +43,11 @@ fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let source = match step.source() {
         Ok(s) => s,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let sub = step.submission();
     let inst = step.instance();

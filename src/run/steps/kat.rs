@@ -577,9 +577,11 @@ mod tests {
         assert_eq!(m["ML-KEM-512-clean.all"], "b".repeat(64));
         assert!(parse_sha256_manifest("xyz  a\n")
             .unwrap_err()
+            .to_string()
             .contains("line 1"));
         assert!(parse_sha256_manifest("nohash\n")
             .unwrap_err()
+            .to_string()
             .contains("line 1"));
     }
 

@@ -270,16 +270,20 @@ fn finish_memory(op: Op, call: &OpCall, bufs: &Buffers, record: &mut TimeOutput)
     }
 }
 
-/// The `time` record before anything is timed (also `serve`'s), with the pinning outcome
-/// and the RSS after the buffers are allocated.
-fn time_record(
+/// The start of `time` and `serve` on the operation thread: pin it, install the random
+/// source, allocate the buffers; the record before anything is timed, with the pinning
+/// outcome and the RSS after the buffers are allocated.
+fn time_start(
     op: Op,
     kem: &Kem,
-    (pinned_cpu, pin_error): (Option<usize>, Option<String>),
-    rng_name: &str,
+    cpu: Option<usize>,
+    (rng, rng_name): (Rng, &str),
     calibration: Calibration,
-) -> TimeOutput {
-    TimeOutput {
+) -> Result<(TimeOutput, Buffers), RunnerError> {
+    let (pinned_cpu, pin_error) = pin(cpu);
+    kem::set_rng(rng);
+    let bufs = Buffers::new(&kem.sizes)?;
+    let record = TimeOutput {
         op: op.name().into(),
         sizes: kem.sizes.clone(),
         pinned_cpu,
@@ -301,7 +305,8 @@ fn time_record(
             stack_painted_bytes: 0,
         },
         failure: None,
-    }
+    };
+    Ok((record, bufs))
 }
 
 fn job_kat(args: &Args) -> Result<Outcome, RunnerError> {
@@ -323,19 +328,11 @@ fn job_time(args: &Args) -> Result<Outcome, RunnerError> {
         min_iters: args.num("min-iters", 20)?,
         samples: args.num("samples", 101)?,
     };
-    let (rng, rng_name) = args.timing_rng()?;
+    let rng = args.timing_rng()?;
     let kem = args.load()?;
     let out = run_on_big_stack(move || -> Result<TimeOutput, RunnerError> {
-        let pinned = pin(cpu);
-        kem::set_rng(rng);
-        let mut bufs = Buffers::new(&kem.sizes)?;
-        let mut record = time_record(
-            op,
-            &kem,
-            pinned,
-            rng_name,
-            Calibration::unmeasured(cfg.trial_ns, cfg.min_iters),
-        );
+        let calibration = Calibration::unmeasured(cfg.trial_ns, cfg.min_iters);
+        let (mut record, mut bufs) = time_start(op, &kem, cpu, rng, calibration)?;
         if let Err(e) = prepare(op, &kem, &mut bufs) {
             record.failure = Some(e.to_string());
             return Ok(record);
@@ -375,20 +372,12 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
     let batch_ns: u64 = args.num("batch-ns", 20_000_000)?;
     let min_iters: u64 = args.num("min-iters", 1)?;
     let samples: u32 = args.num("samples", 101)?;
-    let (rng, rng_name) = args.timing_rng()?;
+    let rng = args.timing_rng()?;
     let mut channel = channel.try_clone().map_err(SysError::ShareChannel)?;
     let kem = args.load()?;
     let out = run_on_big_stack(move || -> Result<TimeOutput, RunnerError> {
-        let pinned = pin(cpu);
-        kem::set_rng(rng);
-        let mut bufs = Buffers::new(&kem.sizes)?;
-        let mut record = time_record(
-            op,
-            &kem,
-            pinned,
-            rng_name,
-            Calibration::unmeasured(batch_ns, min_iters),
-        );
+        let calibration = Calibration::unmeasured(batch_ns, min_iters);
+        let (mut record, mut bufs) = time_start(op, &kem, cpu, rng, calibration)?;
         let perf = timer::PerfCycles::open();
         record.core_cycles = match &perf {
             Ok(_) => CoreCycles::Available,

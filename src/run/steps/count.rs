@@ -168,7 +168,7 @@ fn count(step: &mut Step) -> Result<Done, StepError> {
             family: DRNG_FAMILY.into(),
         }])
         .collect();
-    let s = count::summarize(&profiles, &declared, DRNG_FAMILY).map_err(StepError::Check)?;
+    let s = count::summarize(&profiles, &declared, DRNG_FAMILY)?;
     let n = s.per_call.len() as f64;
     let reason = (!s.ambiguous.is_empty()).then(|| {
         format!(
@@ -247,11 +247,10 @@ fn finish(
     for i in 1..=output.iters {
         let name = format!("callgrind.out.{i}");
         let from = scratch.join(&name);
-        let text = std::fs::read_to_string(&from).map_err(|e| {
-            StepError::Check(format!(
-                "callgrind wrote no profile for call {i} of {} ({e})",
-                output.iters
-            ))
+        let text = std::fs::read_to_string(&from).map_err(|source| StepError::MissingProfile {
+            call: i,
+            of: output.iters,
+            source,
         })?;
         let p = count::parse(&text).map_err(|e| StepError::Parse {
             what: name.clone(),
@@ -266,10 +265,7 @@ fn finish(
         .join(format!("callgrind.out.{}", output.iters + 1))
         .exists()
     {
-        return Err(StepError::Check(format!(
-            "callgrind dumped more than {} profiles: the operation was called outside the counted calls",
-            output.iters
-        )));
+        return Err(StepError::ExtraProfiles(output.iters));
     }
     Ok(Finished::Counted(output, profiles, kept))
 }

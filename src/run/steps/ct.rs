@@ -173,14 +173,12 @@ fn run(step: &mut Step) -> Result<Done, StepError> {
     }
     let record: kem_native::ct::CtOutput = record(step, &out, op, Some("memcheck"))?;
     if !kept {
-        return Err(StepError::Check("memcheck wrote no XML output".into()));
+        return Err(StepError::NoXml);
     }
     let text = std::fs::read_to_string(&raw).map_err(StepError::io(&raw_rel))?;
-    let m = crate::ct::parse_memcheck_xml(&text, &object_name).map_err(StepError::Check)?;
+    let m = crate::ct::parse_memcheck_xml(&text, &object_name)?;
     if !m.finished {
-        return Err(StepError::Check(
-            "memcheck's XML output has no final status (valgrind stopped early)".into(),
-        ));
+        return Err(StepError::Unfinished);
     }
     let mut findings = m.findings;
     crate::ct::classify(

@@ -32,9 +32,59 @@ pub enum StepError {
         /// Why.
         source: io::Error,
     },
-    /// The step's log, or the folder it writes into, cannot be made.
+    /// A file or folder error in the OS's own words (the log, a generated file).
     #[error("{0}")]
-    Log(io::Error),
+    File(io::Error),
+    /// A file that cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file (`primitives header x.h`).
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// The compiler cannot be started.
+    #[error("cannot run `{cc}`: {source}")]
+    Cc {
+        /// The compiler.
+        cc: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// A compile or link that failed (`compile error in x.c (exit code 1):` and stderr).
+    #[error("{what} ({exit}{}):\n{tail}", limits.as_ref().map(|l| format!("; {l}")).unwrap_or_default())]
+    Tool {
+        /// `compile error in x.c`, `link error for x.so`.
+        what: String,
+        /// The exit, in words.
+        exit: String,
+        /// The limits the process had, after a signal.
+        limits: Option<String>,
+        /// The last lines of stderr.
+        tail: String,
+    },
+    /// The compiler's predefined macros cannot be listed.
+    #[error("`{cc} -dM -E` with the build's flags failed ({exit})")]
+    Predefined {
+        /// The compiler.
+        cc: String,
+        /// The exit, in words.
+        exit: String,
+    },
+    /// The build's flag profile is not declared.
+    #[error("unknown flag profile `{0}`")]
+    UnknownFlags(String),
+    /// Objects shared between instances failed in another instance's build.
+    #[error("{what} failed to build earlier: {reason}")]
+    SharedFailed {
+        /// `shared primitives`, `valgrind object's primitives`.
+        what: &'static str,
+        /// That build's reason.
+        reason: String,
+    },
+    /// The instance's sources cannot be listed.
+    #[error(transparent)]
+    Sources(#[from] SourcesError),
     /// A program cannot be started (`kem-runner`, `valgrind`, `cargo`).
     #[error("cannot run {tool}: {source}")]
     Spawn {
@@ -57,9 +107,34 @@ pub enum StepError {
         /// The parser's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// What a kind checks itself (the text says what).
-    #[error("{0}")]
-    Check(String),
+    /// Profiles that cannot be summed up (`count`).
+    #[error(transparent)]
+    Summary(#[from] crate::count::SummaryError),
+    /// callgrind left no profile for a counted call.
+    #[error("callgrind wrote no profile for call {call} of {of} ({source})")]
+    MissingProfile {
+        /// 1-based call.
+        call: u64,
+        /// Calls counted.
+        of: u64,
+        /// Why the file cannot be read.
+        source: io::Error,
+    },
+    /// callgrind left more profiles than calls were counted.
+    #[error("callgrind dumped more than {0} profiles: the operation was called outside the counted calls")]
+    ExtraProfiles(u64),
+    /// memcheck's XML output that cannot be read (`ct`).
+    #[error(transparent)]
+    Memcheck(#[from] crate::ct::MemcheckError),
+    /// The objects cannot be surveyed.
+    #[error("survey: {0}")]
+    Survey(#[from] crate::survey::SurveyError),
+    /// memcheck left no XML file.
+    #[error("memcheck wrote no XML output")]
+    NoXml,
+    /// memcheck's XML output ends before its final status.
+    #[error("memcheck's XML output has no final status (valgrind stopped early)")]
+    Unfinished,
 }
 
 impl StepError {
@@ -77,6 +152,33 @@ impl From<StepError> for Stop {
             e => Stop::failed(e.to_string()),
         }
     }
+}
+
+/// Why an instance's source files cannot be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourcesError {
+    /// An `exclude` pattern that is not a glob.
+    #[error("bad exclude `{pattern}`: {source}")]
+    BadExclude {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        source: globset::Error,
+    },
+    /// The instance folder cannot be read.
+    #[error("cannot read instance folder {}: {source}", dir.display())]
+    ReadDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// An extra source that is not there.
+    #[error("extra source {} does not exist", .0.display())]
+    MissingExtra(PathBuf),
+    /// Nothing to compile.
+    #[error("no .c/.S/.s sources in {}", .0.display())]
+    Empty(PathBuf),
 }
 
 /// How a kem-runner job ended when it left no usable record. `under` names the tool it ran

@@ -370,11 +370,11 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
         Err(_) => BTreeMap::new(),
     };
     let kat_dir = ctx.out.join("kat").join(&sub.id);
-    std::fs::create_dir_all(&kat_dir).map_err(StepError::Log)?;
+    std::fs::create_dir_all(&kat_dir).map_err(StepError::File)?;
     let log_rel = PathBuf::from("kat")
         .join(&sub.id)
         .join(format!("{}.log", inst.id));
-    let mut log = step.open_log(log_rel.clone()).map_err(StepError::Log)?;
+    let mut log = step.open_log(log_rel.clone()).map_err(StepError::File)?;
     let object = ctx.out.join(&build.object);
 
     let mut results = Vec::new();

@@ -251,7 +251,7 @@ impl<'a> Step<'a> {
         let rel = Path::new("logs")
             .join(self.slug())
             .join(format!("{name}.log"));
-        self.open_log(rel).map_err(StepError::Log)
+        self.open_log(rel).map_err(StepError::File)
     }
 
     /// `<sub>/<instance>` for paths.

@@ -157,11 +157,6 @@ impl<'a> RunnerJob<'a> {
         step.drop_scratch(&self.scratch);
         result
     }
-
-    /// The name of the wrapper, for reasons.
-    pub fn under_name(&self) -> Option<&'static str> {
-        self.wrapper.as_ref().map(|w| w.name)
-    }
 }
 
 /// The record of a per-operation job from its exit: exit 0, the record; a timeout; exit 1

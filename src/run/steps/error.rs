@@ -24,6 +24,9 @@ pub enum StepError {
     /// The build made no object of the variant the step needs (`valgrind`, `profile`).
     #[error("the build made no {0} object")]
     NoVariant(&'static str),
+    /// The profile object computes something else than the plain object (`profile`).
+    #[error("the profile object's KAT differs from the plain object's; not profiling")]
+    ProfileKatDiffers,
     /// A file or folder that cannot be read, written or made.
     #[error("{}: {source}", path.display())]
     Io {

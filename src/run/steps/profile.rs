@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use petgraph::graph::NodeIndex;
 
-use super::{runner_job, Done, KindSpec, Step};
+use super::{runner_job, Done, KindSpec, Step, StepError};
 use crate::graph::Node;
 use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
 use crate::record::{ProfileData, ProfileOutput, ProfileRepeat, Status, StepData, StepRecord};
@@ -84,16 +84,14 @@ fn run(step: &mut Step) -> Done {
         Err(e) => return e.into(),
     };
     let Some(prof) = build.profile_object.clone() else {
-        return Done::failed("the build made no profile object");
+        return StepError::NoVariant("profile").into();
     };
     if let Some(crate::record::StepData::Kat(k)) = ctx
         .sibling_record(step.node, crate::model::StepKind::Kat)
         .and_then(|r| r.data)
     {
         if k.profile_object_kat.as_ref().is_some_and(|p| !p.equal) {
-            return Done::failed(
-                "the profile object's KAT differs from the plain object's; not profiling",
-            );
+            return StepError::ProfileKatDiffers.into();
         }
     }
     let p = &ctx.spec(step.node.kind).expect("declared").params;

@@ -54,15 +54,26 @@ pub fn audit(api: &ApiSizes, catalog: &CatalogSizes, kat: Option<&CatalogSizes>)
     }
 }
 
+/// Why a `.rsp` text gives no sizes.
+#[derive(Debug, thiserror::Error)]
+pub enum KatSizesError {
+    /// Not `.rsp` text.
+    #[error("{0}")]
+    Rsp(String),
+    /// No count 0.
+    #[error("the .rsp has no `count = 0` entry")]
+    NoCount0,
+}
+
 /// Byte lengths of pk, sk, ct and ss in count 0 of a generated `.rsp` text.
 ///
 /// A field absent from count 0 stays `None`; a file without count 0 is an error.
-pub fn kat_sizes(rsp_text: &str) -> Result<CatalogSizes, String> {
-    let entries = parse_rsp(rsp_text)?;
+pub fn kat_sizes(rsp_text: &str) -> Result<CatalogSizes, KatSizesError> {
+    let entries = parse_rsp(rsp_text).map_err(KatSizesError::Rsp)?;
     let entry = entries
         .iter()
         .find(|e| e.count == 0)
-        .ok_or_else(|| "the .rsp has no `count = 0` entry".to_string())?;
+        .ok_or(KatSizesError::NoCount0)?;
     let len = |name: &str| entry.field(name).map(|v| v.len() as u64);
     Ok(CatalogSizes {
         pk: len("pk"),
@@ -156,9 +167,11 @@ mod tests {
         assert_eq!(partial.ct, None);
         assert!(kat_sizes("count = 1\npk = 00\n")
             .unwrap_err()
+            .to_string()
             .contains("count = 0"));
         assert!(kat_sizes("count = 0\npk = 0\n")
             .unwrap_err()
+            .to_string()
             .contains("line 2"));
     }
 }

@@ -4,6 +4,7 @@
 //! guards) is skipped. A namespaced define (`<NS>CRYPTO_PUBLICKEYBYTES`) wins over
 //! the plain `CRYPTO_PUBLICKEYBYTES`, which is accepted as a fallback.
 
+use crate::error::ApiError;
 use crate::output::ApiSizes;
 use nom::{
     branch::alt,
@@ -147,16 +148,15 @@ fn lookup<'a>(
 fn size(
     defines: &HashMap<String, DefineValue>,
     namespace: &str,
-    name: &str,
-) -> Result<u64, String> {
+    name: &'static str,
+) -> Result<u64, ApiError> {
     match lookup(defines, namespace, name) {
         Some((_, DefineValue::Number(n))) => Ok(*n),
-        Some((full, _)) => Err(format!(
-            "api.h: `{full}` is not a plain decimal number (only `#define {full} <digits>` is understood)"
-        )),
-        None => Err(format!(
-            "api.h: missing `#define {namespace}{name}` (nor `{name}`)"
-        )),
+        Some((full, _)) => Err(ApiError::NotANumber(full)),
+        None => Err(ApiError::Missing {
+            namespace: namespace.to_string(),
+            name,
+        }),
     }
 }
 
@@ -164,7 +164,7 @@ fn size(
 ///
 /// `namespace` is the symbol prefix including its trailing underscore
 /// (`PQCLEAN_MLKEM768_CLEAN_`); it may be empty.
-pub fn parse_api_h(text: &str, namespace: &str) -> Result<ApiSizes, String> {
+pub fn parse_api_h(text: &str, namespace: &str) -> Result<ApiSizes, ApiError> {
     let defines = collect_defines(text);
     let sk = size(&defines, namespace, "CRYPTO_SECRETKEYBYTES")?;
     let pk = size(&defines, namespace, "CRYPTO_PUBLICKEYBYTES")?;
@@ -243,14 +243,14 @@ int PQ_crypto_kem_keypair(uint8_t *pk, uint8_t *sk);
     fn missing_define_is_named() {
         let text = "#define NS_CRYPTO_SECRETKEYBYTES 1\n#define NS_CRYPTO_PUBLICKEYBYTES 2\n\
                     #define NS_CRYPTO_BYTES 4\n";
-        let e = parse_api_h(text, "NS_").unwrap_err();
+        let e = parse_api_h(text, "NS_").unwrap_err().to_string();
         assert!(e.contains("NS_CRYPTO_CIPHERTEXTBYTES"), "{e}");
     }
 
     #[test]
     fn non_numeric_define_is_explained() {
         let text = "#define NS_CRYPTO_SECRETKEYBYTES (A + B)\n";
-        let e = parse_api_h(text, "NS_").unwrap_err();
+        let e = parse_api_h(text, "NS_").unwrap_err().to_string();
         assert!(e.contains("not a plain decimal number"), "{e}");
     }
 

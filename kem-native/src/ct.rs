@@ -19,6 +19,7 @@
 //! same paths with the same data and give the same reports.
 
 use crate::drbg::{CtrDrbg, Rng};
+use crate::error::{rc_check, KemError, LoadError};
 use crate::kem::{self, ngcc_randombytes_hook, Buffers, Kem, RandomBytesFn};
 use crate::timing::Op;
 use serde::{Deserialize, Serialize};
@@ -125,10 +126,8 @@ pub fn marked_text(op: Op) -> &'static str {
 
 /// Resolve the marking functions and install the marking random-byte hook. Fails when the
 /// object was not built for the check (no `ngcc_ct_*` symbols).
-fn install(kem: &Kem) -> Result<Marks, String> {
-    let missing = |e: String| {
-        format!("{e}: the object was not built for the constant-time check (the build's valgrind object links the marking functions)")
-    };
+fn install(kem: &Kem) -> Result<Marks, LoadError> {
+    let missing = |e: LoadError| LoadError::NotBuiltForCt(Box::new(e));
     let secret = kem.lib.symbol(SECRET_SYMBOL).map_err(missing)?;
     let public = kem.lib.symbol(PUBLIC_SYMBOL).map_err(missing)?;
     let set_rng = kem.lib.symbol("ngcc_set_randombytes")?;
@@ -148,16 +147,8 @@ fn install(kem: &Kem) -> Result<Marks, String> {
     Ok(marks)
 }
 
-fn rc_check(func: &str, rc: c_int) -> Result<(), String> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(format!("{func} returned {rc}"))
-    }
-}
-
 /// One operation under test with its marks; inputs were prepared unmarked.
-fn one(op: Op, kem: &Kem, m: &Marks, b: &mut Buffers) -> Result<(), String> {
+fn one(op: Op, kem: &Kem, m: &Marks, b: &mut Buffers) -> Result<(), KemError> {
     match op {
         Op::Keygen => {
             SECRET_RNG.store(true, Ordering::SeqCst);
@@ -192,7 +183,7 @@ fn one(op: Op, kem: &Kem, m: &Marks, b: &mut Buffers) -> Result<(), String> {
             b.sk.check("crypto_kem_dec")?;
             rc_check("crypto_kem_dec", rc)?;
             if b.ss_dec.data() != b.ss_enc.data() {
-                return Err("dec(enc) gave a different shared secret".into());
+                return Err(KemError::DecMismatch);
             }
             Ok(())
         }
@@ -200,14 +191,14 @@ fn one(op: Op, kem: &Kem, m: &Marks, b: &mut Buffers) -> Result<(), String> {
 }
 
 /// Prepare the inputs of `op` with unmarked randomness.
-fn prepare(op: Op, kem: &Kem, b: &mut Buffers) -> Result<(), String> {
+fn prepare(op: Op, kem: &Kem, b: &mut Buffers) -> Result<(), KemError> {
     crate::timing::prepare(op, kem, b)
 }
 
 /// Run `op` `runs` times with its secrets marked (each run on fresh inputs), from the
 /// fixed-seed CTR_DRBG. Under valgrind's memcheck the reports name every secret-dependent
 /// branch and index; run natively it is a plain functional check.
-pub fn run_ct(kem: &Kem, op: Op, runs: u32) -> Result<CtOutput, String> {
+pub fn run_ct(kem: &Kem, op: Op, runs: u32) -> Result<CtOutput, LoadError> {
     let marks = install(kem)?;
     kem::set_rng(Rng::Nist(Box::new(CtrDrbg::new(&SEED, None))));
     let mut out = CtOutput {
@@ -220,7 +211,7 @@ pub fn run_ct(kem: &Kem, op: Op, runs: u32) -> Result<CtOutput, String> {
     for _ in 0..runs {
         let step = prepare(op, kem, &mut bufs).and_then(|_| one(op, kem, &marks, &mut bufs));
         if let Err(e) = step {
-            out.failure = Some(e);
+            out.failure = Some(e.to_string());
             break;
         }
         out.runs += 1;

@@ -11,6 +11,7 @@
 //! [`Rng`] wraps them so a KAT driver can save and restore the outer generator's state
 //! (liboqs `OQS_KAT_PRNG_save_state`).
 
+use crate::error::{RandomError, UsageError};
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::Aes256;
 use sha3::digest::{ExtendableOutput, Update, XofReader};
@@ -127,7 +128,7 @@ pub struct OsRng;
 
 impl OsRng {
     /// Fill `buf` from the OS; errors name the source that failed.
-    pub fn try_fill(&mut self, buf: &mut [u8]) -> Result<(), String> {
+    pub fn try_fill(&mut self, buf: &mut [u8]) -> Result<(), RandomError> {
         let mut done = 0;
         while done < buf.len() {
             let rest = &mut buf[done..];
@@ -141,8 +142,9 @@ impl OsRng {
                 use std::io::Read;
                 return std::fs::File::open("/dev/urandom")
                     .and_then(|mut f| f.read_exact(rest))
-                    .map_err(|e| {
-                        format!("getrandom failed ({err}) and /dev/urandom failed ({e})")
+                    .map_err(|urandom| RandomError::Os {
+                        getrandom: err,
+                        urandom,
                     });
             }
             done += r as usize;
@@ -162,11 +164,11 @@ pub enum KatRngKind {
 
 impl KatRngKind {
     /// Parse `nist` or `hqc`.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, UsageError> {
         match s {
             "nist" => Ok(KatRngKind::Nist),
             "hqc" => Ok(KatRngKind::Hqc),
-            other => Err(format!("unknown rng `{other}` (expected `nist` or `hqc`)")),
+            other => Err(UsageError::KatRng(other.to_string())),
         }
     }
 
@@ -200,7 +202,7 @@ pub enum Rng {
 
 impl Rng {
     /// Fill `buf`; only the OS source can fail.
-    pub fn fill(&mut self, buf: &mut [u8]) -> Result<(), String> {
+    pub fn fill(&mut self, buf: &mut [u8]) -> Result<(), RandomError> {
         match self {
             Rng::Nist(d) => {
                 d.fill(buf);
@@ -315,6 +317,9 @@ mod tests {
     #[test]
     fn kat_rng_kind_parses() {
         assert_eq!(KatRngKind::parse("hqc").unwrap(), KatRngKind::Hqc);
-        assert!(KatRngKind::parse("aes").unwrap_err().contains("aes"));
+        assert!(KatRngKind::parse("aes")
+            .unwrap_err()
+            .to_string()
+            .contains("aes"));
     }
 }

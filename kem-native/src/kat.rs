@@ -9,6 +9,7 @@
 //! secret. The file is flushed after every count so a crash leaves partial evidence.
 
 use crate::drbg::KatRngKind;
+use crate::error::{KemError, RunnerError, SysError, UsageError};
 use crate::kem::{self, Buffers, Kem};
 use crate::output::KatOutput;
 use sha2::{Digest, Sha256};
@@ -27,13 +28,11 @@ pub enum KatMode {
 
 impl KatMode {
     /// Parse `single` or `all`.
-    pub fn parse(s: &str) -> Result<KatMode, String> {
+    pub fn parse(s: &str) -> Result<KatMode, UsageError> {
         match s {
             "single" => Ok(KatMode::Single),
             "all" => Ok(KatMode::All),
-            other => Err(format!(
-                "unknown KAT mode `{other}` (expected `single` or `all`)"
-            )),
+            other => Err(UsageError::KatMode(other.to_string())),
         }
     }
 
@@ -62,14 +61,21 @@ struct RspWriter {
 }
 
 impl RspWriter {
-    fn line(&mut self, text: &str) -> Result<(), String> {
+    fn line(&mut self, text: &str) -> Result<(), SysError> {
         self.hash.update(text.as_bytes());
         self.file
             .write_all(text.as_bytes())
-            .map_err(|e| format!("cannot write `{}`: {e}", self.path))
+            .map_err(|source| self.write_error(source))
     }
 
-    fn field(&mut self, label: &str, bytes: &[u8]) -> Result<(), String> {
+    fn write_error(&self, source: std::io::Error) -> SysError {
+        SysError::Write {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn field(&mut self, label: &str, bytes: &[u8]) -> Result<(), SysError> {
         let hex = if bytes.is_empty() {
             "00".to_string()
         } else {
@@ -78,17 +84,15 @@ impl RspWriter {
         self.line(&format!("{label} = {hex}\n"))
     }
 
-    fn flush(&mut self) -> Result<(), String> {
-        self.file
-            .flush()
-            .map_err(|e| format!("cannot write `{}`: {e}", self.path))
+    fn flush(&mut self) -> Result<(), SysError> {
+        self.file.flush().map_err(|source| self.write_error(source))
     }
 }
 
 /// Why a KAT run stopped early: the KEM misbehaved (recorded) or the file failed (fatal).
 enum Stop {
-    Kem(String),
-    Io(String),
+    Kem(KemError),
+    Io(SysError),
 }
 
 /// Generate `counts` counts into `out`, calling the KEM on the current thread (run it on a
@@ -104,9 +108,12 @@ pub fn run_kat(
     mode: KatMode,
     counts: u32,
     out: &Path,
-) -> Result<KatOutput, String> {
+) -> Result<KatOutput, RunnerError> {
     let path = out.display().to_string();
-    let file = File::create(out).map_err(|e| format!("cannot create `{path}`: {e}"))?;
+    let file = File::create(out).map_err(|source| SysError::Create {
+        path: path.clone(),
+        source,
+    })?;
     let mut w = RspWriter {
         file: BufWriter::new(file),
         hash: Sha256::new(),
@@ -122,12 +129,12 @@ pub fn run_kat(
         match one_count(kem, &mut bufs, &mut outer, rng, &mut w, count, counts) {
             Ok(()) => completed += 1,
             Err(Stop::Kem(why)) => {
-                failure = Some(format!("{why} in count {count}"));
+                failure = Some(why.at(format!("in count {count}")).to_string());
                 break;
             }
             Err(Stop::Io(e)) => {
                 kem::take_rng();
-                return Err(e);
+                return Err(e.into());
             }
         }
         w.flush()?;
@@ -157,7 +164,7 @@ fn one_count(
     let io = Stop::Io;
     w.line(&format!("count = {count}\n")).map_err(io)?;
     let mut seed = [0u8; 48];
-    outer.fill(&mut seed).map_err(Stop::Kem)?;
+    outer.fill(&mut seed).map_err(|e| Stop::Kem(e.into()))?;
     w.field("seed", &seed).map_err(io)?;
     kem::set_rng(rng.seeded(&seed));
 
@@ -182,11 +189,10 @@ fn one_count(
     calling(w, "crypto_kem_dec")?;
     bufs.dec(kem).map_err(Stop::Kem)?;
     if bufs.ss_enc.data() != bufs.ss_dec.data() {
-        return Err(Stop::Kem(format!(
-            "shared secrets differ (enc {}, dec {})",
-            hex::encode_upper(bufs.ss_enc.data()),
-            hex::encode_upper(bufs.ss_dec.data())
-        )));
+        return Err(Stop::Kem(KemError::SecretsDiffer {
+            enc: hex::encode_upper(bufs.ss_enc.data()),
+            dec: hex::encode_upper(bufs.ss_dec.data()),
+        }));
     }
     Ok(())
 }
@@ -199,7 +205,10 @@ mod tests {
     fn modes_parse_and_default_counts() {
         assert_eq!(KatMode::parse("single").unwrap().default_counts(), 1);
         assert_eq!(KatMode::parse("all").unwrap().default_counts(), 100);
-        assert!(KatMode::parse("one").unwrap_err().contains("`one`"));
+        assert!(KatMode::parse("one")
+            .unwrap_err()
+            .to_string()
+            .contains("`one`"));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! process runs exactly one job).
 
 use crate::drbg::Rng;
+use crate::error::{rc_check, KemError, LoadError, RandomError, SysError};
 use crate::output::ApiSizes;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::path::Path;
@@ -48,11 +49,11 @@ pub fn take_rng() -> Option<Rng> {
 }
 
 /// Fill `buf` from the installed source (used by KAT drivers for their own seeds).
-pub fn fill_from_current(buf: &mut [u8]) -> Result<(), String> {
+pub fn fill_from_current(buf: &mut [u8]) -> Result<(), RandomError> {
     let mut guard = CURRENT_RNG.lock().unwrap_or_else(|e| e.into_inner());
     match guard.as_mut() {
         Some(rng) => rng.fill(buf),
-        None => Err("no random source installed".into()),
+        None => Err(RandomError::NotInstalled),
     }
 }
 
@@ -103,21 +104,22 @@ unsafe impl Sync for Library {}
 
 impl Library {
     /// `dlopen(path, RTLD_NOW | RTLD_LOCAL)`.
-    pub fn open(path: &Path) -> Result<Library, String> {
+    pub fn open(path: &Path) -> Result<Library, LoadError> {
         if !path.is_file() {
-            return Err(format!("shared object `{}` does not exist", path.display()));
+            return Err(LoadError::NoObject(path.display().to_string()));
         }
-        let c = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| format!("path `{}` contains a NUL byte", path.display()))?;
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| LoadError::Nul {
+            what: "path",
+            name: path.display().to_string(),
+        })?;
         // SAFETY: `c` is a valid NUL-terminated path; dlopen runs the object's constructors,
         // which is what loading a KEM means.
         let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
-            return Err(format!(
-                "cannot load `{}`: {}",
-                path.display(),
-                dlerror_text()
-            ));
+            return Err(LoadError::Dlopen {
+                path: path.display().to_string(),
+                reason: dlerror_text(),
+            });
         }
         Ok(Library {
             handle,
@@ -126,16 +128,21 @@ impl Library {
     }
 
     /// Address of `name`, or an error naming the missing symbol and the object.
-    pub fn symbol(&self, name: &str) -> Result<*mut c_void, String> {
-        let c =
-            CString::new(name).map_err(|_| format!("symbol name `{name}` contains a NUL byte"))?;
+    pub fn symbol(&self, name: &str) -> Result<*mut c_void, LoadError> {
+        let c = CString::new(name).map_err(|_| LoadError::Nul {
+            what: "symbol name",
+            name: name.to_string(),
+        })?;
         // SAFETY: clearing the error state then looking up a symbol in a live handle.
         let ptr = unsafe {
             libc::dlerror();
             libc::dlsym(self.handle, c.as_ptr())
         };
         if ptr.is_null() {
-            return Err(format!("symbol `{name}` not found in `{}`", self.path));
+            return Err(LoadError::MissingSymbol {
+                name: name.to_string(),
+                path: self.path.clone(),
+            });
         }
         Ok(ptr)
     }
@@ -163,7 +170,7 @@ pub struct Kem {
 
 impl Kem {
     /// Load `path`, resolve `<ns>crypto_kem_*` and install the random-byte hook.
-    pub fn load(path: &Path, namespace: &str, sizes: ApiSizes) -> Result<Kem, String> {
+    pub fn load(path: &Path, namespace: &str, sizes: ApiSizes) -> Result<Kem, LoadError> {
         let lib = Library::open(path)?;
         let keypair = lib.symbol(&format!("{namespace}crypto_kem_keypair"))?;
         let enc = lib.symbol(&format!("{namespace}crypto_kem_enc"))?;
@@ -311,7 +318,7 @@ impl GuardedBuf {
 
     /// `Err("<func> wrote past the declared ciphertext size (CRYPTO_CIPHERTEXTBYTES = 32): ...")`
     /// when a guard byte changed since the last [`reset_guards`](Self::reset_guards).
-    pub fn check(&self, func: &str) -> Result<(), String> {
+    pub fn check(&self, func: &str) -> Result<(), KemError> {
         let (what, define) = self.kind.describe();
         let bytes = self.bytes();
         let back = &bytes[FRONT_GUARD + self.len..];
@@ -322,18 +329,23 @@ impl GuardedBuf {
             } else {
                 format!("{n} bytes beyond it")
             };
-            return Err(format!(
-                "{func} wrote past the declared {what} size ({define} = {}): {extent}",
-                self.len
-            ));
+            return Err(KemError::Overrun {
+                func: func.to_string(),
+                what,
+                define,
+                len: self.len,
+                extent,
+            });
         }
         let front = &bytes[..FRONT_GUARD];
         if let Some(first) = (0..FRONT_GUARD).find(|&i| front[i] != guard_byte(i + 1000)) {
-            return Err(format!(
-                "{func} wrote before the start of the {what} buffer ({define} = {}): {} bytes before it",
-                self.len,
-                FRONT_GUARD - first
-            ));
+            return Err(KemError::Underrun {
+                func: func.to_string(),
+                what,
+                define,
+                len: self.len,
+                before: FRONT_GUARD - first,
+            });
         }
         Ok(())
     }
@@ -353,21 +365,13 @@ pub struct Buffers {
     pub ss_dec: GuardedBuf,
 }
 
-fn usize_of(n: u64, what: &str) -> Result<usize, String> {
-    usize::try_from(n).map_err(|_| format!("{what} = {n} does not fit in memory"))
-}
-
-fn rc_check(func: &str, rc: c_int) -> Result<(), String> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(format!("{func} returned {rc}"))
-    }
+fn usize_of(n: u64, define: &'static str) -> Result<usize, LoadError> {
+    usize::try_from(n).map_err(|_| LoadError::TooLarge { define, n })
 }
 
 impl Buffers {
     /// Buffers of the declared sizes.
-    pub fn new(sizes: &ApiSizes) -> Result<Buffers, String> {
+    pub fn new(sizes: &ApiSizes) -> Result<Buffers, LoadError> {
         Ok(Buffers {
             pk: GuardedBuf::new(
                 usize_of(sizes.pk, "CRYPTO_PUBLICKEYBYTES")?,
@@ -387,7 +391,7 @@ impl Buffers {
     }
 
     /// Check every guard (after calls made through raw pointers, e.g. the timing loop).
-    pub fn check_all(&self, func: &str) -> Result<(), String> {
+    pub fn check_all(&self, func: &str) -> Result<(), KemError> {
         self.pk.check(func)?;
         self.sk.check(func)?;
         self.ct.check(func)?;
@@ -396,7 +400,7 @@ impl Buffers {
     }
 
     /// `crypto_kem_keypair(pk, sk)`, checking the return code and guards.
-    pub fn keypair(&mut self, kem: &Kem) -> Result<(), String> {
+    pub fn keypair(&mut self, kem: &Kem) -> Result<(), KemError> {
         // SAFETY: pk and sk hold the sizes api.h declares; overruns land in the guards.
         let rc = unsafe { (kem.keypair)(self.pk.as_mut_ptr(), self.sk.as_mut_ptr()) };
         self.pk.check("crypto_kem_keypair")?;
@@ -405,7 +409,7 @@ impl Buffers {
     }
 
     /// `crypto_kem_enc(ct, ss_enc, pk)`, checking the return code and guards.
-    pub fn enc(&mut self, kem: &Kem) -> Result<(), String> {
+    pub fn enc(&mut self, kem: &Kem) -> Result<(), KemError> {
         // SAFETY: ct, ss_enc and pk hold the declared sizes; overruns land in the guards.
         let rc = unsafe {
             (kem.enc)(
@@ -421,7 +425,7 @@ impl Buffers {
     }
 
     /// `crypto_kem_dec(ss_dec, ct, sk)`, checking the return code and guards.
-    pub fn dec(&mut self, kem: &Kem) -> Result<(), String> {
+    pub fn dec(&mut self, kem: &Kem) -> Result<(), KemError> {
         // SAFETY: ss_dec, ct and sk hold the declared sizes; overruns land in the guards.
         let rc = unsafe { (kem.dec)(self.ss_dec.as_mut_ptr(), self.ct.as_ptr(), self.sk.as_ptr()) };
         self.ss_dec.check("crypto_kem_dec")?;
@@ -433,7 +437,7 @@ impl Buffers {
 
 /// Run `f` on a fresh thread with a [`BIG_STACK_BYTES`] stack and return its result.
 /// A panic on that thread is turned into an error.
-pub fn run_on_big_stack<T, F>(f: F) -> Result<T, String>
+pub fn run_on_big_stack<T, F>(f: F) -> Result<T, SysError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -442,11 +446,9 @@ where
         .name("kem-op".into())
         .stack_size(BIG_STACK_BYTES)
         .spawn(f)
-        .map_err(|e| {
-            format!(
-                "cannot start a thread with a {} MiB stack: {e}",
-                BIG_STACK_BYTES >> 20
-            )
+        .map_err(|source| SysError::Thread {
+            mib: BIG_STACK_BYTES >> 20,
+            source,
         })?;
     handle.join().map_err(|p| {
         let msg = p
@@ -454,7 +456,7 @@ where
             .cloned()
             .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_else(|| "unknown panic".into());
-        format!("the operation thread panicked: {msg}")
+        SysError::Panicked(msg)
     })
 }
 
@@ -473,7 +475,7 @@ mod tests {
         );
         // SAFETY: 16 bytes past the data are inside the back guard.
         unsafe { std::ptr::write_bytes(b.as_mut_ptr().add(32), 0, 16) };
-        let e = b.check("crypto_kem_enc").unwrap_err();
+        let e = b.check("crypto_kem_enc").unwrap_err().to_string();
         assert_eq!(
             e,
             "crypto_kem_enc wrote past the declared ciphertext size (CRYPTO_CIPHERTEXTBYTES = 32): 16 bytes beyond it"
@@ -487,7 +489,7 @@ mod tests {
         let mut b = GuardedBuf::new(8, BufKind::SharedSecret);
         // SAFETY: 2 bytes before the data are inside the front guard.
         unsafe { *b.as_mut_ptr().sub(2) ^= 1 };
-        let e = b.check("crypto_kem_dec").unwrap_err();
+        let e = b.check("crypto_kem_dec").unwrap_err().to_string();
         assert!(
             e.contains("before the start of the shared secret buffer (CRYPTO_BYTES = 8): 2 bytes"),
             "{e}"
@@ -503,7 +505,9 @@ mod tests {
 
     #[test]
     fn missing_object_is_a_clear_error() {
-        let e = Library::open(Path::new("/nonexistent/x.so")).unwrap_err();
+        let e = Library::open(Path::new("/nonexistent/x.so"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("/nonexistent/x.so") && e.contains("does not exist"),
             "{e}"
@@ -519,7 +523,7 @@ mod tests {
             return;
         };
         assert!(lib.symbol("memcpy").is_ok());
-        let e = lib.symbol("PQ_crypto_kem_keypair").unwrap_err();
+        let e = lib.symbol("PQ_crypto_kem_keypair").unwrap_err().to_string();
         assert!(e.contains("`PQ_crypto_kem_keypair` not found"), "{e}");
     }
 

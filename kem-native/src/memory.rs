@@ -9,6 +9,7 @@
 //!   from the painted top. That includes the frames of the code making the call; the
 //!   runner subtracts the depth an empty function reaches through the same path.
 
+use crate::error::SysError;
 use std::ffi::c_void;
 
 /// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`, ...).
@@ -90,7 +91,7 @@ extern "C" fn painted_thread(arg: *mut c_void) -> *mut c_void {
 pub fn stack_high_water(
     stack_bytes: usize,
     f: &mut (dyn FnMut() + Send),
-) -> Result<StackUse, String> {
+) -> Result<StackUse, SysError> {
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     let size = stack_bytes.div_ceil(page) * page;
@@ -107,18 +108,18 @@ pub fn stack_high_water(
         )
     };
     if base == libc::MAP_FAILED {
-        return Err(format!(
-            "mmap of a {stack_bytes}-byte stack: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(SysError::Call {
+            call: format!("mmap of a {stack_bytes}-byte stack"),
+            source: std::io::Error::last_os_error(),
+        });
     }
     let result = (|| {
         // SAFETY: the lowest page of our own mapping becomes the guard.
         if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-            return Err(format!(
-                "mprotect guard page: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(SysError::Call {
+                call: "mprotect guard page".into(),
+                source: std::io::Error::last_os_error(),
+            });
         }
         let stack = base as usize + page;
         let mut job = Job {
@@ -135,7 +136,10 @@ pub fn stack_high_water(
             let rc = libc::pthread_attr_setstack(&mut attr, stack as *mut c_void, size);
             if rc != 0 {
                 libc::pthread_attr_destroy(&mut attr);
-                return Err(format!("pthread_attr_setstack: error {rc}"));
+                return Err(SysError::Pthread {
+                    call: "pthread_attr_setstack",
+                    rc,
+                });
             }
             let mut tid: libc::pthread_t = std::mem::zeroed();
             let rc = libc::pthread_create(
@@ -146,15 +150,17 @@ pub fn stack_high_water(
             );
             libc::pthread_attr_destroy(&mut attr);
             if rc != 0 {
-                return Err(format!("pthread_create on the painted stack: error {rc}"));
+                return Err(SysError::Pthread {
+                    call: "pthread_create on the painted stack",
+                    rc,
+                });
             }
             libc::pthread_join(tid, std::ptr::null_mut());
         }
         if job.panicked {
-            return Err("the measured call panicked on the painted stack".into());
+            return Err(SysError::PaintedPanic);
         }
-        job.result
-            .ok_or_else(|| "the painted-stack thread reported nothing".to_string())
+        job.result.ok_or(SysError::PaintedNothing)
     })();
     // SAFETY: unmapping the region mapped above; the thread using it has been joined.
     unsafe { libc::munmap(base, total) };

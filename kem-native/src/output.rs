@@ -97,6 +97,20 @@ pub struct Calibration {
     pub min_iters: u64,
 }
 
+impl Calibration {
+    /// Before calibration: the target and the floor, nothing chosen yet.
+    pub fn unmeasured(target_trial_ns: u64, min_iters: u64) -> Calibration {
+        Calibration {
+            target_trial_ns,
+            batch_iters: 0,
+            batch_ns: 0,
+            batches_ns: Vec::new(),
+            iters: 0,
+            min_iters,
+        }
+    }
+}
+
 /// One timed trial of `iters` back-to-back calls.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trial {
@@ -109,8 +123,8 @@ pub struct Trial {
     pub core_cycles: Option<u64>,
 }
 
-/// Cost of the measurement loop itself, per call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Cost of the measurement loop itself, per call (zero until measured).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Overhead {
     pub cycles_per_call: f64,
     pub ns_per_call: f64,

@@ -16,6 +16,7 @@
 //! `cycles - outer_calls * inner_per_call` (floored at 0); `outer_per_call`, the ticks a
 //! wrapper adds to its caller, is reported as the wrapper overhead.
 
+use crate::error::LoadError;
 use crate::kem::Kem;
 use crate::output::{ProfileOutput, SymbolProfile};
 use crate::timing::{Op, OpCall};
@@ -61,7 +62,7 @@ fn c_text(p: *const c_char) -> String {
 
 impl ProfileApi {
     /// Resolve `ngcc_prof_entries`, `ngcc_prof_reset` and `ngcc_prof_calibrate`.
-    pub fn resolve(kem: &Kem) -> Result<ProfileApi, String> {
+    pub fn resolve(kem: &Kem) -> Result<ProfileApi, LoadError> {
         let e = kem.lib.symbol("ngcc_prof_entries")?;
         let r = kem.lib.symbol("ngcc_prof_reset")?;
         let c = kem.lib.symbol("ngcc_prof_calibrate")?;

@@ -22,8 +22,9 @@
 //! CPU; `/proc/thread-self/status`: context switches) and reports the differences, so the
 //! engine can tell a batch that shared the core with other work.
 
+use crate::error::KemError;
 use crate::output::Calibration;
-use crate::timing::{calibrate, Batch, Op, OpCall};
+use crate::timing::{calibrate, check_rc, Batch, Op, OpCall};
 use serde::{Deserialize, Serialize};
 
 /// Prefix of the line sent once the runner is calibrated.
@@ -121,18 +122,8 @@ pub fn warm_and_calibrate(
     call: &OpCall,
     batch_ns: u64,
     min_iters: u64,
-) -> Result<(u64, Calibration), String> {
-    let check = |b: &Batch, phase: &str| {
-        if b.rc_or == 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} returned nonzero during {phase} (OR of return codes = {})",
-                op.c_name(),
-                b.rc_or
-            ))
-        }
-    };
+) -> Result<(u64, Calibration), KemError> {
+    let check = |b: &Batch, phase: &str| check_rc(op, b.rc_or, phase);
     let (mut warm, mut warm_ns, mut n) = (0u64, 0u64, 1u64);
     while warm < 2 || warm_ns < batch_ns / 2 {
         let b = call.batch(false, n);

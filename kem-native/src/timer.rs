@@ -6,6 +6,7 @@
 //! (Intel, "How to Benchmark Code Execution Times", 2010); the virtual counter
 //! `cntvct_el0` behind an `isb` on aarch64; the monotonic clock in nanoseconds elsewhere.
 
+use crate::error::SysError;
 use std::ffi::c_int;
 
 /// Name of the counter [`start`]/[`stop`] read, as recorded in `TimeOutput::counter`.
@@ -88,9 +89,8 @@ pub fn now_ns() -> u64 {
 }
 
 /// Pin the calling thread to `cpu` (`sched_setaffinity`).
-pub fn pin_to_cpu(cpu: usize) -> Result<(), String> {
-    crate::sys::set_thread_affinity(&[cpu])
-        .map_err(|e| format!("sched_setaffinity(cpu {cpu}): {e}"))
+pub fn pin_to_cpu(cpu: usize) -> Result<(), SysError> {
+    crate::sys::set_thread_affinity(&[cpu]).map_err(|source| SysError::Pin { cpu, source })
 }
 
 /// The CPU the calling thread is running on right now.
@@ -134,7 +134,7 @@ pub struct PerfCycles {
 
 impl PerfCycles {
     /// Open the counter, or say why it is unavailable (errno and `perf_event_paranoid`).
-    pub fn open() -> Result<PerfCycles, String> {
+    pub fn open() -> Result<PerfCycles, SysError> {
         let attr = PerfEventAttr {
             type_: PERF_TYPE_HARDWARE,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
@@ -159,9 +159,10 @@ impl PerfCycles {
             let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|_| "unknown".into());
-            return Err(format!(
-                "perf_event_open: {err} (perf_event_paranoid={paranoid})"
-            ));
+            return Err(SysError::PerfOpen {
+                source: err,
+                paranoid,
+            });
         }
         let mut p = PerfCycles { fd: fd as c_int };
         // A counter that opens but never counts (some VMs) is as good as none.
@@ -172,10 +173,7 @@ impl PerfCycles {
         }
         match p.disable_read() {
             Some(c) if c > 0 => Ok(p),
-            _ => Err(
-                "perf_event_open: the cycle counter opened but counted nothing (virtualized PMU?)"
-                    .into(),
-            ),
+            _ => Err(SysError::PerfSilent),
         }
     }
 
@@ -247,7 +245,7 @@ mod tests {
                 }
                 assert!(p.disable_read().unwrap() > 10_000);
             }
-            Err(why) => assert!(why.starts_with("perf_event_open"), "{why}"),
+            Err(why) => assert!(why.to_string().starts_with("perf_event_open"), "{why}"),
         }
     }
 }

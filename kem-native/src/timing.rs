@@ -12,6 +12,7 @@
 //! so one trial lasts the target, never fewer than `min_iters`), `trials` trials (counter ticks, monotonic ns, perf core cycles when
 //! available), then `samples` single calls timed one by one, then the overhead.
 
+use crate::error::{KemError, UsageError};
 use crate::kem::{Buffers, DecFn, EncFn, Kem, KeypairFn};
 use crate::output::{Calibration, CoreCycles, Overhead, Trial};
 use crate::timer::{self, PerfCycles};
@@ -31,14 +32,12 @@ pub enum Op {
 
 impl Op {
     /// Parse `keygen`, `enc` or `dec`.
-    pub fn parse(s: &str) -> Result<Op, String> {
+    pub fn parse(s: &str) -> Result<Op, UsageError> {
         match s {
             "keygen" => Ok(Op::Keygen),
             "enc" => Ok(Op::Enc),
             "dec" => Ok(Op::Dec),
-            other => Err(format!(
-                "unknown op `{other}` (expected keygen, enc or dec)"
-            )),
+            other => Err(UsageError::Op(other.to_string())),
         }
     }
 
@@ -62,17 +61,17 @@ impl Op {
 }
 
 /// Run the calls the operation's inputs need (none for keygen).
-pub fn prepare(op: Op, kem: &Kem, bufs: &mut Buffers) -> Result<(), String> {
+pub fn prepare(op: Op, kem: &Kem, bufs: &mut Buffers) -> Result<(), KemError> {
+    let preparing = |source| KemError::Preparing {
+        source: Box::new(source),
+        op: op.name(),
+    };
     match op {
         Op::Keygen => Ok(()),
-        Op::Enc => bufs
-            .keypair(kem)
-            .map_err(|e| format!("{e} while preparing enc inputs")),
+        Op::Enc => bufs.keypair(kem).map_err(preparing),
         Op::Dec => {
-            bufs.keypair(kem)
-                .map_err(|e| format!("{e} while preparing dec inputs"))?;
-            bufs.enc(kem)
-                .map_err(|e| format!("{e} while preparing dec inputs"))
+            bufs.keypair(kem).map_err(preparing)?;
+            bufs.enc(kem).map_err(preparing)
         }
     }
 }
@@ -307,14 +306,16 @@ pub struct Timed {
     pub failure: Option<String>,
 }
 
-fn check_rc(op: Op, rc_or: c_int, phase: &str) -> Result<(), String> {
+/// `Err(KemError::ReturnedDuring)` when the OR of a phase's return codes is nonzero.
+pub fn check_rc(op: Op, rc_or: c_int, phase: &str) -> Result<(), KemError> {
     if rc_or == 0 {
         Ok(())
     } else {
-        Err(format!(
-            "{} returned nonzero during {phase} (OR of return codes = {rc_or})",
-            op.c_name()
-        ))
+        Err(KemError::ReturnedDuring {
+            func: op.c_name(),
+            phase: phase.to_string(),
+            rc_or,
+        })
     }
 }
 
@@ -347,11 +348,11 @@ const MAX_BATCH: u64 = 1 << 40;
 /// a tenth of a trial too (the batch that stopped the doubling was slowed down: a first
 /// call, a page fault, a preemption) double on from there. So one slow batch cannot choose
 /// the iterations, as it did with a 24 ms first batch that made 100 ms trials last 0.3 ms.
-pub fn calibrate(
+pub fn calibrate<E>(
     trial_ns: u64,
     min_iters: u64,
-    mut batch: impl FnMut(u64) -> Result<u64, String>,
-) -> Result<Calibration, String> {
+    mut batch: impl FnMut(u64) -> Result<u64, E>,
+) -> Result<Calibration, E> {
     let tenth = (trial_ns / 10).max(1);
     let mut n = 1u64;
     loop {
@@ -394,32 +395,21 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
     let core_cycles = match &perf {
         Ok(_) => CoreCycles::Available,
         Err(reason) => CoreCycles::Unavailable {
-            reason: reason.clone(),
+            reason: reason.to_string(),
         },
     };
     let mut out = Timed {
         warmup_iters: 0,
-        calibration: Calibration {
-            target_trial_ns: cfg.trial_ns,
-            batch_iters: 0,
-            batch_ns: 0,
-            batches_ns: Vec::new(),
-            iters: 0,
-            min_iters: cfg.min_iters,
-        },
+        calibration: Calibration::unmeasured(cfg.trial_ns, cfg.min_iters),
         trials: Vec::with_capacity(cfg.trials as usize),
         samples: Vec::new(),
-        overhead: Overhead {
-            cycles_per_call: 0.0,
-            ns_per_call: 0.0,
-            single_call_cycles: 0.0,
-        },
+        overhead: Overhead::default(),
         core_cycles,
         failure: None,
     };
-    let guard_check = |phase: &str| -> Result<(), String> {
+    let guard_check = |phase: &str| -> Result<(), KemError> {
         bufs.check_all(op.c_name())
-            .map_err(|e| format!("{e} (during {phase})"))
+            .map_err(|e| e.during(format!("during {phase}")))
     };
 
     // Warm-up: at least 2 calls and a twentieth of a trial (caches, branch predictors,
@@ -431,7 +421,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
         out.warmup_iters += batch;
         warm_ns += b.ns;
         if let Err(e) = check_rc(op, b.rc_or, "warm-up").and_then(|_| guard_check("warm-up")) {
-            out.failure = Some(e);
+            out.failure = Some(e.to_string());
             return out;
         }
         batch = (batch * 2).min(1 << 20);
@@ -450,7 +440,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
             iters
         }
         Err(e) => {
-            out.failure = Some(e);
+            out.failure = Some(e.to_string());
             return out;
         }
     };
@@ -476,7 +466,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
         if let Err(e) =
             check_rc(op, b.rc_or, &format!("trial {t}")).and_then(|_| guard_check("the trials"))
         {
-            out.failure = Some(e);
+            out.failure = Some(e.to_string());
             return out;
         }
     }
@@ -489,7 +479,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
     if let Err(e) =
         check_rc(op, rc, "the single-call samples").and_then(|_| guard_check("the samples"))
     {
-        out.failure = Some(e);
+        out.failure = Some(e.to_string());
         return out;
     }
 
@@ -504,7 +494,10 @@ mod tests {
     #[test]
     fn ops_parse() {
         assert_eq!(Op::parse("dec").unwrap().c_name(), "crypto_kem_dec");
-        assert!(Op::parse("sign").unwrap_err().contains("`sign`"));
+        assert!(Op::parse("sign")
+            .unwrap_err()
+            .to_string()
+            .contains("`sign`"));
     }
 
     extern "C" fn fails(_: *mut u8, _: *mut u8) -> c_int {
@@ -533,9 +526,9 @@ mod tests {
 
     #[test]
     fn calibration_keeps_min_iters_and_passes_errors() {
-        let c = calibrate(1_000, 20, |n| Ok(n * 1_000)).unwrap();
+        let c = calibrate(1_000, 20, |n| Ok::<u64, KemError>(n * 1_000)).unwrap();
         assert_eq!((c.batch_iters, c.iters), (1, 20));
-        let e = calibrate(1_000, 1, |_| Err("returned nonzero".into())).unwrap_err();
+        let e = calibrate(1_000, 1, |_| Err("returned nonzero")).unwrap_err();
         assert_eq!(e, "returned nonzero");
     }
 

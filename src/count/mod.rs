@@ -89,15 +89,36 @@ pub fn inclusive(p: &Profile, set: &HashSet<usize>, ev: usize) -> (u64, Vec<usiz
     (total, ambiguous)
 }
 
+/// Why profiles cannot be summed up.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    /// No profile at all.
+    #[error("no profile: the operation was never called")]
+    NoProfile,
+    /// A profile without the instruction event.
+    #[error("profile {0} has no `{EVENT}` event")]
+    NoEvent(usize),
+    /// A profile whose totals line disagrees with its costs.
+    #[error("profile {profile}: its totals ({totals:?}) differ from the sum of its costs ({sum})")]
+    Totals {
+        /// 1-based profile.
+        profile: usize,
+        /// Its totals line's value.
+        totals: Option<u64>,
+        /// The sum of its costs.
+        sum: u64,
+    },
+}
+
 /// Instructions per call and shares over the profiles of `calls` calls (one profile each).
 /// `declared` lists the provided primitives and the DRNG symbol (family `drng_family`).
 pub fn summarize(
     profiles: &[Profile],
     declared: &[Declared],
     drng_family: &str,
-) -> Result<Summary, String> {
+) -> Result<Summary, SummaryError> {
     if profiles.is_empty() {
-        return Err("no profile: the operation was never called".into());
+        return Err(SummaryError::NoProfile);
     }
     let mut per_call = Vec::with_capacity(profiles.len());
     let mut families: Vec<String> = Vec::new();
@@ -111,17 +132,15 @@ pub fn summarize(
     let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
     let mut ambiguous: Vec<String> = Vec::new();
     for (i, p) in profiles.iter().enumerate() {
-        let ev = p
-            .event(EVENT)
-            .ok_or_else(|| format!("profile {} has no `{EVENT}` event", i + 1))?;
+        let ev = p.event(EVENT).ok_or(SummaryError::NoEvent(i + 1))?;
         let total = p.self_total(ev);
         if let Some(t) = &p.totals {
             if t.get(ev).copied() != Some(total) {
-                return Err(format!(
-                    "profile {}: its totals ({:?}) differ from the sum of its costs ({total})",
-                    i + 1,
-                    t.get(ev)
-                ));
+                return Err(SummaryError::Totals {
+                    profile: i + 1,
+                    totals: t.get(ev).copied(),
+                    sum: total,
+                });
             }
         }
         per_call.push(total);
@@ -288,6 +307,7 @@ mod tests {
         p.totals = Some(vec![999]);
         assert!(summarize(&[p], &declared(), "drng")
             .unwrap_err()
+            .to_string()
             .contains("differ"));
         assert!(summarize(&[], &declared(), "drng").is_err());
     }

@@ -70,21 +70,34 @@ impl Frame<'_> {
     }
 }
 
+/// Why memcheck's XML output cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MemcheckError {
+    /// Not XML.
+    #[error("memcheck's XML output does not parse: {0}")]
+    Xml(#[from] roxmltree::Error),
+    /// XML of something else.
+    #[error("memcheck's XML output has root <{0}>, expected <valgrindoutput>")]
+    Root(String),
+    /// Another valgrind tool's output.
+    #[error("valgrind ran `{0}`, expected memcheck")]
+    Tool(String),
+    /// An error count that is not a number.
+    #[error("memcheck error count `{0}` is not a number")]
+    Count(String),
+}
+
 /// Parse memcheck's XML; `object_name` is the file name of the checked object (frames are
 /// matched by the file name of their `obj`, so the paths the sandbox shows do not matter).
-pub fn parse_memcheck_xml(xml: &str, object_name: &str) -> Result<Memcheck, String> {
-    let doc = roxmltree::Document::parse(xml)
-        .map_err(|e| format!("memcheck's XML output does not parse: {e}"))?;
+pub fn parse_memcheck_xml(xml: &str, object_name: &str) -> Result<Memcheck, MemcheckError> {
+    let doc = roxmltree::Document::parse(xml)?;
     let root = doc.root_element();
     if !root.has_tag_name("valgrindoutput") {
-        return Err(format!(
-            "memcheck's XML output has root <{}>, expected <valgrindoutput>",
-            root.tag_name().name()
-        ));
+        return Err(MemcheckError::Root(root.tag_name().name().to_string()));
     }
     if let Some(tool) = text(root, "tool") {
         if tool != "memcheck" {
-            return Err(format!("valgrind ran `{tool}`, expected memcheck"));
+            return Err(MemcheckError::Tool(tool.to_string()));
         }
     }
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
@@ -93,9 +106,7 @@ pub fn parse_memcheck_xml(xml: &str, object_name: &str) -> Result<Memcheck, Stri
             let (Some(u), Some(c)) = (text(pair, "unique"), text(pair, "count")) else {
                 continue;
             };
-            let c: u64 = c
-                .parse()
-                .map_err(|_| format!("memcheck error count `{c}` is not a number"))?;
+            let c: u64 = c.parse().map_err(|_| MemcheckError::Count(c.to_string()))?;
             counts.insert(u, c);
         }
     }
@@ -323,16 +334,19 @@ mod tests {
     fn bad_output_is_an_error_not_a_panic() {
         assert!(parse_memcheck_xml("", "k.so")
             .unwrap_err()
+            .to_string()
             .contains("does not parse"));
         assert!(parse_memcheck_xml("<valgrindoutput><error>", "k.so").is_err());
         assert!(parse_memcheck_xml("<other/>", "k.so")
             .unwrap_err()
+            .to_string()
             .contains("expected <valgrindoutput>"));
         assert!(parse_memcheck_xml(
             "<valgrindoutput><tool>callgrind</tool></valgrindoutput>",
             "k.so"
         )
         .unwrap_err()
+        .to_string()
         .contains("callgrind"));
         let m = parse_memcheck_xml("<valgrindoutput/>", "k.so").unwrap();
         assert!(!m.finished && m.findings.is_empty());

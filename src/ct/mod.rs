@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::CtBenign;
 
-pub use memcheck::{parse_memcheck_xml, Memcheck};
+pub use memcheck::{parse_memcheck_xml, Memcheck, MemcheckError};
 
 /// The generated C file compiled only into the valgrind object: two memcheck client
 /// requests kem-runner's `ct` job resolves (`ngcc_ct_secret`, `ngcc_ct_public`). Outside

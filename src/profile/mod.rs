@@ -114,7 +114,7 @@ pub fn median_index(values: &[f64]) -> Option<usize> {
 pub fn provided_symbols_used(
     instance_objects: &[PathBuf],
     primitive_objects: &[PathBuf],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, crate::survey::SurveyError> {
     let mut defined = BTreeSet::new();
     for o in primitive_objects {
         let s = read_object_symbols(o)?;

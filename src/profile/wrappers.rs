@@ -87,17 +87,81 @@ fn is_c_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Why a declared function cannot be wrapped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WrapperError {
+    /// The manifest names a macro, not the linker symbol.
+    #[error(
+        "`{sym}` is a macro for `{target}` in {path}; declare the linker symbol `{linker}` instead"
+    )]
+    Macro {
+        /// The declared name.
+        sym: String,
+        /// What the macro expands to.
+        target: String,
+        /// The header.
+        path: String,
+        /// The symbol the macro resolves to.
+        linker: String,
+    },
+    /// A `static` function.
+    #[error("`{sym}` is declared `static` in {path} (line {line}): it is not a linker symbol and cannot be wrapped")]
+    Static {
+        /// The function.
+        sym: String,
+        /// The header.
+        path: String,
+        /// Its line.
+        line: usize,
+    },
+    /// A variadic function.
+    #[error("`{sym}` is variadic in {path} (line {line}): variadic functions cannot be wrapped")]
+    Variadic {
+        /// The function.
+        sym: String,
+        /// The header.
+        path: String,
+        /// Its line.
+        line: usize,
+    },
+    /// A parameter whose type the prototype reader cannot tell.
+    #[error("`{sym}` in {path} (line {line}): cannot read the type of parameter {param}")]
+    ParamType {
+        /// The function.
+        sym: String,
+        /// The header.
+        path: String,
+        /// Its line.
+        line: usize,
+        /// 1-based parameter.
+        param: usize,
+    },
+    /// Not a C identifier.
+    #[error("`{0}` is not a C identifier")]
+    NotIdentifier(String),
+    /// No prototype in the headers searched.
+    #[error("no prototype for `{sym}` in {searched}")]
+    NoPrototype {
+        /// The function.
+        sym: String,
+        /// The headers searched, or `no header (none declared)`.
+        searched: String,
+    },
+}
+
 /// Find the prototype of linker symbol `sym` in the headers.
 fn find_prototype(
     sym: &str,
     parsed: &[(String, HeaderDecls)],
-) -> Result<Option<(String, Prototype)>, String> {
+) -> Result<Option<(String, Prototype)>, WrapperError> {
     for (path, h) in parsed {
         if let Some(target) = h.aliases.get(sym) {
-            return Err(format!(
-                "`{sym}` is a macro for `{target}` in {path}; declare the linker symbol `{}` instead",
-                h.resolve(sym)
-            ));
+            return Err(WrapperError::Macro {
+                sym: sym.to_string(),
+                target: target.to_string(),
+                path: path.clone(),
+                linker: h.resolve(sym).to_string(),
+            });
         }
     }
     for (path, h) in parsed {
@@ -110,16 +174,18 @@ fn find_prototype(
         });
         if let Some(p) = found {
             if p.is_static {
-                return Err(format!(
-                    "`{sym}` is declared `static` in {path} (line {}): it is not a linker symbol and cannot be wrapped",
-                    p.line
-                ));
+                return Err(WrapperError::Static {
+                    sym: sym.to_string(),
+                    path: path.clone(),
+                    line: p.line,
+                });
             }
             if p.variadic {
-                return Err(format!(
-                    "`{sym}` is variadic in {path} (line {}): variadic functions cannot be wrapped",
-                    p.line
-                ));
+                return Err(WrapperError::Variadic {
+                    sym: sym.to_string(),
+                    path: path.clone(),
+                    line: p.line,
+                });
             }
             if let Some((i, _)) = p
                 .params
@@ -127,11 +193,12 @@ fn find_prototype(
                 .enumerate()
                 .find(|(_, q)| q.fn_pointer.is_none() && q.ty.is_empty())
             {
-                return Err(format!(
-                    "`{sym}` in {path} (line {}): cannot read the type of parameter {}",
-                    p.line,
-                    i + 1
-                ));
+                return Err(WrapperError::ParamType {
+                    sym: sym.to_string(),
+                    path: path.clone(),
+                    line: p.line,
+                    param: i + 1,
+                });
             }
             return Ok(Some((path.clone(), p.clone())));
         }
@@ -291,7 +358,7 @@ pub fn generate_wrappers(
     headers: &[(String, String)],
     functions: &[PrimitiveFn],
     drng: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, WrapperError> {
     let parsed: Vec<(String, HeaderDecls)> = headers
         .iter()
         .map(|(path, text)| (path.clone(), parse_header(text)))
@@ -311,12 +378,17 @@ pub fn generate_wrappers(
     let mut wrappers = Vec::new();
     for (sym, family) in &symbols {
         if !is_c_identifier(sym) {
-            return Err(format!("`{sym}` is not a C identifier"));
+            return Err(WrapperError::NotIdentifier(sym.clone()));
         }
         let proto = match find_prototype(sym, &parsed)? {
             Some((_, p)) => p,
             None if family == DRNG_FAMILY => default_drng_prototype(sym),
-            None => return Err(format!("no prototype for `{sym}` in {}", searched())),
+            None => {
+                return Err(WrapperError::NoPrototype {
+                    sym: sym.clone(),
+                    searched: searched(),
+                })
+            }
         };
         wrappers.push((sym.clone(), family.clone(), proto));
     }
@@ -467,7 +539,9 @@ mod tests {
             ("common/fips202.h".to_string(), FIPS.to_string()),
             ("common/sha2.h".to_string(), String::new()),
         ];
-        let err = generate_wrappers(&headers, &[f("shake999", "keccak")], None).unwrap_err();
+        let err = generate_wrappers(&headers, &[f("shake999", "keccak")], None)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "no prototype for `shake999` in common/fips202.h, common/sha2.h"
@@ -477,7 +551,9 @@ mod tests {
     #[test]
     fn macro_name_instead_of_linker_symbol_is_explained() {
         let headers = vec![("common/randombytes.h".to_string(), RNG.to_string())];
-        let err = generate_wrappers(&headers, &[], Some("randombytes")).unwrap_err();
+        let err = generate_wrappers(&headers, &[], Some("randombytes"))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("declare the linker symbol `PQCLEAN_randombytes`"),
             "{err}"
@@ -492,12 +568,15 @@ mod tests {
         )];
         assert!(generate_wrappers(&h, &[f("s", "x")], None)
             .unwrap_err()
+            .to_string()
             .contains("static"));
         assert!(generate_wrappers(&h, &[f("v", "x")], None)
             .unwrap_err()
+            .to_string()
             .contains("variadic"));
         assert!(generate_wrappers(&h, &[f("bad-name", "x")], None)
             .unwrap_err()
+            .to_string()
             .contains("not a C identifier"));
     }
 }

@@ -99,8 +99,37 @@ impl SurveyInput {
     }
 }
 
+/// Why the objects cannot be surveyed.
+#[derive(Debug, thiserror::Error)]
+pub enum SurveyError {
+    /// An object that cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The object.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file that is not an object file.
+    #[error("{} is not an object file: {source}", path.display())]
+    NotObject {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: object::Error,
+    },
+    /// No API function to start from.
+    #[error(
+        "no global `crypto_kem_*` function in the instance objects: cannot tell what is reachable"
+    )]
+    NoApi,
+    /// The declared API symbols are not defined.
+    #[error("none of the API symbols {} is defined in the instance objects", .0.join(", "))]
+    NoRoots(Vec<String>),
+}
+
 /// Scan, read the objects, decide.
-pub fn survey(input: &SurveyInput) -> Result<SurveyData, String> {
+pub fn survey(input: &SurveyInput) -> Result<SurveyData, SurveyError> {
     let root = &input.root;
     // The instance's own sources (the provided ones are the library, not scanned).
     let provided_files: BTreeSet<PathBuf> = input

@@ -1,6 +1,7 @@
 //! Symbols and relocations of one object file ([`read_object_symbols`], object crate):
 //! the raw material of the reachability graph.
 
+use super::SurveyError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -50,11 +51,15 @@ pub struct ObjSymbols {
 }
 
 /// Read the symbol table and relocations of an object file.
-pub fn read_object_symbols(object: &Path) -> Result<ObjSymbols, String> {
-    let data =
-        std::fs::read(object).map_err(|e| format!("cannot read {}: {e}", object.display()))?;
-    let file = object::File::parse(&*data)
-        .map_err(|e| format!("{} is not an object file: {e}", object.display()))?;
+pub fn read_object_symbols(object: &Path) -> Result<ObjSymbols, SurveyError> {
+    let data = std::fs::read(object).map_err(|source| SurveyError::Read {
+        path: object.to_path_buf(),
+        source,
+    })?;
+    let file = object::File::parse(&*data).map_err(|source| SurveyError::NotObject {
+        path: object.to_path_buf(),
+        source,
+    })?;
     let mut out = ObjSymbols::default();
     let mut undefined = BTreeSet::new();
     // Defined symbols per section index, for attributing relocations.

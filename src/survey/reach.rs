@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::objects::{read_object_symbols, ObjSymbols, RelocTarget};
-use super::SurveyInput;
+use super::{SurveyError, SurveyInput};
 
 /// Node of the reachability graph: (object index, symbol name).
 pub(super) type Node = (usize, String);
@@ -21,7 +21,7 @@ pub(super) struct Graph {
 
 impl Graph {
     /// Reads the instance's objects, then the primitives'.
-    pub fn read(input: &SurveyInput) -> Result<Graph, String> {
+    pub fn read(input: &SurveyInput) -> Result<Graph, SurveyError> {
         let n_inst = input.instance_objects.len();
         let mut objects = Vec::new();
         for (_, o) in &input.instance_objects {
@@ -54,7 +54,7 @@ impl Graph {
     }
 
     /// The roots: global functions of the instance objects that are API symbols.
-    pub fn roots(&self, input: &SurveyInput) -> Result<Vec<Node>, String> {
+    pub fn roots(&self, input: &SurveyInput) -> Result<Vec<Node>, SurveyError> {
         let roots: Vec<Node> = self
             .instance()
             .iter()
@@ -68,12 +68,9 @@ impl Graph {
             .collect();
         if roots.is_empty() && self.n_inst > 0 {
             return Err(if input.api_symbols.is_empty() {
-                "no global `crypto_kem_*` function in the instance objects: cannot tell what is reachable".to_string()
+                SurveyError::NoApi
             } else {
-                format!(
-                    "none of the API symbols {} is defined in the instance objects",
-                    input.api_symbols.join(", ")
-                )
+                SurveyError::NoRoots(input.api_symbols.clone())
             });
         }
         Ok(roots)

@@ -41,14 +41,17 @@
 
 use kem_native::api::parse_api_h;
 use kem_native::drbg::{CtrDrbg, KatRngKind, OsRng, Rng};
+use kem_native::error::{rc_check, Exit, KemError, LoadError, RunnerError, SysError, UsageError};
 use kem_native::kat::{run_kat, KatMode};
 use kem_native::kem::{self, run_on_big_stack, Buffers, Kem, BIG_STACK_BYTES};
 use kem_native::memory::{stack_high_water, status_kib};
-use kem_native::output::{CountOutput, Memory, ProfileOutput, TimeOutput};
+use kem_native::output::{
+    Calibration, CoreCycles, CountOutput, Memory, Overhead, ProfileOutput, TimeOutput,
+};
 use kem_native::profile::{profile_op, ProfileApi};
 use kem_native::serve::{self, BatchReply, Ready, SchedSnapshot};
 use kem_native::timer;
-use kem_native::timing::{measure_overhead, prepare, time_op, Op, OpCall, TimeConfig};
+use kem_native::timing::{check_rc, measure_overhead, prepare, time_op, Op, OpCall, TimeConfig};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, Write as _};
@@ -64,80 +67,12 @@ serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples 
 count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
 ct: --op keygen|enc|dec [--runs N])";
 
-/// Parsed `--key value` pairs of one subcommand.
-struct Args {
-    job: String,
-    values: HashMap<String, String>,
-}
-
-impl Args {
-    fn parse(
-        argv: &[String],
-        allowed: impl Fn(&str) -> &'static [&'static str],
-    ) -> Result<Args, String> {
-        let job = argv
-            .first()
-            .ok_or("missing job (kat, time, profile, serve, count or ct)")?
-            .clone();
-        let known = allowed(&job);
-        if known.is_empty() {
-            return Err(format!(
-                "unknown job `{job}` (expected kat, time, profile, serve, count or ct)"
-            ));
-        }
-        let mut values = HashMap::new();
-        let mut it = argv[1..].iter();
-        while let Some(flag) = it.next() {
-            let key = flag
-                .strip_prefix("--")
-                .ok_or_else(|| format!("unexpected argument `{flag}`"))?;
-            if !known.contains(&key) {
-                return Err(format!("unknown option `--{key}` for `{job}`"));
-            }
-            let value = it
-                .next()
-                .ok_or_else(|| format!("option `--{key}` needs a value"))?;
-            if values.insert(key.to_string(), value.clone()).is_some() {
-                return Err(format!("option `--{key}` given twice"));
-            }
-        }
-        Ok(Args { job, values })
-    }
-
-    fn get(&self, key: &str) -> Result<&str, String> {
-        self.values
-            .get(key)
-            .map(String::as_str)
-            .ok_or_else(|| format!("`{}` needs `--{key}`", self.job))
-    }
-
-    fn num<T: std::str::FromStr>(&self, key: &str, default: Option<T>) -> Result<T, String> {
-        match self.values.get(key) {
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("`--{key} {v}` is not a valid non-negative integer")),
-            None => default.ok_or_else(|| format!("`{}` needs `--{key}`", self.job)),
-        }
-    }
-
-    fn opt_num<T: std::str::FromStr>(&self, key: &str) -> Result<Option<T>, String> {
-        self.values
-            .get(key)
-            .map(|v| {
-                v.parse()
-                    .map_err(|_| format!("`--{key} {v}` is not a valid non-negative integer"))
-            })
-            .transpose()
-    }
-}
-
-fn allowed(job: &str) -> &'static [&'static str] {
-    match job {
-        "kat" => &["lib", "api", "ns", "rng", "mode", "counts", "out"],
-        "time" => &[
-            "lib",
-            "api",
-            "ns",
+/// The jobs and the options each takes besides [`OBJECT`]: the one table the parser reads.
+const JOBS: &[(&str, &[&str])] = &[
+    ("kat", &["rng", "mode", "counts", "out"]),
+    (
+        "time",
+        &[
             "op",
             "cpu",
             "trials",
@@ -146,21 +81,130 @@ fn allowed(job: &str) -> &'static [&'static str] {
             "samples",
             "rng",
         ],
-        "profile" => &["lib", "api", "ns", "op", "cpu", "iters", "rng"],
-        "serve" => &[
-            "lib",
-            "api",
-            "ns",
-            "op",
-            "cpu",
-            "batch-ns",
-            "min-iters",
-            "samples",
-            "rng",
-        ],
-        "count" => &["lib", "api", "ns", "op", "rng", "iters", "seed"],
-        "ct" => &["lib", "api", "ns", "op", "runs"],
-        _ => &[],
+    ),
+    ("profile", &["op", "cpu", "iters", "rng"]),
+    (
+        "serve",
+        &["op", "cpu", "batch-ns", "min-iters", "samples", "rng"],
+    ),
+    ("count", &["op", "rng", "iters", "seed"]),
+    ("ct", &["op", "runs"]),
+];
+
+/// Options of every job: the object to load.
+const OBJECT: &[&str] = &["lib", "api", "ns"];
+
+/// Parsed `--key value` pairs of one job.
+struct Args {
+    job: &'static str,
+    values: HashMap<&'static str, String>,
+}
+
+impl Args {
+    fn parse(argv: &[String]) -> Result<Args, UsageError> {
+        let word = argv.first().ok_or(UsageError::MissingJob)?;
+        let &(job, options) = JOBS
+            .iter()
+            .find(|(name, _)| name == word)
+            .ok_or_else(|| UsageError::UnknownJob(word.clone()))?;
+        let mut values = HashMap::new();
+        let mut it = argv[1..].iter();
+        while let Some(flag) = it.next() {
+            let key = flag
+                .strip_prefix("--")
+                .ok_or_else(|| UsageError::Unexpected(flag.clone()))?;
+            let key = *OBJECT
+                .iter()
+                .chain(options)
+                .find(|k| **k == key)
+                .ok_or_else(|| UsageError::UnknownOption {
+                    key: key.to_string(),
+                    job: job.to_string(),
+                })?;
+            let value = it
+                .next()
+                .ok_or_else(|| UsageError::NoValue(key.to_string()))?;
+            if values.insert(key, value.clone()).is_some() {
+                return Err(UsageError::Twice(key.to_string()));
+            }
+        }
+        Ok(Args { job, values })
+    }
+
+    fn get(&self, key: &'static str) -> Result<&str, UsageError> {
+        self.values
+            .get(key)
+            .map(String::as_str)
+            .ok_or(UsageError::Missing { job: self.job, key })
+    }
+
+    fn opt_num<T: std::str::FromStr>(&self, key: &'static str) -> Result<Option<T>, UsageError> {
+        self.values
+            .get(key)
+            .map(|v| {
+                v.parse().map_err(|_| UsageError::NotANumber {
+                    key,
+                    value: v.clone(),
+                })
+            })
+            .transpose()
+    }
+
+    fn num<T: std::str::FromStr>(&self, key: &'static str, default: T) -> Result<T, UsageError> {
+        Ok(self.opt_num(key)?.unwrap_or(default))
+    }
+
+    /// A count that must be at least 1 (`--trials`, `--runs`, ...).
+    fn count<T: std::str::FromStr + PartialEq + From<u8>>(
+        &self,
+        key: &'static str,
+        default: T,
+    ) -> Result<T, UsageError> {
+        let n = self.num(key, default)?;
+        if n == T::from(0) {
+            return Err(UsageError::Zero(key));
+        }
+        Ok(n)
+    }
+
+    /// `--op`.
+    fn op(&self) -> Result<Op, UsageError> {
+        Op::parse(self.get("op")?)
+    }
+
+    /// `--rng` of the jobs that use a KAT generator (`nist`, `hqc`).
+    fn kat_rng(&self) -> Result<KatRngKind, UsageError> {
+        KatRngKind::parse(self.get("rng")?)
+    }
+
+    /// The random source for timing and profiling (`--rng`): by default the NIST CTR_DRBG
+    /// seeded from the OS, so no system call happens inside a timed region; `os` calls
+    /// getrandom on every `randombytes`.
+    fn timing_rng(&self) -> Result<(Rng, &'static str), RunnerError> {
+        match self.values.get("rng").map(String::as_str) {
+            None | Some("ctr-drbg") => {
+                let mut seed = [0u8; 48];
+                OsRng.try_fill(&mut seed)?;
+                Ok((Rng::Nist(Box::new(CtrDrbg::new(&seed, None))), "ctr-drbg"))
+            }
+            Some("os") => Ok((Rng::Os(OsRng), "os")),
+            Some(other) => Err(UsageError::TimingRng(other.to_string()).into()),
+        }
+    }
+
+    /// Load the object (`--lib`) with the sizes of its `--api` under namespace `--ns`.
+    fn load(&self) -> Result<Kem, RunnerError> {
+        let api_path = self.get("api")?;
+        let text = std::fs::read_to_string(api_path).map_err(|source| LoadError::ReadApi {
+            path: api_path.to_string(),
+            source,
+        })?;
+        let ns = self.get("ns")?;
+        let sizes = parse_api_h(&text, ns).map_err(|source| LoadError::Api {
+            path: api_path.to_string(),
+            source,
+        })?;
+        Ok(Kem::load(Path::new(self.get("lib")?), ns, sizes)?)
     }
 }
 
@@ -170,149 +214,131 @@ struct Outcome {
     ok: bool,
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
-    serde_json::to_string(v).map_err(|e| format!("cannot serialize the record: {e}"))
+impl Outcome {
+    /// The record as JSON, behind `prefix` (`done ` for `serve`); `ok` when `failure` is none.
+    fn of<T: serde::Serialize>(
+        prefix: &str,
+        record: &T,
+        failure: &Option<String>,
+    ) -> Result<Outcome, RunnerError> {
+        Ok(Outcome {
+            json: format!("{prefix}{}", to_json(record)?),
+            ok: failure.is_none(),
+        })
+    }
 }
 
-fn load(args: &Args) -> Result<Kem, String> {
-    let api_path = args.get("api")?;
-    let text =
-        std::fs::read_to_string(api_path).map_err(|e| format!("cannot read `{api_path}`: {e}"))?;
-    let ns = args.get("ns")?;
-    let sizes = parse_api_h(&text, ns).map_err(|e| format!("{api_path}: {e}"))?;
-    Kem::load(Path::new(args.get("lib")?), ns, sizes)
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, SysError> {
+    Ok(serde_json::to_string(v)?)
 }
 
 /// Pin the calling thread to `cpu`, or to the CPU it is on when none is given.
 fn pin(cpu: Option<usize>) -> (Option<usize>, Option<String>) {
     let target = match cpu.or_else(timer::current_cpu) {
         Some(c) => c,
-        None => {
-            return (
-                None,
-                Some("sched_getcpu failed and no --cpu was given".into()),
-            )
-        }
+        None => return (None, Some(SysError::NoCurrentCpu.to_string())),
     };
     match timer::pin_to_cpu(target) {
         Ok(()) => (Some(target), None),
-        Err(e) => (None, Some(e)),
-    }
-}
-
-/// The random source for timing and profiling (`--rng`): by default the NIST CTR_DRBG
-/// seeded from the OS, so no system call happens inside a timed region; `os` calls
-/// getrandom on every `randombytes`.
-fn timing_rng(args: &Args) -> Result<(Rng, &'static str), String> {
-    match args.values.get("rng").map(String::as_str) {
-        None | Some("ctr-drbg") => {
-            let mut seed = [0u8; 48];
-            OsRng.try_fill(&mut seed)?;
-            Ok((Rng::Nist(Box::new(CtrDrbg::new(&seed, None))), "ctr-drbg"))
-        }
-        Some("os") => Ok((Rng::Os(OsRng), "os")),
-        Some(other) => Err(format!(
-            "unknown rng `{other}` for timing (expected ctr-drbg or os)"
-        )),
+        Err(e) => (None, Some(e.to_string())),
     }
 }
 
 /// Stack bytes of one call of the operation: the depth reached by the real call minus the
 /// depth reached by the empty twin through the same path (the runner's own frames).
-fn measure_stack(op: Op, call: &OpCall) -> Result<(u64, u64), String> {
+fn measure_stack(op: Op, call: &OpCall) -> Result<(u64, u64), KemError> {
     let mut rc = 0;
     let mut empty = || rc = call.once_empty();
-    let base = stack_high_water(BIG_STACK_BYTES, &mut empty)
-        .map_err(|e| format!("stack measurement: {e}"))?;
+    let base = stack_high_water(BIG_STACK_BYTES, &mut empty).map_err(KemError::Stack)?;
     let mut one = || rc = call.once();
-    let used = stack_high_water(BIG_STACK_BYTES, &mut one)
-        .map_err(|e| format!("stack measurement: {e}"))?;
-    if rc != 0 {
-        return Err(format!(
-            "{} returned {rc} on the painted stack",
-            op.c_name()
-        ));
-    }
+    let used = stack_high_water(BIG_STACK_BYTES, &mut one).map_err(KemError::Stack)?;
+    rc_check(op.c_name(), rc).map_err(|e| e.at("on the painted stack"))?;
     Ok((used.used.saturating_sub(base.used), used.painted))
 }
 
-fn job_kat(args: &Args) -> Result<Outcome, String> {
-    let rng = KatRngKind::parse(args.get("rng")?)?;
-    let mode = KatMode::parse(args.get("mode")?)?;
-    let counts: u32 = args.num("counts", Some(mode.default_counts()))?;
-    if counts == 0 {
-        return Err("`--counts` must be at least 1".into());
+/// The last phase of `time` and `serve`: peak RSS, the stack of one call, the guards.
+fn finish_memory(op: Op, call: &OpCall, bufs: &Buffers, record: &mut TimeOutput) {
+    record.memory.peak_rss_kib = status_kib("VmHWM");
+    let stack = measure_stack(op, call).and_then(|(used, painted)| {
+        record.memory.stack_bytes = Some(used);
+        record.memory.stack_painted_bytes = painted;
+        bufs.check_all(op.c_name())
+            .map_err(|e| e.during("on the painted stack"))
+    });
+    if let Err(e) = stack {
+        record.failure = Some(e.to_string());
     }
-    let out = PathBuf::from(args.get("out")?);
-    let kem = load(args)?;
-    let result = run_on_big_stack(move || run_kat(&kem, rng, mode, counts, &out))??;
-    Ok(Outcome {
-        ok: result.failure.is_none(),
-        json: to_json(&result)?,
-    })
 }
 
-fn job_time(args: &Args) -> Result<Outcome, String> {
-    let op = Op::parse(args.get("op")?)?;
-    let cpu: Option<usize> = args.opt_num("cpu")?;
-    let cfg = TimeConfig {
-        trials: args.num("trials", Some(5))?,
-        trial_ns: args.num("trial-ns", Some(1_000_000_000))?,
-        min_iters: args.num("min-iters", Some(20))?,
-        samples: args.num("samples", Some(101))?,
-    };
-    if cfg.trials == 0 {
-        return Err("`--trials` must be at least 1".into());
-    }
-    let (rng, rng_name) = timing_rng(args)?;
-    let kem = load(args)?;
-    let out = run_on_big_stack(move || -> Result<TimeOutput, String> {
-        let (pinned_cpu, pin_error) = pin(cpu);
-        kem::set_rng(rng);
-        let mut bufs = Buffers::new(&kem.sizes)?;
-        let baseline_rss_kib = status_kib("VmRSS");
-        let mut memory = Memory {
-            baseline_rss_kib,
+/// The start of `time` and `serve` on the operation thread: pin it, install the random
+/// source, allocate the buffers; the record before anything is timed, with the pinning
+/// outcome and the RSS after the buffers are allocated.
+fn time_start(
+    op: Op,
+    kem: &Kem,
+    cpu: Option<usize>,
+    (rng, rng_name): (Rng, &str),
+    calibration: Calibration,
+) -> Result<(TimeOutput, Buffers), RunnerError> {
+    let (pinned_cpu, pin_error) = pin(cpu);
+    kem::set_rng(rng);
+    let bufs = Buffers::new(&kem.sizes)?;
+    let record = TimeOutput {
+        op: op.name().into(),
+        sizes: kem.sizes.clone(),
+        pinned_cpu,
+        pin_error,
+        counter: timer::counter_name().into(),
+        rng: rng_name.into(),
+        core_cycles: CoreCycles::Unavailable {
+            reason: "not measured".into(),
+        },
+        calibration,
+        warmup_iters: 0,
+        trials: Vec::new(),
+        samples: Vec::new(),
+        overhead: Overhead::default(),
+        memory: Memory {
+            baseline_rss_kib: status_kib("VmRSS"),
             peak_rss_kib: None,
             stack_bytes: None,
             stack_painted_bytes: 0,
-        };
-        let mut record = TimeOutput {
-            op: op.name().into(),
-            sizes: kem.sizes.clone(),
-            pinned_cpu,
-            pin_error,
-            counter: timer::counter_name().into(),
-            rng: rng_name.into(),
-            core_cycles: kem_native::output::CoreCycles::Unavailable {
-                reason: "not measured".into(),
-            },
-            calibration: kem_native::output::Calibration {
-                target_trial_ns: cfg.trial_ns,
-                batch_iters: 0,
-                batch_ns: 0,
-                batches_ns: Vec::new(),
-                iters: 0,
-                min_iters: cfg.min_iters,
-            },
-            warmup_iters: 0,
-            trials: Vec::new(),
-            samples: Vec::new(),
-            overhead: kem_native::output::Overhead {
-                cycles_per_call: 0.0,
-                ns_per_call: 0.0,
-                single_call_cycles: 0.0,
-            },
-            memory: memory.clone(),
-            failure: None,
-        };
+        },
+        failure: None,
+    };
+    Ok((record, bufs))
+}
+
+fn job_kat(args: &Args) -> Result<Outcome, RunnerError> {
+    let rng = args.kat_rng()?;
+    let mode = KatMode::parse(args.get("mode")?)?;
+    let counts: u32 = args.count("counts", mode.default_counts())?;
+    let out = PathBuf::from(args.get("out")?);
+    let kem = args.load()?;
+    let result = run_on_big_stack(move || run_kat(&kem, rng, mode, counts, &out))??;
+    Outcome::of("", &result, &result.failure)
+}
+
+fn job_time(args: &Args) -> Result<Outcome, RunnerError> {
+    let op = args.op()?;
+    let cpu: Option<usize> = args.opt_num("cpu")?;
+    let cfg = TimeConfig {
+        trials: args.count("trials", 5)?,
+        trial_ns: args.num("trial-ns", 1_000_000_000)?,
+        min_iters: args.num("min-iters", 20)?,
+        samples: args.num("samples", 101)?,
+    };
+    let rng = args.timing_rng()?;
+    let kem = args.load()?;
+    let out = run_on_big_stack(move || -> Result<TimeOutput, RunnerError> {
+        let calibration = Calibration::unmeasured(cfg.trial_ns, cfg.min_iters);
+        let (mut record, mut bufs) = time_start(op, &kem, cpu, rng, calibration)?;
         if let Err(e) = prepare(op, &kem, &mut bufs) {
-            record.failure = Some(e);
+            record.failure = Some(e.to_string());
             return Ok(record);
         }
         let call = OpCall::new(op, &kem, &mut bufs);
         let timed = time_op(op, &call, &bufs, &cfg);
-        memory.peak_rss_kib = status_kib("VmHWM");
         record.core_cycles = timed.core_cycles;
         record.calibration = timed.calibration;
         record.warmup_iters = timed.warmup_iters;
@@ -321,94 +347,46 @@ fn job_time(args: &Args) -> Result<Outcome, String> {
         record.overhead = timed.overhead;
         record.failure = timed.failure;
         if record.failure.is_none() {
-            match measure_stack(op, &call) {
-                Ok((used, painted)) => {
-                    memory.stack_bytes = Some(used);
-                    memory.stack_painted_bytes = painted;
-                }
-                Err(e) => record.failure = Some(e),
-            }
-            if record.failure.is_none() {
-                if let Err(e) = bufs.check_all(op.c_name()) {
-                    record.failure = Some(format!("{e} (on the painted stack)"));
-                }
-            }
+            finish_memory(op, &call, &bufs, &mut record);
+        } else {
+            record.memory.peak_rss_kib = status_kib("VmHWM");
         }
-        record.memory = memory;
         Ok(record)
     })??;
-    Ok(Outcome {
-        ok: out.failure.is_none(),
-        json: to_json(&out)?,
-    })
+    Outcome::of("", &out, &out.failure)
 }
 
 /// Write one protocol line on the record channel (the original stdout, see the module doc)
 /// as one buffer.
-fn say(channel: &mut File, word: &str, json: &str) -> Result<(), String> {
+fn say(channel: &mut File, word: &str, json: &str) -> Result<(), SysError> {
     channel
         .write_all(format!("{word} {json}\n").as_bytes())
-        .map_err(|e| format!("cannot write to the record channel: {e}"))
+        .map_err(SysError::WriteChannel)
 }
 
 /// `serve`: the protocol lines go to `channel`, the record channel; whatever the KEM writes
 /// to file descriptor 1 lands on stderr.
-fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
-    let op = Op::parse(args.get("op")?)?;
+fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
+    let op = args.op()?;
     let cpu: Option<usize> = args.opt_num("cpu")?;
-    let batch_ns: u64 = args.num("batch-ns", Some(20_000_000))?;
-    let min_iters: u64 = args.num("min-iters", Some(1))?;
-    let samples: u32 = args.num("samples", Some(101))?;
-    let (rng, rng_name) = timing_rng(args)?;
-    let mut channel = channel
-        .try_clone()
-        .map_err(|e| format!("cannot share the record channel: {e}"))?;
-    let kem = load(args)?;
-    let out = run_on_big_stack(move || -> Result<TimeOutput, String> {
-        let (pinned_cpu, pin_error) = pin(cpu);
-        kem::set_rng(rng);
-        let mut bufs = Buffers::new(&kem.sizes)?;
-        let mut memory = Memory {
-            baseline_rss_kib: status_kib("VmRSS"),
-            peak_rss_kib: None,
-            stack_bytes: None,
-            stack_painted_bytes: 0,
-        };
+    let batch_ns: u64 = args.num("batch-ns", 20_000_000)?;
+    let min_iters: u64 = args.num("min-iters", 1)?;
+    let samples: u32 = args.num("samples", 101)?;
+    let rng = args.timing_rng()?;
+    let mut channel = channel.try_clone().map_err(SysError::ShareChannel)?;
+    let kem = args.load()?;
+    let out = run_on_big_stack(move || -> Result<TimeOutput, RunnerError> {
+        let calibration = Calibration::unmeasured(batch_ns, min_iters);
+        let (mut record, mut bufs) = time_start(op, &kem, cpu, rng, calibration)?;
         let perf = timer::PerfCycles::open();
-        let mut record = TimeOutput {
-            op: op.name().into(),
-            sizes: kem.sizes.clone(),
-            pinned_cpu,
-            pin_error,
-            counter: timer::counter_name().into(),
-            rng: rng_name.into(),
-            core_cycles: match &perf {
-                Ok(_) => kem_native::output::CoreCycles::Available,
-                Err(reason) => kem_native::output::CoreCycles::Unavailable {
-                    reason: reason.clone(),
-                },
+        record.core_cycles = match &perf {
+            Ok(_) => CoreCycles::Available,
+            Err(reason) => CoreCycles::Unavailable {
+                reason: reason.to_string(),
             },
-            calibration: kem_native::output::Calibration {
-                target_trial_ns: batch_ns,
-                batch_iters: 0,
-                batch_ns: 0,
-                batches_ns: Vec::new(),
-                iters: 0,
-                min_iters,
-            },
-            warmup_iters: 0,
-            trials: Vec::new(),
-            samples: Vec::new(),
-            overhead: kem_native::output::Overhead {
-                cycles_per_call: 0.0,
-                ns_per_call: 0.0,
-                single_call_cycles: 0.0,
-            },
-            memory: memory.clone(),
-            failure: None,
         };
         if let Err(e) = prepare(op, &kem, &mut bufs) {
-            record.failure = Some(e);
+            record.failure = Some(e.to_string());
             return Ok(record);
         }
         let call = OpCall::new(op, &kem, &mut bufs);
@@ -417,7 +395,7 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
         {
             Ok(c) => c,
             Err(e) => {
-                record.failure = Some(e);
+                record.failure = Some(e.to_string());
                 return Ok(record);
             }
         };
@@ -430,7 +408,7 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
             &to_json(&Ready {
                 calibration: cal,
                 warmup_iters: warm,
-                pinned_cpu,
+                pinned_cpu: record.pinned_cpu,
             })?,
         )?;
         let mut perf = perf.ok();
@@ -441,10 +419,10 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
             if stdin
                 .lock()
                 .read_line(&mut line)
-                .map_err(|e| e.to_string())?
+                .map_err(SysError::ReadStdin)?
                 == 0
             {
-                return Err("stdin closed before `finish`".into());
+                return Err(UsageError::StdinClosed.into());
             }
             match line.trim() {
                 "batch" => {
@@ -464,17 +442,13 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
                         ns: b.ns,
                         core_cycles: cc,
                     });
-                    if b.rc_or != 0 {
-                        record.failure = Some(format!(
-                            "{} returned nonzero during batch {} (OR of return codes = {})",
-                            op.c_name(),
-                            record.trials.len(),
-                            b.rc_or
-                        ));
-                    } else if let Err(e) = bufs.check_all(op.c_name()) {
-                        record.failure = Some(format!("{e} (during the batches)"));
-                    }
-                    if record.failure.is_some() {
+                    let checked = check_rc(op, b.rc_or, &format!("batch {}", record.trials.len()))
+                        .and_then(|_| {
+                            bufs.check_all(op.c_name())
+                                .map_err(|e| e.during("during the batches"))
+                        });
+                    if let Err(e) = checked {
+                        record.failure = Some(e.to_string());
                         return Ok(record);
                     }
                     say(
@@ -490,68 +464,39 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, String> {
                     )?;
                 }
                 "finish" => break,
-                other => {
-                    return Err(format!(
-                        "unknown command `{other}` (expected batch or finish)"
-                    ))
-                }
+                other => return Err(UsageError::Command(other.to_string()).into()),
             }
         }
         let mut single = vec![0u64; samples as usize];
         let rc = call.samples(false, &mut single);
         record.samples = single;
-        if rc != 0 {
-            record.failure = Some(format!(
-                "{} returned nonzero during the single-call samples (OR of return codes = {rc})",
-                op.c_name()
-            ));
+        if let Err(e) = check_rc(op, rc, "the single-call samples") {
+            record.failure = Some(e.to_string());
             return Ok(record);
         }
         record.overhead = measure_overhead(&call);
-        memory.peak_rss_kib = status_kib("VmHWM");
-        match measure_stack(op, &call) {
-            Ok((used, painted)) => {
-                memory.stack_bytes = Some(used);
-                memory.stack_painted_bytes = painted;
-            }
-            Err(e) => record.failure = Some(e),
-        }
-        if record.failure.is_none() {
-            if let Err(e) = bufs.check_all(op.c_name()) {
-                record.failure = Some(format!("{e} (on the painted stack)"));
-            }
-        }
-        record.memory = memory;
+        finish_memory(op, &call, &bufs, &mut record);
         Ok(record)
     })??;
-    Ok(Outcome {
-        ok: out.failure.is_none(),
-        json: format!("{} {}", serve::DONE, to_json(&out)?),
-    })
+    Outcome::of(&format!("{} ", serve::DONE), &out, &out.failure)
 }
 
-fn job_ct(args: &Args) -> Result<Outcome, String> {
-    let op = Op::parse(args.get("op")?)?;
-    let runs: u32 = args.num("runs", Some(3))?;
-    if runs == 0 {
-        return Err("`--runs` must be at least 1".into());
-    }
-    let kem = load(args)?;
+fn job_ct(args: &Args) -> Result<Outcome, RunnerError> {
+    let op = args.op()?;
+    let runs: u32 = args.count("runs", 3)?;
+    let kem = args.load()?;
     let out = run_on_big_stack(move || kem_native::ct::run_ct(&kem, op, runs))??;
-    Ok(Outcome {
-        ok: out.failure.is_none(),
-        json: to_json(&out)?,
-    })
+    Outcome::of("", &out, &out.failure)
 }
 
-fn job_profile(args: &Args) -> Result<Outcome, String> {
-    let op = Op::parse(args.get("op")?)?;
+fn job_profile(args: &Args) -> Result<Outcome, RunnerError> {
+    let op = args.op()?;
     let cpu: Option<usize> = args.opt_num("cpu")?;
-    let iters: u64 = args.num("iters", Some(20))?;
-    let kem = load(args)?;
+    let iters: u64 = args.num("iters", 20)?;
+    let kem = args.load()?;
     let api = ProfileApi::resolve(&kem)?;
-    let (rng, _) = timing_rng(args)?;
-    let out = run_on_big_stack(move || -> Result<_, String> {
+    let (rng, _) = args.timing_rng()?;
+    let out = run_on_big_stack(move || -> Result<_, RunnerError> {
         let _ = pin(cpu);
         kem::set_rng(rng);
         let mut bufs = Buffers::new(&kem.sizes)?;
@@ -567,27 +512,25 @@ fn job_profile(args: &Args) -> Result<Outcome, String> {
                     total_cycles: 0,
                     wrapper_overhead_cycles: 0.0,
                     symbols: Vec::new(),
-                    failure: Some(e),
+                    failure: Some(e.to_string()),
                 },
                 0,
             ),
         };
         if out.failure.is_none() {
-            if rc != 0 {
-                out.failure = Some(format!(
-                    "{} returned nonzero (OR of return codes = {rc})",
-                    op.c_name()
-                ));
-            } else if let Err(e) = bufs.check_all(op.c_name()) {
-                out.failure = Some(e);
-            }
+            let checked = if rc != 0 {
+                Err(KemError::ReturnedOr {
+                    func: op.c_name(),
+                    rc_or: rc,
+                })
+            } else {
+                bufs.check_all(op.c_name())
+            };
+            out.failure = checked.err().map(|e| e.to_string());
         }
         Ok(out)
     })??;
-    Ok(Outcome {
-        ok: out.failure.is_none(),
-        json: to_json(&out)?,
-    })
+    Outcome::of("", &out, &out.failure)
 }
 
 /// The default seed of `count`: bytes 0..47, the entropy input of NIST's KAT generator.
@@ -595,22 +538,19 @@ fn default_seed() -> [u8; 48] {
     std::array::from_fn(|i| i as u8)
 }
 
-fn job_count(args: &Args) -> Result<Outcome, String> {
-    let op = Op::parse(args.get("op")?)?;
-    let kind = KatRngKind::parse(args.get("rng")?)?;
-    let iters: u64 = args.num("iters", Some(20))?;
-    if iters == 0 {
-        return Err("`--iters` must be at least 1".into());
-    }
+fn job_count(args: &Args) -> Result<Outcome, RunnerError> {
+    let op = args.op()?;
+    let kind = args.kat_rng()?;
+    let iters: u64 = args.count("iters", 20)?;
     let seed = match args.values.get("seed") {
         None => default_seed(),
         Some(h) => hex::decode(h)
             .ok()
             .and_then(|v| <[u8; 48]>::try_from(v).ok())
-            .ok_or_else(|| format!("`--seed {h}` is not 48 bytes of hex"))?,
+            .ok_or_else(|| UsageError::Seed(h.clone()))?,
     };
-    let kem = load(args)?;
-    let out = run_on_big_stack(move || -> Result<CountOutput, String> {
+    let kem = args.load()?;
+    let out = run_on_big_stack(move || -> Result<CountOutput, RunnerError> {
         kem::set_rng(kind.seeded(&seed));
         let mut bufs = Buffers::new(&kem.sizes)?;
         let mut record = CountOutput {
@@ -620,27 +560,31 @@ fn job_count(args: &Args) -> Result<Outcome, String> {
             seed: hex::encode(seed),
             failure: None,
         };
-        if let Err(e) = prepare(op, &kem, &mut bufs) {
-            record.failure = Some(e);
-            return Ok(record);
-        }
-        let call = OpCall::new(op, &kem, &mut bufs);
-        for i in 0..iters {
-            let rc = call.once();
-            if rc != 0 {
-                record.failure = Some(format!("{} returned {rc} in call {}", op.c_name(), i + 1));
-                return Ok(record);
+        let calls = prepare(op, &kem, &mut bufs).and_then(|()| {
+            let call = OpCall::new(op, &kem, &mut bufs);
+            for i in 0..iters {
+                rc_check(op.c_name(), call.once())
+                    .map_err(|e| e.at(format!("in call {}", i + 1)))?;
             }
-        }
-        if let Err(e) = bufs.check_all(op.c_name()) {
-            record.failure = Some(e);
-        }
+            bufs.check_all(op.c_name())
+        });
+        record.failure = calls.err().map(|e| e.to_string());
         Ok(record)
     })??;
-    Ok(Outcome {
-        ok: out.failure.is_none(),
-        json: to_json(&out)?,
-    })
+    Outcome::of("", &out, &out.failure)
+}
+
+/// Run the job `argv` names; its record (if any) goes to `record`.
+fn run(argv: &[String], record: &File) -> Result<Outcome, RunnerError> {
+    let args = Args::parse(argv)?;
+    match args.job {
+        "kat" => job_kat(&args),
+        "time" => job_time(&args),
+        "serve" => job_serve(&args, record),
+        "count" => job_count(&args),
+        "ct" => job_ct(&args),
+        _ => job_profile(&args),
+    }
 }
 
 fn main() -> ExitCode {
@@ -649,36 +593,20 @@ fn main() -> ExitCode {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
-    let mut record = match kem_native::sys::take_stdout() {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("kem-runner: cannot set up the record channel: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = Args::parse(&argv, allowed).and_then(|args| match args.job.as_str() {
-        "kat" => job_kat(&args),
-        "time" => job_time(&args),
-        "serve" => job_serve(&args, &record),
-        "count" => job_count(&args),
-        "ct" => job_ct(&args),
-        _ => job_profile(&args),
-    });
-    match result {
-        Ok(o) => {
-            if let Err(e) = writeln!(record, "{}", o.json) {
-                eprintln!("kem-runner: cannot write the record: {e}");
-                return ExitCode::from(2);
-            }
-            if o.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
+    // The one place where how a job ended becomes the exit code.
+    let exit = match kem_native::sys::take_stdout()
+        .map_err(|e| RunnerError::from(SysError::SetupChannel(e)))
+        .and_then(|mut record| {
+            let outcome = run(&argv, &record)?;
+            writeln!(record, "{}", outcome.json).map_err(SysError::WriteRecord)?;
+            Ok(outcome)
+        }) {
+        Ok(Outcome { ok: true, .. }) => Exit::Ok,
+        Ok(Outcome { ok: false, .. }) => Exit::KemMisbehaved,
         Err(e) => {
             eprintln!("kem-runner: {e}");
-            ExitCode::from(2)
+            e.exit()
         }
-    }
+    };
+    ExitCode::from(exit.code())
 }

@@ -12,7 +12,8 @@ use globset::Glob;
 
 use std::collections::BTreeMap;
 
-use super::{Done, KindSpec, Step, Stop};
+use super::error::SourcesError;
+use super::{Done, KindSpec, Step, StepError};
 use crate::graph::Node;
 use crate::model::{Campaign, Op, Source, StepKind, StepScope, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord};
@@ -52,18 +53,23 @@ pub fn instance_sources(
     dir: &str,
     exclude: &[String],
     extra: &[String],
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, SourcesError> {
     let inst_dir = root.join(dir);
     let excl = exclude
         .iter()
         .map(|p| {
             Glob::new(p)
                 .map(|g| g.compile_matcher())
-                .map_err(|e| format!("bad exclude `{p}`: {e}"))
+                .map_err(|source| SourcesError::BadExclude {
+                    pattern: p.clone(),
+                    source,
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let entries = std::fs::read_dir(&inst_dir)
-        .map_err(|e| format!("cannot read instance folder {}: {e}", inst_dir.display()))?;
+    let entries = std::fs::read_dir(&inst_dir).map_err(|source| SourcesError::ReadDir {
+        dir: inst_dir.clone(),
+        source,
+    })?;
     let mut files: Vec<PathBuf> = entries
         .flatten()
         .map(|e| e.path())
@@ -86,12 +92,12 @@ pub fn instance_sources(
     for e in extra {
         let p = root.join(e);
         if !p.is_file() {
-            return Err(format!("extra source {} does not exist", p.display()));
+            return Err(SourcesError::MissingExtra(p));
         }
         files.push(p);
     }
     if files.is_empty() {
-        return Err(format!("no .c/.S/.s sources in {}", inst_dir.display()));
+        return Err(SourcesError::Empty(inst_dir));
     }
     Ok(files)
 }
@@ -145,11 +151,13 @@ pub fn export_map(namespace: &str) -> String {
 }
 
 /// Sum of PT_LOAD segment memory sizes of an ELF object.
-pub fn load_segments_size(path: &Path) -> Result<u64, String> {
+pub fn load_segments_size(path: &Path) -> Result<u64, StepError> {
     use object::read::elf::{ElfFile64, ProgramHeader};
-    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let elf = ElfFile64::<object::Endianness>::parse(&*data)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let data = std::fs::read(path).map_err(StepError::io(path))?;
+    let elf = ElfFile64::<object::Endianness>::parse(&*data).map_err(|e| StepError::Parse {
+        what: path.display().to_string(),
+        source: e.into(),
+    })?;
     let endian = elf.endian();
     Ok(elf
         .elf_program_headers()
@@ -170,7 +178,12 @@ pub(super) struct Compiler<'s, 'a> {
 
 impl Compiler<'_, '_> {
     /// Compile one source into `obj`; a compile error becomes the step's reason.
-    pub(super) fn compile(&mut self, src: &Path, obj: &Path, flags: &[String]) -> Result<(), Stop> {
+    pub(super) fn compile(
+        &mut self,
+        src: &Path,
+        obj: &Path,
+        flags: &[String],
+    ) -> Result<(), StepError> {
         let mut args = flags.to_vec();
         args.extend(CODEGEN_FLAGS.iter().map(|f| f.to_string()));
         args.extend([
@@ -186,7 +199,7 @@ impl Compiler<'_, '_> {
         &mut self,
         args: Vec<String>,
         what: impl FnOnce() -> String,
-    ) -> Result<(), Stop> {
+    ) -> Result<(), StepError> {
         let out = self
             .step
             .exec_contained(
@@ -196,23 +209,19 @@ impl Compiler<'_, '_> {
                 &mut self.log,
                 &|_| {},
             )
-            .map_err(|e| Stop::failed(format!("cannot run `{}`: {e}", self.cc)))?;
+            .map_err(|source| StepError::Cc {
+                cc: self.cc.clone(),
+                source,
+            })?;
         match out.exit {
             Exit::Code(0) => Ok(()),
-            Exit::TimedOut => Err(Stop::timed_out(self.step.timeout_text())),
-            Exit::Signal(_) => Err(Stop::failed(format!(
-                "{} ({}; {}):\n{}",
-                what(),
-                out.exit.describe(),
-                self.step.limits_note(),
-                exec::tail(&out.stderr, 6)
-            ))),
-            other => Err(Stop::failed(format!(
-                "{} ({}):\n{}",
-                what(),
-                other.describe(),
-                exec::tail(&out.stderr, 6)
-            ))),
+            Exit::TimedOut => Err(StepError::TimedOut(self.step.timeout_text())),
+            other => Err(StepError::Tool {
+                what: what(),
+                exit: other.describe(),
+                limits: matches!(other, Exit::Signal(_)).then(|| self.step.limits_note()),
+                tail: exec::tail(&out.stderr, 6),
+            }),
         }
     }
 }
@@ -318,7 +327,7 @@ fn run(step: &mut Step) -> Done {
     done
 }
 
-fn build(step: &mut Step) -> Result<Done, Stop> {
+fn build(step: &mut Step) -> Result<Done, StepError> {
     let ctx = step.ctx;
     let sub = step.submission();
     let inst = step.instance();
@@ -338,28 +347,32 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
             data: None,
         });
     }
-    let source = step.source().map_err(Stop::failed)?;
+    let source = step.source()?;
     // Absolute: the compiler runs in the sandbox with the build folder as working folder.
-    let root = std::path::absolute(&source.root).map_err(|e| Stop::failed(e.to_string()))?;
+    let root = std::path::absolute(&source.root).map_err(StepError::File)?;
     let spec = ctx.spec(StepKind::Build).expect("build step is declared");
     let profile_name = spec.params.flags.clone().unwrap_or_default();
     let profile = ctx
         .campaign
         .flags
         .get(&profile_name)
-        .ok_or_else(|| Stop::failed(format!("unknown flag profile `{profile_name}`")))?;
+        .ok_or_else(|| StepError::UnknownFlags(profile_name.clone()))?;
     let mut flags: Vec<String> = profile.flags.clone();
     flags.extend(inst.cflags.iter().cloned());
 
     let inst_dir = root.join(&inst.dir);
     let api_h = inst_dir.join("api.h");
-    let api_text = std::fs::read_to_string(&api_h)
-        .map_err(|e| Stop::failed(format!("cannot read {}: {e}", api_h.display())))?;
-    let api = kem_native::api::parse_api_h(&api_text, &inst.namespace)
-        .map_err(|e| Stop::failed(format!("{}: {e}", api_h.display())))?;
+    let api_text = std::fs::read_to_string(&api_h).map_err(|source| StepError::Read {
+        path: api_h.display().to_string(),
+        source,
+    })?;
+    let api =
+        kem_native::api::parse_api_h(&api_text, &inst.namespace).map_err(|e| StepError::Parse {
+            what: api_h.display().to_string(),
+            source: e.into(),
+        })?;
 
-    let sources = instance_sources(&root, &inst.dir, &inst.exclude, &inst.extra_sources)
-        .map_err(Stop::failed)?;
+    let sources = instance_sources(&root, &inst.dir, &inst.exclude, &inst.extra_sources)?;
     let mut includes = vec![format!("-I{}", inst_dir.display())];
     includes.extend(
         sub.primitives
@@ -370,12 +383,8 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
 
     let build_dir = ctx.out.join("build").join(step.slug());
     let obj_dir = build_dir.join("obj");
-    std::fs::create_dir_all(&obj_dir)
-        .map_err(|e| Stop::failed(format!("{}: {e}", obj_dir.display())))?;
-    let log_rel = Path::new("logs").join(step.slug()).join("build.log");
-    let log = step
-        .open_log(log_rel)
-        .map_err(|e| Stop::failed(e.to_string()))?;
+    std::fs::create_dir_all(&obj_dir).map_err(StepError::io(&obj_dir))?;
+    let log = step.job_log("build")?;
     let cc = ctx.campaign.system.cc.clone();
     // Primitives are shared between instances compiled with the same flags.
     let mut prim_flags = flags.clone();
@@ -396,8 +405,7 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         .as_bytes(),
     );
     let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
-    std::fs::create_dir_all(&prim_dir)
-        .map_err(|e| Stop::failed(format!("{}: {e}", prim_dir.display())))?;
+    std::fs::create_dir_all(&prim_dir).map_err(StepError::io(&prim_dir))?;
     let jail = Jail {
         read: vec![root.clone(), ctx.out.clone()],
         write: vec![build_dir.clone(), prim_dir.clone()],
@@ -444,9 +452,9 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let obj = prim_dir.join(format!("{i:03}-{stem}.o"));
-                if let Err(d) = c.compile(src, &obj, &prim_flags) {
-                    let reason = d.reason.clone();
-                    failure = Some(d);
+                if let Err(e) = c.compile(src, &obj, &prim_flags) {
+                    let reason = e.to_string();
+                    failure = Some(e);
                     return Err(reason);
                 }
                 objs.push(obj);
@@ -456,10 +464,11 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         match (result, failure) {
             (Ok(o), _) => o,
             (Err(_), Some(d)) => return Err(d),
-            (Err(e), None) => {
-                return Err(Stop::failed(format!(
-                    "shared primitives failed to build earlier: {e}"
-                )))
+            (Err(reason), None) => {
+                return Err(StepError::SharedFailed {
+                    what: "shared primitives",
+                    reason,
+                })
             }
         }
     };
@@ -467,13 +476,13 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
     // DRNG shim.
     let drng = drng_symbol(sub);
     let shim = build_dir.join("ngcc_shim.c");
-    std::fs::write(&shim, shim_source(&drng)).map_err(|e| Stop::failed(e.to_string()))?;
+    std::fs::write(&shim, shim_source(&drng)).map_err(StepError::File)?;
     let shim_obj = build_dir.join("ngcc_shim.o");
     c.compile(&shim, &shim_obj, &profile.flags)?;
 
     // Link the plain object.
     let map = build_dir.join("ngcc_exports.map");
-    std::fs::write(&map, export_map(&inst.namespace)).map_err(|e| Stop::failed(e.to_string()))?;
+    std::fs::write(&map, export_map(&inst.namespace)).map_err(StepError::File)?;
     let link_flags = [
         "-shared".to_string(),
         "-Wl,-z,defs".to_string(),
@@ -496,15 +505,20 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
     let profile_object = if ctx.spec(StepKind::Profile).is_some() {
         let mut headers = Vec::new();
         for h in &sub.primitives.headers {
-            let text = std::fs::read_to_string(root.join(h))
-                .map_err(|e| Stop::failed(format!("cannot read primitives header {h}: {e}")))?;
+            let text = std::fs::read_to_string(root.join(h)).map_err(|source| StepError::Read {
+                path: format!("primitives header {h}"),
+                source,
+            })?;
             headers.push((h.clone(), text));
         }
         let wrappers =
             crate::profile::generate_wrappers(&headers, &sub.primitives.functions, Some(&drng))
-                .map_err(|e| Stop::failed(format!("profile wrappers: {e}")))?;
+                .map_err(|e| StepError::Parse {
+                    what: "profile wrappers".into(),
+                    source: e.into(),
+                })?;
         let wrap_c = build_dir.join("ngcc_wrappers.c");
-        std::fs::write(&wrap_c, wrappers).map_err(|e| Stop::failed(e.to_string()))?;
+        std::fs::write(&wrap_c, wrappers).map_err(StepError::File)?;
         let wrap_obj = build_dir.join("ngcc_wrappers.o");
         let mut wflags = profile.flags.clone();
         wflags.extend(includes.iter().cloned());
@@ -558,7 +572,7 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
         None
     };
 
-    let bytes = std::fs::read(&object).map_err(|e| Stop::failed(e.to_string()))?;
+    let bytes = std::fs::read(&object).map_err(StepError::File)?;
     let static_bytes = load_segments_size(&object).ok();
     let step = c.step;
     step.artefacts.push(ctx.rel(&object));
@@ -616,6 +630,7 @@ mod tests {
         assert_eq!(names, vec!["a.c", "b.S", "extra.c"]);
         assert!(instance_sources(root, "k", &[], &["nope.c".into()])
             .unwrap_err()
+            .to_string()
             .contains("does not exist"));
     }
 

@@ -14,11 +14,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::kat::rng_name;
+use super::runner_job::record;
 use super::valgrind_object::valgrind;
-use super::{exec, parse_runner, Done, KindSpec, Step, Stop};
+use super::{exec, Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
 use crate::count::{self, valgrind_log, Declared};
 use crate::graph::Node;
-use crate::model::{Campaign, KatRng, Op, StepKind, StepScope, StepSpec};
+use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
 use crate::profile::DRNG_FAMILY;
 use crate::record::{CountData, CountOutput, Status, StepData, StepRecord};
 use crate::run::keys::{native, Facts};
@@ -89,13 +91,6 @@ impl KindSpec for Kind {
     }
 }
 
-fn rng_name(rng: KatRng) -> &'static str {
-    match rng {
-        KatRng::Nist => "nist",
-        KatRng::Hqc => "hqc",
-    }
-}
-
 /// callgrind's options for counting `function`, writing to `out_file` (`.1`, `.2`, … per call).
 pub fn tool_options(function: &str, out_file: &Path) -> Vec<String> {
     vec![
@@ -109,10 +104,7 @@ pub fn tool_options(function: &str, out_file: &Path) -> Vec<String> {
 }
 
 fn run(step: &mut Step) -> Done {
-    match count(step) {
-        Ok(d) => d,
-        Err(stop) => stop.into(),
-    }
+    count(step).unwrap_or_else(Done::from)
 }
 
 fn unsupported(reason: String) -> Done {
@@ -123,11 +115,11 @@ fn unsupported(reason: String) -> Done {
     }
 }
 
-fn count(step: &mut Step) -> Result<Done, Stop> {
+fn count(step: &mut Step) -> Result<Done, StepError> {
     let ctx = step.ctx;
-    let (_, build) = step.build().map_err(Stop::failed)?;
+    let (_, build) = step.build()?;
     let Some(object) = build.valgrind_object.clone() else {
-        return Err(Stop::failed("the build made no valgrind object"));
+        return Err(StepError::NoVariant("valgrind"));
     };
     let Some(vg) = valgrind() else {
         return Ok(unsupported(
@@ -140,41 +132,24 @@ fn count(step: &mut Step) -> Result<Done, Stop> {
     let rng = rng_name(step.submission().kat.rng);
     let function = format!("{}{}", build.namespace, op_c_name(op));
     let object = ctx.out.join(&object);
-    let scratch = step.scratch(&format!("count__{op}"))?;
-    let mut args = tool_options(&function, &scratch.join("callgrind.out"));
-    let tool_options = args.clone();
-    args.push(ctx.runner.display().to_string());
-    args.extend([
-        "count".into(),
-        "--lib".into(),
-        object.display().to_string(),
-        "--api".into(),
-        std::path::absolute(&build.api_h)
-            .unwrap_or_else(|_| build.api_h.clone())
-            .display()
-            .to_string(),
-        "--ns".into(),
-        build.namespace.clone(),
-        "--op".into(),
-        op.name().to_string(),
-        "--rng".into(),
-        rng.into(),
-        "--iters".into(),
-        iters.to_string(),
-    ]);
-    let log_rel = Path::new("logs")
-        .join(step.slug())
-        .join(format!("count__{op}.log"));
-    let mut log = step
-        .open_log(log_rel)
-        .map_err(|e| Stop::failed(e.to_string()))?;
-    let jail = step.runner_jail(&object, &build.api_h, &scratch);
-    let out = step.exec_contained(&vg.path, &args, &jail, &mut log, &|_| {});
-    let result = out
-        .map_err(|e| Stop::failed(format!("cannot run valgrind: {e}")))
-        .and_then(|out| finish(step, &out, &scratch, op));
-    step.drop_scratch(&scratch);
-    let (output, profiles, kept) = match result? {
+    let name = format!("count__{op}");
+    let mut log = step.job_log(&name)?;
+    let job = RunnerJob::new(step, "count", &name, &object, &build)?;
+    let tool_options = tool_options(&function, &job.scratch().join("callgrind.out"));
+    let job = job
+        .opt("op", op.name())
+        .opt("rng", rng)
+        .opt("iters", iters)
+        .under(Wrapper {
+            name: "valgrind",
+            tool: "valgrind",
+            program: vg.path.clone(),
+            options: tool_options.clone(),
+        });
+    let finished = job.run(step, &mut log, &|_| {}, |step, out, scratch| {
+        finish(step, &out, scratch, op)
+    })?;
+    let (output, profiles, kept) = match finished {
         Finished::Counted(o, p, k) => (o, p, k),
         Finished::Unsupported(reason) => return Ok(unsupported(reason)),
     };
@@ -193,7 +168,7 @@ fn count(step: &mut Step) -> Result<Done, Stop> {
             family: DRNG_FAMILY.into(),
         }])
         .collect();
-    let s = count::summarize(&profiles, &declared, DRNG_FAMILY).map_err(Stop::failed)?;
+    let s = count::summarize(&profiles, &declared, DRNG_FAMILY)?;
     let n = s.per_call.len() as f64;
     let reason = (!s.ambiguous.is_empty()).then(|| {
         format!(
@@ -245,7 +220,12 @@ enum Finished {
 
 /// Read the run's outcome: the runner's record and one callgrind profile per call, kept
 /// under `count/<sub>/<instance>__<op>/`.
-fn finish(step: &mut Step, out: &exec::Output, scratch: &Path, op: Op) -> Result<Finished, Stop> {
+fn finish(
+    step: &mut Step,
+    out: &exec::Output,
+    scratch: &Path,
+    op: Op,
+) -> Result<Finished, StepError> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     if let Some(u) = valgrind_log::unhandled(&stderr) {
         return Ok(Finished::Unsupported(format!(
@@ -253,27 +233,7 @@ fn finish(step: &mut Step, out: &exec::Output, scratch: &Path, op: Op) -> Result
             u.describe()
         )));
     }
-    let output: CountOutput = match &out.exit {
-        exec::Exit::Code(0) => parse_runner(out).map_err(Stop::failed)?,
-        exec::Exit::TimedOut => return Err(Stop::timed_out(step.timeout_text())),
-        exec::Exit::Code(1) => {
-            let rec: Result<CountOutput, _> = parse_runner(out);
-            return Err(Stop::failed(match rec {
-                Ok(CountOutput {
-                    failure: Some(f), ..
-                }) => format!("{op}: {f}"),
-                _ => format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3)),
-            }));
-        }
-        other => {
-            return Err(Stop::failed(format!(
-                "{op} under valgrind: {} ({}); {}",
-                other.describe(),
-                step.limits_note(),
-                exec::tail(&out.stderr, 3)
-            )))
-        }
-    };
+    let output: CountOutput = record(step, out, op, Some("valgrind"))?;
     let keep = step
         .ctx
         .out
@@ -281,21 +241,23 @@ fn finish(step: &mut Step, out: &exec::Output, scratch: &Path, op: Op) -> Result
         .join(&step.submission().id)
         .join(format!("{}__{op}", step.instance().id));
     let _ = std::fs::remove_dir_all(&keep);
-    std::fs::create_dir_all(&keep).map_err(|e| Stop::failed(format!("{}: {e}", keep.display())))?;
+    std::fs::create_dir_all(&keep).map_err(StepError::io(&keep))?;
     let mut profiles = Vec::new();
     let mut kept = Vec::new();
     for i in 1..=output.iters {
         let name = format!("callgrind.out.{i}");
         let from = scratch.join(&name);
-        let text = std::fs::read_to_string(&from).map_err(|e| {
-            Stop::failed(format!(
-                "callgrind wrote no profile for call {i} of {} ({e})",
-                output.iters
-            ))
+        let text = std::fs::read_to_string(&from).map_err(|source| StepError::MissingProfile {
+            call: i,
+            of: output.iters,
+            source,
         })?;
-        let p = count::parse(&text).map_err(|e| Stop::failed(format!("{name}: {e}")))?;
+        let p = count::parse(&text).map_err(|e| StepError::Parse {
+            what: name.clone(),
+            source: e.into(),
+        })?;
         let to = keep.join(&name);
-        std::fs::write(&to, &text).map_err(|e| Stop::failed(format!("{}: {e}", to.display())))?;
+        std::fs::write(&to, &text).map_err(StepError::io(&to))?;
         profiles.push(p);
         kept.push(step.ctx.rel(&to));
     }
@@ -303,10 +265,7 @@ fn finish(step: &mut Step, out: &exec::Output, scratch: &Path, op: Op) -> Result
         .join(format!("callgrind.out.{}", output.iters + 1))
         .exists()
     {
-        return Err(Stop::failed(format!(
-            "callgrind dumped more than {} profiles: the operation was called outside the counted calls",
-            output.iters
-        )));
+        return Err(StepError::ExtraProfiles(output.iters));
     }
     Ok(Finished::Counted(output, profiles, kept))
 }

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::runner_job::record;
 use super::valgrind_object::valgrind;
-use super::{Done, KindSpec, Step, Stop};
+use super::{Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
 use crate::ct::Finding;
 use crate::graph::Node;
 use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
 use crate::record::{Status, StepData, StepRecord};
-use crate::run::exec::{self, Exit};
 use crate::run::keys::Facts;
 
 /// The `ct` kind: per instance and operation, on the valgrind object; its records under
@@ -123,7 +123,7 @@ pub fn memcheck_args(xml: &Path) -> Vec<String> {
     ]
 }
 
-fn run(step: &mut Step) -> Result<Done, Stop> {
+fn run(step: &mut Step) -> Result<Done, StepError> {
     let ctx = step.ctx;
     let vg = valgrind();
     let Some(vg) = vg else {
@@ -136,11 +136,11 @@ fn run(step: &mut Step) -> Result<Done, Stop> {
             data: None,
         });
     };
-    let (_, build) = step.build().map_err(Stop::failed)?;
+    let (_, build) = step.build()?;
     let object_rel = build
         .valgrind_object
         .clone()
-        .ok_or_else(|| Stop::failed("the build made no valgrind object"))?;
+        .ok_or(StepError::NoVariant("valgrind"))?;
     let object = ctx.out.join(&object_rel);
     let object_name = object
         .file_name()
@@ -150,77 +150,35 @@ fn run(step: &mut Step) -> Result<Done, Stop> {
     let runs = ctx.spec(step.node.kind).expect("declared").params.iters;
     let runs = u32::try_from(runs.max(1)).unwrap_or(u32::MAX);
 
-    let logs = Path::new("logs").join(step.slug());
-    let mut log = step
-        .open_log(logs.join(format!("ct__{op}.log")))
-        .map_err(|e| Stop::failed(e.to_string()))?;
-    let scratch = step.scratch(&format!("ct__{op}"))?;
-    let xml = scratch.join("memcheck.xml");
-    let api_h = std::path::absolute(&build.api_h).unwrap_or_else(|_| build.api_h.clone());
-    let mut args = memcheck_args(&xml);
-    args.push(ctx.runner.display().to_string());
-    args.extend([
-        "ct".into(),
-        "--lib".into(),
-        object.display().to_string(),
-        "--api".into(),
-        api_h.display().to_string(),
-        "--ns".into(),
-        build.namespace.clone(),
-        "--op".into(),
-        op.name().into(),
-        "--runs".into(),
-        runs.to_string(),
-    ]);
-    let jail = step.runner_jail(&object, &build.api_h, &scratch);
-    let out = step.exec_contained(&vg.path, &args, &jail, &mut log, &|_| {});
-    // Keep the raw XML whatever happened, then drop the scratch folder.
-    let raw_rel = logs.join(format!("ct__{op}.memcheck.xml"));
-    let kept = std::fs::copy(&xml, ctx.out.join(&raw_rel)).is_ok();
-    step.drop_scratch(&scratch);
-    let out = out.map_err(|e| Stop::failed(format!("cannot run valgrind: {e}")))?;
+    let name = format!("ct__{op}");
+    let mut log = step.job_log(&name)?;
+    let job = RunnerJob::new(step, "ct", &name, &object, &build)?;
+    let xml = job.scratch().join("memcheck.xml");
+    let job = job.opt("op", op.name()).opt("runs", runs).under(Wrapper {
+        name: "memcheck",
+        tool: "valgrind",
+        program: vg.path.clone(),
+        options: memcheck_args(&xml),
+    });
+    let raw_rel = Path::new("logs")
+        .join(step.slug())
+        .join(format!("ct__{op}.memcheck.xml"));
+    let raw = ctx.out.join(&raw_rel);
+    let (out, kept) = job.run(step, &mut log, &|_| {}, |_, out, _| {
+        // Keep the raw XML whatever happened; the scratch folder goes next.
+        Ok((out, std::fs::copy(&xml, &raw).is_ok()))
+    })?;
     if kept {
         step.artefacts.push(raw_rel.clone());
     }
-    let record: kem_native::ct::CtOutput = match &out.exit {
-        Exit::Code(0) => super::parse_runner(&out).map_err(Stop::failed)?,
-        Exit::TimedOut => return Err(Stop::timed_out(step.timeout_text())),
-        Exit::Code(1) => {
-            return Err(
-                match super::parse_runner::<kem_native::ct::CtOutput>(&out) {
-                    Ok(r) if r.failure.is_some() => {
-                        Stop::failed(format!("{op}: {}", r.failure.unwrap_or_default()))
-                    }
-                    _ => Stop::failed(format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3))),
-                },
-            )
-        }
-        Exit::Signal(_) => {
-            return Err(Stop::failed(format!(
-                "{op} under memcheck: {} ({}); {}",
-                out.exit.describe(),
-                step.limits_note(),
-                exec::tail(&out.stderr, 3)
-            )))
-        }
-        other => {
-            return Err(Stop::failed(format!(
-                "{op} under memcheck: {}; {}",
-                other.describe(),
-                exec::tail(&out.stderr, 3)
-            )))
-        }
-    };
+    let record: kem_native::ct::CtOutput = record(step, &out, op, Some("memcheck"))?;
     if !kept {
-        return Err(Stop::failed("memcheck wrote no XML output"));
+        return Err(StepError::NoXml);
     }
-    let text = std::fs::read_to_string(ctx.out.join(&raw_rel))
-        .map_err(|e| Stop::failed(format!("{}: {e}", raw_rel.display())))?;
-    let m = crate::ct::parse_memcheck_xml(&text, &object_name).map_err(Stop::failed)?;
+    let text = std::fs::read_to_string(&raw).map_err(StepError::io(&raw_rel))?;
+    let m = crate::ct::parse_memcheck_xml(&text, &object_name)?;
     if !m.finished {
-        return Err(Stop::failed(
-            "memcheck's XML output has no final status (valgrind stopped early)",
-        ));
+        return Err(StepError::Unfinished);
     }
     let mut findings = m.findings;
     crate::ct::classify(

@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{parse_runner, Done, KindSpec, Step, Stop};
+use super::runner_job::parse_runner;
+use super::{Done, JobError, KindSpec, RunnerJob, Step, StepError};
 use crate::graph::Node;
 use crate::model::{Campaign, KatMode, KatRng, Op, StepKind, StepScope, StepSpec};
 use crate::record::{
@@ -20,9 +21,96 @@ use crate::report::format::short_hash;
 use crate::run::exec::Exit;
 use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, Facts};
 
+/// A line of `kat.sha256` that is not `<sha256>  <name>`.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// No separator.
+    #[error("line {0}: expected `<sha256>  <name>`")]
+    Line(usize),
+    /// Not 64 hex digits.
+    #[error("line {line}: `{hash}` is not a SHA-256 hex digest")]
+    Digest {
+        /// 1-based line.
+        line: usize,
+        /// What stands there.
+        hash: String,
+    },
+}
+
+/// Why one KAT mode failed (the mode's reason; the step goes on with the next mode).
+#[derive(Debug, thiserror::Error)]
+pub enum KatError {
+    /// The runner ended without a record.
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// Success claimed, but the `.rsp` file is not there.
+    #[error(
+        "kem-runner reported success but its .rsp file cannot be read ({0}); record not trusted"
+    )]
+    Unreadable(std::io::Error),
+    /// Not text.
+    #[error("the .rsp file is not UTF-8 text")]
+    NotUtf8,
+    /// Not `.rsp` text.
+    #[error("the .rsp file does not parse: {0}")]
+    Parse(String),
+    /// Fewer or more counts than asked for.
+    #[error("the .rsp file holds {got} counts, {want} expected")]
+    Counts {
+        /// Counts in the file.
+        got: usize,
+        /// Counts asked for.
+        want: u32,
+    },
+    /// A field of another size than api.h declares.
+    #[error(
+        "the .rsp file's count {count} has {field} of {} bytes, api.h declares {want}",
+        got.map_or("no".to_string(), |g| g.to_string())
+    )]
+    FieldSize {
+        /// The count.
+        count: u32,
+        /// `pk`, `sk`, `ct`, `ss`.
+        field: &'static str,
+        /// Its length, if present.
+        got: Option<u64>,
+        /// api.h's size.
+        want: u64,
+    },
+    /// The record's hash is not the file's.
+    #[error("kem-runner's record claims sha256 {claimed} but the .rsp file hashes to {actual}; record not trusted")]
+    Forged {
+        /// The record's.
+        claimed: String,
+        /// The file's.
+        actual: String,
+    },
+    /// The file cannot be moved to the outputs.
+    #[error("cannot keep the .rsp file: {0}")]
+    Keep(std::io::Error),
+    /// The KEM crashed (`at` names the call, from the runner's stderr).
+    #[error("crashed{at}: {exit} ({limits})")]
+    Crashed {
+        /// ` in crypto_kem_enc in count 3`, or empty.
+        at: String,
+        /// The signal, in words.
+        exit: String,
+        /// The limits the process had.
+        limits: String,
+    },
+    /// A runner error (exit 2 and its stderr line).
+    #[error("kem-runner failed ({exit}): {tail}")]
+    Runner {
+        /// The exit, in words.
+        exit: String,
+        /// The last lines of stderr.
+        tail: String,
+    },
+}
+
 /// Expected hashes from a sha256sum-format file: name -> lower-case hex. Lines starting
 /// with `#` and blank lines are ignored; `*name` (binary marker) is accepted.
-pub fn parse_sha256_manifest(text: &str) -> Result<BTreeMap<String, String>, String> {
+pub fn parse_sha256_manifest(text: &str) -> Result<BTreeMap<String, String>, ManifestError> {
     let mut map = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -31,13 +119,13 @@ pub fn parse_sha256_manifest(text: &str) -> Result<BTreeMap<String, String>, Str
         }
         let (hash, name) = line
             .split_once(char::is_whitespace)
-            .ok_or_else(|| format!("line {}: expected `<sha256>  <name>`", n + 1))?;
+            .ok_or(ManifestError::Line(n + 1))?;
         let name = name.trim_start().trim_start_matches('*').trim();
         if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(format!(
-                "line {}: `{hash}` is not a SHA-256 hex digest",
-                n + 1
-            ));
+            return Err(ManifestError::Digest {
+                line: n + 1,
+                hash: hash.to_string(),
+            });
         }
         map.insert(name.to_string(), hash.to_ascii_lowercase());
     }
@@ -68,20 +156,16 @@ fn verify_rsp(
     claimed: &KatOutput,
     counts: u32,
     build: &BuildData,
-) -> Result<String, String> {
-    let bytes = std::fs::read(rsp).map_err(|e| {
-        format!("kem-runner reported success but its .rsp file cannot be read ({e}); record not trusted")
-    })?;
+) -> Result<String, KatError> {
+    let bytes = std::fs::read(rsp).map_err(KatError::Unreadable)?;
     let sha = sha256_hex(&bytes);
-    let text =
-        String::from_utf8(bytes).map_err(|_| "the .rsp file is not UTF-8 text".to_string())?;
-    let entries =
-        crate::rsp::parse_rsp(&text).map_err(|e| format!("the .rsp file does not parse: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| KatError::NotUtf8)?;
+    let entries = crate::rsp::parse_rsp(&text).map_err(KatError::Parse)?;
     if entries.len() != counts as usize {
-        return Err(format!(
-            "the .rsp file holds {} counts, {counts} expected",
-            entries.len()
-        ));
+        return Err(KatError::Counts {
+            got: entries.len(),
+            want: counts,
+        });
     }
     let api = &build.api;
     for e in &entries {
@@ -93,19 +177,20 @@ fn verify_rsp(
         ] {
             let got = e.field(field).map(|v| v.len() as u64);
             if got != Some(want) {
-                return Err(format!(
-                    "the .rsp file's count {} has {field} of {} bytes, api.h declares {want}",
-                    e.count,
-                    got.map_or("no".to_string(), |g| g.to_string())
-                ));
+                return Err(KatError::FieldSize {
+                    count: e.count,
+                    field,
+                    got,
+                    want,
+                });
             }
         }
     }
     if sha != claimed.rsp_sha256 {
-        return Err(format!(
-            "kem-runner's record claims sha256 {} but the .rsp file hashes to {sha}; record not trusted",
-            claimed.rsp_sha256
-        ));
+        return Err(KatError::Forged {
+            claimed: claimed.rsp_sha256.clone(),
+            actual: sha,
+        });
     }
     Ok(sha)
 }
@@ -136,80 +221,62 @@ fn run_kat(
     counts: u32,
     rsp: &Path,
     log: &mut crate::run::exec::Log,
-) -> Result<Result<KatOutput, String>, Stop> {
-    let rng = match step.submission().kat.rng {
+) -> Result<Result<KatOutput, KatError>, StepError> {
+    let _ = std::fs::remove_file(rsp);
+    let job = RunnerJob::new(step, "kat", &format!("kat-{}", mode.name()), object, build)?;
+    let written = job.scratch().join(rsp.file_name().unwrap_or_default());
+    let job = job
+        .opt("rng", rng_name(step.submission().kat.rng))
+        .opt("mode", mode.name())
+        .opt("counts", counts)
+        .opt("out", written.display());
+    job.run(step, log, &|_| {}, |step, out, _| match &out.exit {
+        Exit::Code(0) | Exit::Code(1) => Ok(parse_runner::<KatOutput>(&out)
+            .map_err(KatError::from)
+            .and_then(|mut o| {
+                if let (Some(f), Some(said)) = (&mut o.failure, kem_said(&out.stderr)) {
+                    let _ = write!(f, "; the KEM wrote: {said}");
+                }
+                if o.failure.is_none() {
+                    o.rsp_sha256 = verify_rsp(&written, &o, counts, build)?;
+                    std::fs::rename(&written, rsp)
+                        .or_else(|_| std::fs::copy(&written, rsp).map(|_| ()))
+                        .map_err(KatError::Keep)?;
+                    o.rsp_path = rsp.display().to_string();
+                }
+                Ok(o)
+            })),
+        Exit::TimedOut => Err(StepError::TimedOut(step.timeout_text())),
+        Exit::Signal(_) => {
+            // The runner names each call on stderr just before making it.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let prefix = format!("{} ", kem_native::kat::CALLING);
+            let at = stderr
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix(&prefix))
+                .map(|call| format!(" in {call}"))
+                .unwrap_or_default();
+            Ok(Err(KatError::Crashed {
+                at,
+                exit: out.exit.describe(),
+                limits: step.limits_note(),
+            }))
+        }
+        other => Ok(Err(KatError::Runner {
+            exit: other.describe(),
+            tail: crate::run::exec::tail(&out.stderr, 3),
+        })),
+    })
+}
+
+/// The name of a submission's KAT generator on kem-runner's command line and in cache keys
+/// (`nist`, `hqc`).
+pub fn rng_name(rng: KatRng) -> &'static str {
+    match rng {
         KatRng::Nist => "nist",
         KatRng::Hqc => "hqc",
-    };
-    let _ = std::fs::remove_file(rsp);
-    let scratch = step.scratch(&format!("kat-{}", mode.name()))?;
-    let written = scratch.join(rsp.file_name().unwrap_or_default());
-    let args: Vec<String> = vec![
-        "kat".into(),
-        "--lib".into(),
-        object.display().to_string(),
-        "--api".into(),
-        std::path::absolute(&build.api_h)
-            .unwrap_or_else(|_| build.api_h.clone())
-            .display()
-            .to_string(),
-        "--ns".into(),
-        build.namespace.clone(),
-        "--rng".into(),
-        rng.into(),
-        "--mode".into(),
-        mode.name().into(),
-        "--counts".into(),
-        counts.to_string(),
-        "--out".into(),
-        written.display().to_string(),
-    ];
-    let jail = step.runner_jail(object, &build.api_h, &scratch);
-    let runner = step.ctx.runner.clone();
-    let out = step.exec_contained(&runner, &args, &jail, log, &|_| {});
-    let result = out
-        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")))
-        .and_then(|out| match &out.exit {
-            Exit::Code(0) | Exit::Code(1) => {
-                Ok(parse_runner::<KatOutput>(&out).and_then(|mut o| {
-                    if let (Some(f), Some(said)) = (&mut o.failure, kem_said(&out.stderr)) {
-                        let _ = write!(f, "; the KEM wrote: {said}");
-                    }
-                    if o.failure.is_none() {
-                        o.rsp_sha256 = verify_rsp(&written, &o, counts, build)?;
-                        std::fs::rename(&written, rsp)
-                            .or_else(|_| std::fs::copy(&written, rsp).map(|_| ()))
-                            .map_err(|e| format!("cannot keep the .rsp file: {e}"))?;
-                        o.rsp_path = rsp.display().to_string();
-                    }
-                    Ok(o)
-                }))
-            }
-            Exit::TimedOut => Err(Stop::timed_out(step.timeout_text())),
-            Exit::Signal(_) => {
-                // The runner names each call on stderr just before making it.
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                let prefix = format!("{} ", kem_native::kat::CALLING);
-                let at = stderr
-                    .lines()
-                    .rev()
-                    .find_map(|l| l.strip_prefix(&prefix))
-                    .map(|call| format!(" in {call}"))
-                    .unwrap_or_default();
-                Ok(Err(format!(
-                    "crashed{at}: {} ({})",
-                    out.exit.describe(),
-                    step.limits_note()
-                )))
-            }
-            other => Ok(Err(format!(
-                "kem-runner failed ({}): {}",
-                other.describe(),
-                crate::run::exec::tail(&out.stderr, 3)
-            ))),
-        });
-    step.drop_scratch(&scratch);
-    result
+    }
 }
 
 /// The `kat` kind: per instance.
@@ -286,28 +353,28 @@ impl KindSpec for Kind {
     }
 }
 
-fn kat(step: &mut Step) -> Result<Done, Stop> {
+fn kat(step: &mut Step) -> Result<Done, StepError> {
     let ctx = step.ctx;
     let sub = step.submission();
     let inst = step.instance();
-    let (_, build) = step.build().map_err(Stop::failed)?;
+    let (_, build) = step.build()?;
     let modes = ctx
         .spec(StepKind::Kat)
         .map(|s| s.params.kat_modes.clone())
         .unwrap_or_default();
     let expected = match std::fs::read_to_string(&sub.kat.manifest) {
-        Ok(t) => parse_sha256_manifest(&t)
-            .map_err(|e| Stop::failed(format!("{}: {e}", sub.kat.manifest.display())))?,
+        Ok(t) => parse_sha256_manifest(&t).map_err(|e| StepError::Parse {
+            what: sub.kat.manifest.display().to_string(),
+            source: e.into(),
+        })?,
         Err(_) => BTreeMap::new(),
     };
     let kat_dir = ctx.out.join("kat").join(&sub.id);
-    std::fs::create_dir_all(&kat_dir).map_err(|e| Stop::failed(e.to_string()))?;
+    std::fs::create_dir_all(&kat_dir).map_err(StepError::File)?;
     let log_rel = PathBuf::from("kat")
         .join(&sub.id)
         .join(format!("{}.log", inst.id));
-    let mut log = step
-        .open_log(log_rel.clone())
-        .map_err(|e| Stop::failed(e.to_string()))?;
+    let mut log = step.open_log(log_rel.clone()).map_err(StepError::File)?;
     let object = ctx.out.join(&build.object);
 
     let mut results = Vec::new();
@@ -334,7 +401,7 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
             diff: None,
         };
         match res {
-            Err(reason) => r.reason = Some(reason),
+            Err(reason) => r.reason = Some(reason.to_string()),
             Ok(out) => {
                 r.actual_sha256 = Some(out.rsp_sha256.clone());
                 if let Some(f) = out.failure {
@@ -510,9 +577,11 @@ mod tests {
         assert_eq!(m["ML-KEM-512-clean.all"], "b".repeat(64));
         assert!(parse_sha256_manifest("xyz  a\n")
             .unwrap_err()
+            .to_string()
             .contains("line 1"));
         assert!(parse_sha256_manifest("nohash\n")
             .unwrap_err()
+            .to_string()
             .contains("line 1"));
     }
 

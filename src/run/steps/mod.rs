@@ -10,18 +10,22 @@
 pub mod build;
 mod count;
 pub mod ct;
+pub mod error;
 mod index;
 mod kat;
 mod kind;
 mod profile;
 mod report;
+pub mod runner_job;
 mod sizes;
 pub mod source;
 mod survey;
 pub mod time;
 pub mod valgrind_object;
 
+pub use error::{JobError, StepError};
 pub use kind::KindSpec;
+pub use runner_job::{RunnerJob, RunnerRecord, Wrapper};
 
 kind::step_kinds! {
     /// Resolve where a submission's code is (per submission).
@@ -118,6 +122,12 @@ impl From<Stop> for Done {
     }
 }
 
+impl From<StepError> for Done {
+    fn from(e: StepError) -> Done {
+        Stop::from(e).into()
+    }
+}
+
 /// A running step: its node, its deadline, and the commands, logs and artefacts it has
 /// produced so far.
 pub struct Step<'a> {
@@ -176,11 +186,10 @@ impl<'a> Step<'a> {
 
     /// A fresh, empty scratch folder for this step's contained processes
     /// (`scratch/<sub>/<instance>/<name>` under the outputs).
-    pub fn scratch(&self, name: &str) -> Result<PathBuf, Stop> {
+    pub fn scratch(&self, name: &str) -> Result<PathBuf, StepError> {
         let dir = self.ctx.out.join("scratch").join(self.slug()).join(name);
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Stop::failed(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(StepError::io(&dir))?;
         Ok(dir)
     }
 
@@ -238,6 +247,14 @@ impl<'a> Step<'a> {
         Ok(f)
     }
 
+    /// Open `logs/<sub>/<instance>/<name>.log` (a runner job's log) and remember it.
+    pub fn job_log(&mut self, name: &str) -> Result<exec::Log, StepError> {
+        let rel = Path::new("logs")
+            .join(self.slug())
+            .join(format!("{name}.log"));
+        self.open_log(rel).map_err(StepError::File)
+    }
+
     /// `<sub>/<instance>` for paths.
     pub fn slug(&self) -> PathBuf {
         let sub = &self.submission().id;
@@ -248,32 +265,29 @@ impl<'a> Step<'a> {
     }
 
     /// Where the submission's code is, from the source step's record.
-    pub fn source(&self) -> Result<SourceData, String> {
+    pub fn source(&self) -> Result<SourceData, StepError> {
         match self
             .ctx
             .sibling_record(self.node, StepKind::Source)
             .and_then(|r| r.data)
         {
             Some(StepData::Source(s)) => Ok(s),
-            _ => Err("no source record: run the `source` step first".to_string()),
+            _ => Err(StepError::NoSource),
         }
     }
 
     /// The build record of this instance.
-    pub fn build(&self) -> Result<(StepRecord, BuildData), String> {
+    pub fn build(&self) -> Result<(StepRecord, BuildData), StepError> {
         let rec = self
             .ctx
             .sibling_record(self.node, StepKind::Build)
-            .ok_or("no build record: run the `build` step first")?;
+            .ok_or(StepError::NoBuild)?;
         match &rec.data {
             Some(StepData::Build(b)) => {
                 let b = b.clone();
                 Ok((rec, b))
             }
-            _ => Err(format!(
-                "build did not produce an object ({})",
-                rec.status.name()
-            )),
+            _ => Err(StepError::NoObject(rec.status.name())),
         }
     }
 
@@ -341,7 +355,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
                 joined.push((i, rec, build, scratch));
                 done.push(None);
             }
-            Err(e) => done.push(Some(Done::failed(e))),
+            Err(e) => done.push(Some(e.into())),
         }
     }
     let settings = super::session::Settings {
@@ -497,60 +511,24 @@ fn base_record(ctx: &Ctx, ix: NodeIndex, status: Status, reason: Option<String>)
     }
 }
 
-/// A runner record that can say the KEM misbehaved.
-pub trait RunnerRecord: for<'de> serde::Deserialize<'de> {
-    fn failure(&self) -> Option<&str>;
-}
-
-impl RunnerRecord for crate::record::TimeOutput {
-    fn failure(&self) -> Option<&str> {
-        self.failure.as_deref()
-    }
-}
-
-impl RunnerRecord for crate::record::ProfileOutput {
-    fn failure(&self) -> Option<&str> {
-        self.failure.as_deref()
-    }
-}
-
 /// Run one per-operation kem-runner job (`time`, `profile`) on `object`, pinned to the
 /// bench core, with `extra` arguments, logging to `logs/<sub>/<instance>/<job>__<op>.log`.
 /// The KEM's own failure (exit 1 with `failure` set), a crash, a timeout or a runner error
 /// become the step's reason. Returns the record and the runner's wall-clock time.
 pub fn runner_job<T: RunnerRecord>(
     step: &mut Step,
-    job: &str,
+    job: &'static str,
     object: &Path,
     build: &BuildData,
     extra: &[String],
-) -> Result<(T, std::time::Duration), Stop> {
+) -> Result<(T, std::time::Duration), StepError> {
     let op = step.node.op.expect("runner jobs are per operation");
-    let log_rel = Path::new("logs")
-        .join(step.slug())
-        .join(format!("{job}__{op}.log"));
-    let mut log = step
-        .open_log(log_rel)
-        .map_err(|e| Stop::failed(e.to_string()))?;
-    let scratch = step.scratch(&format!("{job}__{op}"))?;
-    let mut args: Vec<String> = vec![
-        job.to_string(),
-        "--lib".into(),
-        object.display().to_string(),
-        "--api".into(),
-        std::path::absolute(&build.api_h)
-            .unwrap_or_else(|_| build.api_h.clone())
-            .display()
-            .to_string(),
-        "--ns".into(),
-        build.namespace.clone(),
-        "--op".into(),
-        op.name().to_string(),
-        "--cpu".into(),
-        step.ctx.campaign.system.bench_cpu.to_string(),
-    ];
-    args.extend(extra.iter().cloned());
-    let jail = step.runner_jail(object, &build.api_h, &scratch);
+    let name = format!("{job}__{op}");
+    let mut log = step.job_log(&name)?;
+    let runner = RunnerJob::new(step, job, &name, object, build)?
+        .opt("op", op.name())
+        .opt("cpu", step.ctx.campaign.system.bench_cpu)
+        .opts(extra);
     let (ctx, id) = (step.ctx, step.node.id.clone());
     let prefix = format!("{} ", kem_native::timing::PROGRESS);
     let show = |line: &str| {
@@ -558,57 +536,8 @@ pub fn runner_job<T: RunnerRecord>(
             p.update(&id, what);
         }
     };
-    let runner = ctx.runner.clone();
     let started = std::time::Instant::now();
-    let out = step
-        .exec_contained(&runner, &args, &jail, &mut log, &show)
-        .map_err(|e| Stop::failed(format!("cannot run kem-runner: {e}")));
-    step.drop_scratch(&scratch);
-    let out = out?;
+    let out = runner.run(step, &mut log, &show, |_, out, _| Ok(out))?;
     let elapsed = started.elapsed();
-    let rec: T = match &out.exit {
-        exec::Exit::Code(0) => parse_runner(&out).map_err(Stop::failed)?,
-        exec::Exit::TimedOut => return Err(Stop::timed_out(step.timeout_text())),
-        exec::Exit::Code(1) => {
-            return Err(match parse_runner::<T>(&out) {
-                Ok(rec) if rec.failure().is_some() => {
-                    Stop::failed(format!("{op}: {}", rec.failure().unwrap_or_default()))
-                }
-                _ => Stop::failed(format!("{op}: exit code 1; {}", exec::tail(&out.stderr, 3))),
-            })
-        }
-        exec::Exit::Signal(_) => {
-            return Err(Stop::failed(format!(
-                "{op}: {} ({}); {}",
-                out.exit.describe(),
-                step.limits_note(),
-                exec::tail(&out.stderr, 3)
-            )))
-        }
-        other => {
-            return Err(Stop::failed(format!(
-                "{op}: {}; {}",
-                other.describe(),
-                exec::tail(&out.stderr, 3)
-            )))
-        }
-    };
-    Ok((rec, elapsed))
-}
-
-/// Parse the one JSON record a runner job writes on its record channel (the stdout it was
-/// started with; the KEM's own stdout goes to stderr).
-pub fn parse_runner<T: for<'de> serde::Deserialize<'de>>(out: &exec::Output) -> Result<T, String> {
-    serde_json::from_slice(&out.stdout).map_err(|e| {
-        format!(
-            "kem-runner wrote no valid record ({e}{}); {}: {}",
-            if out.truncated {
-                "; output cut at its size limit"
-            } else {
-                ""
-            },
-            out.exit.describe(),
-            exec::tail(&out.stderr, 3)
-        )
-    })
+    Ok((runner_job::record(step, &out, op, None)?, elapsed))
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use petgraph::graph::NodeIndex;
 
-use super::{runner_job, Done, KindSpec, Step};
+use super::{runner_job, Done, KindSpec, Step, StepError};
 use crate::graph::Node;
 use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
 use crate::record::{ProfileData, ProfileOutput, ProfileRepeat, Status, StepData, StepRecord};
@@ -81,19 +81,17 @@ fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let Some(prof) = build.profile_object.clone() else {
-        return Done::failed("the build made no profile object");
+        return StepError::NoVariant("profile").into();
     };
     if let Some(crate::record::StepData::Kat(k)) = ctx
         .sibling_record(step.node, crate::model::StepKind::Kat)
         .and_then(|r| r.data)
     {
         if k.profile_object_kat.as_ref().is_some_and(|p| !p.equal) {
-            return Done::failed(
-                "the profile object's KAT differs from the plain object's; not profiling",
-            );
+            return StepError::ProfileKatDiffers.into();
         }
     }
     let p = &ctx.spec(step.node.kind).expect("declared").params;
@@ -102,7 +100,7 @@ fn run(step: &mut Step) -> Done {
     for _ in 0..REPEATS {
         match runner_job(step, "profile", &ctx.out.join(&prof), &build, &extra) {
             Ok((o, _)) => runs.push(o),
-            Err(stop) => return stop.into(),
+            Err(e) => return e.into(),
         }
     }
     let summaries: Vec<_> = runs.iter().map(crate::profile::summarize).collect();

@@ -57,7 +57,7 @@ fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let inst = step.instance();
     let catalog = step

@@ -44,17 +44,54 @@ impl KindSpec for Kind {
     }
 }
 
+/// Why the `source` step found no code.
+#[derive(Debug, thiserror::Error)]
+enum SourceError {
+    /// The `path` folder is not there.
+    #[error("source folder {} does not exist", .0.display())]
+    NoFolder(PathBuf),
+    /// The crate has no `root` folder.
+    #[error("crate `{name}` {version} has no folder `{root}` (looked in {})", dir.display())]
+    NoRoot {
+        /// The crate.
+        name: String,
+        /// Its version.
+        version: String,
+        /// The folder asked for.
+        root: String,
+        /// The crate's folder.
+        dir: PathBuf,
+    },
+    /// The crate cannot be fetched.
+    #[error("could not fetch crate `{name}` {version}: {source}")]
+    Fetch {
+        /// The crate.
+        name: String,
+        /// Its version.
+        version: String,
+        /// Why.
+        source: FetchError,
+    },
+}
+
 fn run(step: &mut Step) -> Done {
+    match locate(step) {
+        Ok(data) => Done::ok(StepData::Source(data)),
+        Err(e) => Done::failed(e.to_string()),
+    }
+}
+
+fn locate(step: &mut Step) -> Result<SourceData, SourceError> {
     match &step.submission().source {
         Source::Path { path } => {
             if path.is_dir() {
-                Done::ok(StepData::Source(SourceData {
+                Ok(SourceData {
                     root: path.clone(),
                     origin: "path".to_string(),
                     checksum: None,
-                }))
+                })
             } else {
-                Done::failed(format!("source folder {} does not exist", path.display()))
+                Err(SourceError::NoFolder(path.clone()))
             }
         }
         Source::Crate {
@@ -65,39 +102,89 @@ fn run(step: &mut Step) -> Done {
             Ok((dir, checksum)) => {
                 let root_dir = dir.join(root);
                 if !root_dir.is_dir() {
-                    return Done::failed(format!(
-                        "crate `{name}` {version} has no folder `{root}` (looked in {})",
-                        dir.display()
-                    ));
+                    return Err(SourceError::NoRoot {
+                        name: name.clone(),
+                        version: version.clone(),
+                        root: root.clone(),
+                        dir,
+                    });
                 }
-                Done::ok(StepData::Source(SourceData {
+                Ok(SourceData {
                     root: root_dir,
                     origin: format!("crate {name} {version} (checksum verified by cargo)"),
                     checksum,
-                }))
+                })
             }
-            Err(e) => Done::failed(format!("could not fetch crate `{name}` {version}: {e}")),
+            Err(source) => Err(SourceError::Fetch {
+                name: name.clone(),
+                version: version.clone(),
+                source,
+            }),
         },
     }
 }
 
+/// Why a crate cannot be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// A name and version that would not make a plain folder name.
+    #[error("refused: `{0}` is not a plain folder name")]
+    Refused(String),
+    /// The fetch project's folder cannot be made.
+    #[error("{}: {source}", dir.display())]
+    Folder {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file of the fetch project, or the log, cannot be written.
+    #[error("{0}")]
+    File(std::io::Error),
+    /// cargo cannot be started.
+    #[error("cannot run cargo: {0}")]
+    Cargo(std::io::Error),
+    /// cargo's metadata is not JSON.
+    #[error("cargo metadata: {0}")]
+    Metadata(serde_json::Error),
+    /// The metadata lacks the crate or its folder.
+    #[error("{0}")]
+    NotListed(&'static str),
+    /// cargo failed, offline and online (the last lines of its stderr).
+    #[error("{0}")]
+    Failed(String),
+    /// As [`FetchError::Failed`], naming the crate (for callers without a step record).
+    #[error("could not fetch crate `{name}` {version}: {tail}")]
+    NotFetched {
+        /// The crate.
+        name: String,
+        /// Its version.
+        version: String,
+        /// The last lines of cargo's stderr.
+        tail: String,
+    },
+}
+
 /// Write a throwaway cargo project under `scratch` whose only dependency is `name` at
 /// exactly `version`; returns its manifest.
-fn fetch_project(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, String> {
+fn fetch_project(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, FetchError> {
     let leaf = format!("{name}-{version}");
     if !super::stays_inside(Path::new(&leaf)) || leaf.contains('/') {
-        return Err(format!("refused: `{leaf}` is not a plain folder name"));
+        return Err(FetchError::Refused(leaf));
     }
     let dir = scratch.join(leaf);
-    std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir.join("src")).map_err(|source| FetchError::Folder {
+        dir: dir.clone(),
+        source,
+    })?;
     let manifest = dir.join("Cargo.toml");
     let text = format!(
         "# Written by ngcc-pipe to fetch `{name}` {version}; safe to delete.\n\
          [package]\nname = \"ngcc-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
          [dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"
     );
-    std::fs::write(&manifest, text).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("src/lib.rs"), "").map_err(|e| e.to_string())?;
+    std::fs::write(&manifest, text).map_err(FetchError::File)?;
+    std::fs::write(dir.join("src/lib.rs"), "").map_err(FetchError::File)?;
     Ok(manifest)
 }
 
@@ -114,45 +201,50 @@ fn metadata_command(manifest: &Path, offline: bool) -> Command {
 }
 
 /// The unpacked folder of `name` `version` from `cargo metadata` output.
-fn crate_dir(metadata: &[u8], name: &str, version: &str) -> Result<PathBuf, String> {
-    let meta: serde_json::Value =
-        serde_json::from_slice(metadata).map_err(|e| format!("cargo metadata: {e}"))?;
+fn crate_dir(metadata: &[u8], name: &str, version: &str) -> Result<PathBuf, FetchError> {
+    let meta: serde_json::Value = serde_json::from_slice(metadata).map_err(FetchError::Metadata)?;
     let pkg = meta["packages"]
         .as_array()
         .into_iter()
         .flatten()
         .find(|p| p["name"] == name && p["version"] == version)
-        .ok_or("cargo metadata does not list the crate")?;
-    let path = pkg["manifest_path"].as_str().ok_or("no manifest_path")?;
+        .ok_or(FetchError::NotListed(
+            "cargo metadata does not list the crate",
+        ))?;
+    let path = pkg["manifest_path"]
+        .as_str()
+        .ok_or(FetchError::NotListed("no manifest_path"))?;
     Path::new(path)
         .parent()
         .map(Path::to_path_buf)
-        .ok_or_else(|| "manifest_path has no folder".to_string())
+        .ok_or(FetchError::NotListed("manifest_path has no folder"))
 }
 
 /// Fetch `name` at exactly `version` with cargo (offline first, then from the registry)
 /// and return its unpacked folder. For tests and tools; the `source` step does the same
 /// with logging.
-pub fn fetch_crate(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, String> {
+pub fn fetch_crate(scratch: &Path, name: &str, version: &str) -> Result<PathBuf, FetchError> {
     let manifest = fetch_project(scratch, name, version)?;
     let mut last_err = String::new();
     for offline in [true, false] {
         let out = metadata_command(&manifest, offline)
             .output()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
+            .map_err(FetchError::Cargo)?;
         if out.status.success() {
             return crate_dir(&out.stdout, name, version);
         }
         last_err = crate::run::exec::tail(&out.stderr, 3);
     }
-    Err(format!(
-        "could not fetch crate `{name}` {version}: {last_err}"
-    ))
+    Err(FetchError::NotFetched {
+        name: name.to_string(),
+        version: version.to_string(),
+        tail: last_err,
+    })
 }
 
 /// The folder a submission's instance `dir`s are relative to: the `path` folder, or the
 /// crate fetched like the `source` step does (under `scratch`) joined with its `root`.
-/// For `check --deep`.
+/// For `check --deep`, whose diagnostics take the text.
 pub fn resolve_root(source: &Source, scratch: &Path) -> Result<PathBuf, String> {
     match source {
         Source::Path { path } => Ok(path.clone()),
@@ -161,7 +253,9 @@ pub fn resolve_root(source: &Source, scratch: &Path) -> Result<PathBuf, String> 
             version,
             root,
         } => {
-            let dir = fetch_crate(scratch, name, version)?.join(root);
+            let dir = fetch_crate(scratch, name, version)
+                .map_err(|e| e.to_string())?
+                .join(root);
             if dir.is_dir() {
                 Ok(dir)
             } else {
@@ -175,16 +269,20 @@ pub fn resolve_root(source: &Source, scratch: &Path) -> Result<PathBuf, String> 
 }
 
 /// Fetch `name` at exactly `version`; returns its unpacked folder and its checksum.
-fn fetch(step: &mut Step, name: &str, version: &str) -> Result<(PathBuf, Option<String>), String> {
+fn fetch(
+    step: &mut Step,
+    name: &str,
+    version: &str,
+) -> Result<(PathBuf, Option<String>), FetchError> {
     let manifest = fetch_project(&step.ctx.out.join("cache").join("crates"), name, version)?;
     let mut log = step
         .open_log(Path::new("logs").join(step.slug()).join("source.log"))
-        .map_err(|e| e.to_string())?;
+        .map_err(FetchError::File)?;
     let mut last_err = String::new();
     for offline in [true, false] {
         let out = step
             .exec(&mut metadata_command(&manifest, offline), &mut log)
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
+            .map_err(FetchError::Cargo)?;
         if out.exit.success() {
             let lock = manifest.with_file_name("Cargo.lock");
             return Ok((
@@ -194,7 +292,7 @@ fn fetch(step: &mut Step, name: &str, version: &str) -> Result<(PathBuf, Option<
         }
         last_err = crate::run::exec::tail(&out.stderr, 3);
     }
-    Err(last_err)
+    Err(FetchError::Failed(last_err))
 }
 
 /// The checksum Cargo.lock records for `name` `version`.

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::{Done, KindSpec, Step};
+use super::{Done, KindSpec, Step, StepError};
 use crate::model::{Op, StepKind, StepScope};
 use crate::record::{StepData, StepRecord};
 use crate::survey::SurveyInput;
@@ -43,11 +43,11 @@ fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (_, build) = match step.build() {
         Ok(b) => b,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let source = match step.source() {
         Ok(s) => s,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let sub = step.submission();
     let inst = step.instance();
@@ -114,7 +114,7 @@ fn run(step: &mut Step) -> Done {
     };
     match crate::survey::survey(&input) {
         Ok(data) => Done::ok(StepData::Survey(data)),
-        Err(e) => Done::failed(format!("survey: {e}")),
+        Err(e) => StepError::from(e).into(),
     }
 }
 

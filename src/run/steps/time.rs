@@ -13,12 +13,12 @@
 //! session get the same check.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use petgraph::graph::NodeIndex;
 
-use super::{runner_job, Done, KindSpec, Step, Stop};
+use super::{runner_job, Done, KindSpec, RunnerJob, Step, StepError, Stop};
 use crate::graph::Node;
 use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
@@ -169,7 +169,7 @@ fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (build_rec, build) = match step.build() {
         Ok(b) => b,
-        Err(e) => return Done::failed(e),
+        Err(e) => return e.into(),
     };
     let p = &ctx.spec(step.node.kind).expect("declared").params;
     let extra = [
@@ -186,7 +186,7 @@ fn run(step: &mut Step) -> Done {
     let (output, elapsed): (TimeOutput, _) = match runner_job(step, "time", &object, &build, &extra)
     {
         Ok(o) => o,
-        Err(stop) => return stop.into(),
+        Err(e) => return e.into(),
     };
     let summary = crate::measure::stats::summarize(&output);
     let mut notes = summary_notes(&summary, &output, "trials");
@@ -210,20 +210,17 @@ fn run(step: &mut Step) -> Done {
 /// This step as a member of a timing session, with the build it times and the scratch
 /// folder its runner may write (the only one; see [`Step::runner_jail`]); `Err` is why it
 /// cannot take part (no object, no log, no scratch folder).
-pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf), String> {
+pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf), StepError> {
     let ctx = step.ctx;
     let (build_rec, build) = step.build()?;
     let p = &ctx.spec(step.node.kind).expect("declared").params;
     let op = step.node.op.expect("time is per operation");
-    let log_rel = Path::new("logs")
-        .join(step.slug())
-        .join(format!("time__{op}.log"));
-    let log = step.open_log(log_rel).map_err(|e| e.to_string())?;
+    let name = format!("time__{op}");
+    let log = step.job_log(&name)?;
     let object = ctx.out.join(&build.object);
-    let scratch = step
-        .scratch(&format!("time__{op}"))
-        .map_err(|stop| stop.reason)?;
-    let jail = step.runner_jail(&object, &build.api_h, &scratch);
+    // The session starts the runner itself (`serve`); the job gives it its scratch and jail.
+    let job = RunnerJob::new(step, "serve", &name, &object, &build)?;
+    let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
     step.contained = true;
     let member = Member {
         label: step.node.id.clone(),
@@ -251,7 +248,7 @@ pub fn from_session(
 ) -> Done {
     let (output, rounds) = match result {
         Ok(r) => r,
-        Err(stop) => return stop.into(),
+        Err(e) => return e.into(),
     };
     let mut summary = crate::measure::stats::summarize(&output);
     summary.median_cycles = Some(rounds.estimate.median);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::build::Compiler;
-use super::Stop;
+use super::StepError;
 use crate::model::Campaign;
 use crate::run::exec::Exit;
 use crate::run::keys::sha256_hex;
@@ -130,12 +130,12 @@ pub struct Built {
 
 /// Compile and link the valgrind object in `<build_dir>/valgrind/`; its primitives are
 /// shared between instances like the plain object's.
-pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, Stop> {
+pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
     let excluded = exclusions_for(c, i.flags)?;
     let flags = valgrind_flags(i.flags, &excluded);
     let profile_flags = valgrind_flags(i.profile_flags, &excluded);
     let dir = i.build_dir.join("valgrind");
-    std::fs::create_dir_all(&dir).map_err(|e| Stop::failed(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(StepError::io(&dir))?;
 
     let mut objects = Vec::new();
     for (n, src) in i.sources.iter().enumerate() {
@@ -160,17 +160,16 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, Stop> {
     );
     let ctx = c.step.ctx;
     let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
-    std::fs::create_dir_all(&prim_dir)
-        .map_err(|e| Stop::failed(format!("{}: {e}", prim_dir.display())))?;
+    std::fs::create_dir_all(&prim_dir).map_err(StepError::io(&prim_dir))?;
     c.jail.write.push(prim_dir.clone());
     let mut failure = None;
     let prims = ctx.shared_objects.get(&prim_key, || {
         let mut objs = Vec::new();
         for (n, src) in i.prim_sources.iter().enumerate() {
             let obj = prim_dir.join(format!("{n:03}-{}.o", stem(src)));
-            if let Err(d) = c.compile(src, &obj, &prim_flags) {
-                let reason = d.reason.clone();
-                failure = Some(d);
+            if let Err(e) = c.compile(src, &obj, &prim_flags) {
+                let reason = e.to_string();
+                failure = Some(e);
                 return Err(reason);
             }
             objs.push(obj);
@@ -180,10 +179,11 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, Stop> {
     let prims = match (prims, failure) {
         (Ok(o), _) => o,
         (Err(_), Some(d)) => return Err(d),
-        (Err(e), None) => {
-            return Err(Stop::failed(format!(
-                "valgrind object's primitives failed to build earlier: {e}"
-            )))
+        (Err(reason), None) => {
+            return Err(StepError::SharedFailed {
+                what: "valgrind object's primitives",
+                reason,
+            })
         }
     };
 
@@ -191,8 +191,7 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, Stop> {
     c.compile(i.shim, &shim_obj, &profile_flags)?;
     // The memcheck client requests of the `ct` step (crate::ct::marks_source).
     let marks = dir.join("ngcc_ct_marks.c");
-    std::fs::write(&marks, crate::ct::marks_source())
-        .map_err(|e| Stop::failed(format!("{}: {e}", marks.display())))?;
+    std::fs::write(&marks, crate::ct::marks_source()).map_err(StepError::io(&marks))?;
     let marks_obj = dir.join("ngcc_ct_marks.o");
     c.compile(&marks, &marks_obj, &profile_flags)?;
     let object = dir.join(format!("{}.so", i.id));
@@ -211,21 +210,23 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, Stop> {
 }
 
 /// Ask the compiler (in the sandbox) which of [`UNRUNNABLE`] `flags` enable.
-fn exclusions_for(c: &mut Compiler, flags: &[String]) -> Result<Vec<String>, Stop> {
+fn exclusions_for(c: &mut Compiler, flags: &[String]) -> Result<Vec<String>, StepError> {
     let mut args = flags.to_vec();
     args.extend(["-dM", "-E", "-x", "c", "/dev/null"].map(String::from));
     let out = c
         .step
         .exec_contained(Path::new(&c.cc), &args, &c.jail, &mut c.log, &|_| {})
-        .map_err(|e| Stop::failed(format!("cannot run `{}`: {e}", c.cc)))?;
+        .map_err(|source| StepError::Cc {
+            cc: c.cc.clone(),
+            source,
+        })?;
     match out.exit {
         Exit::Code(0) => Ok(exclusions(&String::from_utf8_lossy(&out.stdout))),
-        Exit::TimedOut => Err(Stop::timed_out(c.step.timeout_text())),
-        other => Err(Stop::failed(format!(
-            "`{} -dM -E` with the build's flags failed ({})",
-            c.cc,
-            other.describe()
-        ))),
+        Exit::TimedOut => Err(StepError::TimedOut(c.step.timeout_text())),
+        other => Err(StepError::Predefined {
+            cc: c.cc.clone(),
+            exit: other.describe(),
+        }),
     }
 }
 

@@ -130,7 +130,8 @@ pub struct StepSpec {
 /// Step parameters. Each kind reads the ones that concern it; the DSL rejects the rest.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StepParams {
-    /// build: flag profile name (`flags="guide"`).
+    /// build: flag profile name (`flags="guide"`), or several separated by single spaces
+    /// (`flags="guide harness-default"`): every instance is then built once per profile.
     pub flags: Option<String>,
     /// time, profile: operations (`ops="keygen enc dec"`).
     pub ops: Vec<Op>,
@@ -150,6 +151,16 @@ pub struct StepParams {
     /// (`memory="8G"`); `None`: the default, 4 GiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<u64>,
+}
+
+impl StepParams {
+    /// The flag profiles named by `flags=`, in declaration order.
+    pub fn flag_profiles(&self) -> Vec<&str> {
+        self.flags
+            .as_deref()
+            .map(|f| f.split(' ').collect())
+            .unwrap_or_default()
+    }
 }
 
 impl Default for StepParams {
@@ -330,6 +341,27 @@ pub struct Instance {
     pub origin: Origin,
     /// NIST security category (1-5) from the manifest's `nist-category`, if given.
     pub nist_category: Option<u8>,
+}
+
+/// The matrix variable holding an instance's flag profile when the build step names several
+/// (`flags="guide harness-default"`); absent with one profile.
+pub const PROFILE_VAR: &str = "flags";
+
+impl Instance {
+    /// The flag profile this instance is built with when the pipeline builds several
+    /// (its id then ends in `@<profile>`); `None` with one profile.
+    pub fn profile(&self) -> Option<&str> {
+        self.vars.get(PROFILE_VAR).map(String::as_str)
+    }
+
+    /// The id the manifest declares (without `@<profile>`): the key of `kat.sha256`,
+    /// `sizes.csv` and reference `.rsp` files.
+    pub fn manifest_id(&self) -> &str {
+        self.profile()
+            .and_then(|p| self.id.strip_suffix(p))
+            .and_then(|s| s.strip_suffix('@'))
+            .unwrap_or(&self.id)
+    }
 }
 
 /// Where an instance is declared: the manifest and the spans of its `instance` line's id,

@@ -211,7 +211,8 @@ pub(super) fn lower_step<'n>(
     })
 }
 
-/// The `flags=` value of a build step: a declared profile name.
+/// The `flags=` value of a build step: one declared profile name, or several separated by
+/// spaces (every instance is then built once per profile; see [`super::profiles`]).
 fn flags_profile(
     cx: &mut NodeReader<'_>,
     e: &KdlEntry,
@@ -221,9 +222,47 @@ fn flags_profile(
     if flags.contains_key(&f) {
         return Some(f);
     }
-    let span = cx.value_span(e);
+    let ws = words(&f);
+    if ws.len() < 2 {
+        let span = cx.value_span(e);
+        unknown_profile(cx, span, ws.first().map_or(f.as_str(), |w| w.0), flags);
+        return None;
+    }
+    let mut out: Vec<&str> = Vec::new();
+    let mut ok = true;
+    for (w, r) in ws {
+        let span = cx.sub_span(e, &r);
+        if !flags.contains_key(w) {
+            unknown_profile(cx, span, w, flags);
+            ok = false;
+        } else if !w
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
+        {
+            cx.error(
+                span,
+                "profile name",
+                format!(
+                    "flags profile `{w}` cannot be one of several: its name becomes part of \
+                     instance ids (letters, digits and `-_.+` only)"
+                ),
+            );
+            ok = false;
+        } else if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    ok.then(|| out.join(" "))
+}
+
+fn unknown_profile(
+    cx: &mut NodeReader<'_>,
+    span: SourceSpan,
+    f: &str,
+    flags: &BTreeMap<String, FlagProfile>,
+) {
     let names = || flags.keys().map(|s| s.as_str());
-    let help = did_you_mean(&f, names()).unwrap_or_else(|| {
+    let help = did_you_mean(f, names()).unwrap_or_else(|| {
         if flags.is_empty() {
             "declare it with `flags \"name\" \"-O2 ...\"`".to_string()
         } else {
@@ -235,7 +274,6 @@ fn flags_profile(
         .label(span, "no `flags` profile of this name")
         .help(help);
     cx.push(d);
-    None
 }
 
 /// A space-separated list of words from `allowed`, deduplicated in order.

@@ -136,7 +136,20 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
         "logic".into(),
         format!("{} v{STEP_LOGIC_VERSION}", node.kind),
     );
-    m.insert("params".into(), json(&spec.params));
+    // A build of one profile among several depends on that profile only.
+    let profile = node
+        .instance
+        .and_then(|i| c.submissions[node.submission].instances[i].profile());
+    match profile {
+        Some(p) if node.kind == StepKind::Build => {
+            let mut params = spec.params.clone();
+            params.flags = Some(p.to_string());
+            m.insert("params".into(), json(&params));
+        }
+        _ => {
+            m.insert("params".into(), json(&spec.params));
+        }
+    }
     node.kind.describe().inputs(c, node, spec, facts, &mut m);
     m
 }

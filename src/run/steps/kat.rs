@@ -318,7 +318,9 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
             KatMode::All => sub.kat.all_count,
         };
         let rsp = kat_dir.join(rsp_name(&inst.id, mode, ""));
-        let want = expected.get(&manifest_name(&inst.id, mode)).cloned();
+        let want = expected
+            .get(&manifest_name(inst.manifest_id(), mode))
+            .cloned();
         let res = run_kat(step, &object, &build, mode, counts, &rsp, &mut log)?;
         if rsp.is_file() {
             step.artefacts.push(ctx.rel(&rsp));
@@ -348,7 +350,7 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
                             r.status = KatStatus::Nokat;
                             r.reason = Some(format!(
                                 "no expected hash for `{}` in {}",
-                                manifest_name(&inst.id, mode),
+                                manifest_name(inst.manifest_id(), mode),
                                 sub.kat
                                     .manifest
                                     .file_name()
@@ -361,7 +363,8 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
                             r.status = KatStatus::Mismatch;
                             let mut reason = format!("sha256 {} != expected {}", out.rsp_sha256, w);
                             if let Some(dir) = &sub.kat.reference_dir {
-                                let reference = dir.join(rsp_name(&inst.id, mode, ""));
+                                let reference =
+                                    dir.join(rsp_name(inst.manifest_id(), mode, ""));
                                 if let (Ok(gen), Ok(refr)) = (
                                     std::fs::read_to_string(&rsp),
                                     std::fs::read_to_string(&reference),

@@ -19,6 +19,7 @@ mod index;
 mod kat;
 mod performance;
 mod primitives;
+mod profiles;
 mod resources;
 
 pub use ct::verdict_of as ct_verdict;

@@ -151,6 +151,52 @@ pub struct StepParams {
     /// (`memory="8G"`); `None`: the default, 4 GiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<u64>,
+    /// Settings for some instances only (`instances "mceliece/*8192128*" timeout="2h"` in
+    /// the step's block), first match wins. Not part of cache keys as such: a node's key
+    /// takes the settings that change its result (`all-count`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceSettings>,
+}
+
+/// `instances "<glob>" timeout="2h" all-count=2` inside a step's block: settings for the
+/// instances whose `<submission>/<instance>` id matches the glob (`*` also crosses `/`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct InstanceSettings {
+    pub pattern: String,
+    /// Replaces the step's timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// kat: counts of the `all` mode, fewer than the manifest's `all-count` (a reduced KAT:
+    /// its hash is not compared with the manifest's, and the report says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_count: Option<u32>,
+}
+
+impl InstanceSettings {
+    /// Whether `<submission>/<instance>` matches (the DSL has checked the glob).
+    pub fn matches(&self, submission: &str, instance: &str) -> bool {
+        globset::Glob::new(&self.pattern)
+            .map(|g| g.compile_matcher().is_match(format!("{submission}/{instance}")))
+            .unwrap_or(false)
+    }
+}
+
+impl StepSpec {
+    /// The first `instances` block entry matching this instance, if any.
+    pub fn settings_for(&self, submission: &str, instance: &str) -> Option<&InstanceSettings> {
+        self.params
+            .instances
+            .iter()
+            .find(|s| s.matches(submission, instance))
+    }
+
+    /// This step's timeout for one instance (its `instances` entry's, else the step's).
+    pub fn timeout_for(&self, submission: &str, instance: Option<&str>) -> Duration {
+        instance
+            .and_then(|i| self.settings_for(submission, i))
+            .and_then(|s| s.timeout)
+            .unwrap_or(self.timeout)
+    }
 }
 
 impl StepParams {
@@ -175,6 +221,7 @@ impl Default for StepParams {
             iters: 20,
             kat_modes: vec![KatMode::Single],
             memory: None,
+            instances: Vec::new(),
         }
     }
 }

@@ -11,8 +11,10 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::diag::{backticked, closest, did_you_mean};
 use super::pipeline::{duration_value, parse_bytes, words};
-use super::reader::NodeReader;
-use crate::model::{FlagProfile, KatMode, Op, StepKind, StepParams, StepSpec};
+use super::reader::{name, name_span, NodeReader};
+use crate::model::{
+    FlagProfile, InstanceSettings, KatMode, Op, StepKind, StepParams, StepSpec,
+};
 
 /// Properties every step takes.
 const COMMON_PROPS: [&str; 3] = ["needs", "exclusive", "timeout"];
@@ -45,7 +47,6 @@ pub(super) fn lower_step<'n>(
     default_timeout: Duration,
     flags: &BTreeMap<String, FlagProfile>,
 ) -> Option<StepDraft<'n>> {
-    cx.no_children(n, "step");
     let (kind_name, kind_entry) = cx.one_string_arg(n, "step")?;
     let kind_span = cx.value_span(kind_entry);
     let Some(kind) = StepKind::from_name(&kind_name) else {
@@ -125,6 +126,7 @@ pub(super) fn lower_step<'n>(
             None => {}
         }
     }
+    params.instances = lower_instances(cx, n, kind);
     for p in kind.describe().required_props() {
         if !props.contains_key(p) {
             cx.missing_prop(n, p, &on);
@@ -209,6 +211,67 @@ pub(super) fn lower_step<'n>(
             params,
         },
     })
+}
+
+/// The step's `{ instances "<glob>" timeout="2h" all-count=2 }` block: settings for the
+/// instances whose `<submission>/<instance>` id matches (`all-count` on `kat` only).
+fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<InstanceSettings> {
+    let Some(children) = n.children() else {
+        return Vec::new();
+    };
+    let on = format!("`instances` of step `{kind}`");
+    let allowed: &[&str] = if kind == StepKind::Kat {
+        &["timeout", "all-count"]
+    } else {
+        &["timeout"]
+    };
+    let mut out = Vec::new();
+    for c in children.nodes() {
+        if name(c) != "instances" {
+            cx.error(
+                name_span(c),
+                "unknown node",
+                format!(
+                    "unknown node `{}` in step `{kind}`, expected `instances`",
+                    name(c)
+                ),
+            );
+            continue;
+        }
+        cx.no_children(c, "instances");
+        let props = cx.props(c, &on, allowed);
+        let Some((pattern, e)) = cx.one_string_arg(c, "instances") else {
+            continue;
+        };
+        if let Err(err) = globset::Glob::new(&pattern) {
+            let span = cx.value_span(e);
+            cx.error(span, "bad glob", format!("bad pattern `{pattern}`: {err}"));
+            continue;
+        }
+        let timeout = props
+            .get("timeout")
+            .and_then(|e| duration_value(cx, e, "timeout"));
+        let all_count = props
+            .get("all-count")
+            .and_then(|e| cx.expect_int_as::<u32>(e, "all-count", 1));
+        if timeout.is_none() && all_count.is_none() {
+            cx.error(
+                name_span(c),
+                "no setting",
+                format!(
+                    "`instances \"{pattern}\"` sets nothing: give {}",
+                    backticked(allowed.iter().copied())
+                ),
+            );
+            continue;
+        }
+        out.push(InstanceSettings {
+            pattern,
+            timeout,
+            all_count,
+        });
+    }
+    out
 }
 
 /// The `flags=` value of a build step: one declared profile name, or several separated by

@@ -140,16 +140,13 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
     let profile = node
         .instance
         .and_then(|i| c.submissions[node.submission].instances[i].profile());
-    match profile {
-        Some(p) if node.kind == StepKind::Build => {
-            let mut params = spec.params.clone();
-            params.flags = Some(p.to_string());
-            m.insert("params".into(), json(&params));
-        }
-        _ => {
-            m.insert("params".into(), json(&spec.params));
-        }
+    // `instances` entries count where they change a node's result (the kind's inputs).
+    let mut params = spec.params.clone();
+    params.instances.clear();
+    if let (Some(p), StepKind::Build) = (profile, node.kind) {
+        params.flags = Some(p.to_string());
     }
+    m.insert("params".into(), json(&params));
     node.kind.describe().inputs(c, node, spec, facts, &mut m);
     m
 }

@@ -158,11 +158,12 @@ pub struct StepParams {
     pub instances: Vec<InstanceSettings>,
 }
 
-/// `instances "<glob>" timeout="2h" all-count=2` inside a step's block: settings for the
+/// `instances "<glob>" ... timeout="2h" all-count=2 modes="single"` inside a step's block: settings for the
 /// instances whose `<submission>/<instance>` id matches the glob (`*` also crosses `/`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct InstanceSettings {
-    pub pattern: String,
+    /// Globs over `<submission>/<instance>`; any may match.
+    pub patterns: Vec<String>,
     /// Replaces the step's timeout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
@@ -170,14 +171,21 @@ pub struct InstanceSettings {
     /// its hash is not compared with the manifest's, and the report says so).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_count: Option<u32>,
+    /// kat: the modes to generate for these instances (`modes="single"`), instead of the
+    /// step's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kat_modes: Option<Vec<KatMode>>,
 }
 
 impl InstanceSettings {
     /// Whether `<submission>/<instance>` matches (the DSL has checked the glob).
     pub fn matches(&self, submission: &str, instance: &str) -> bool {
-        globset::Glob::new(&self.pattern)
-            .map(|g| g.compile_matcher().is_match(format!("{submission}/{instance}")))
-            .unwrap_or(false)
+        let id = format!("{submission}/{instance}");
+        self.patterns.iter().any(|p| {
+            globset::Glob::new(p)
+                .map(|g| g.compile_matcher().is_match(&id))
+                .unwrap_or(false)
+        })
     }
 }
 

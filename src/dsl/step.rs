@@ -11,7 +11,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::diag::{backticked, closest, did_you_mean};
 use super::pipeline::{duration_value, parse_bytes, words};
-use super::reader::{name, name_span, NodeReader};
+use super::reader::{args, name, name_span, NodeReader};
 use crate::model::{
     FlagProfile, InstanceSettings, KatMode, Op, StepKind, StepParams, StepSpec,
 };
@@ -221,7 +221,7 @@ fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<
     };
     let on = format!("`instances` of step `{kind}`");
     let allowed: &[&str] = if kind == StepKind::Kat {
-        &["timeout", "all-count"]
+        &["timeout", "all-count", "modes"]
     } else {
         &["timeout"]
     };
@@ -240,21 +240,47 @@ fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<
         }
         cx.no_children(c, "instances");
         let props = cx.props(c, &on, allowed);
-        let Some((pattern, e)) = cx.one_string_arg(c, "instances") else {
-            continue;
-        };
-        if let Err(err) = globset::Glob::new(&pattern) {
-            let span = cx.value_span(e);
-            cx.error(span, "bad glob", format!("bad pattern `{pattern}`: {err}"));
+        let mut patterns = Vec::new();
+        for e in args(c) {
+            let Some(p) = cx.expect_string(e, "instances") else {
+                continue;
+            };
+            match globset::Glob::new(&p) {
+                Ok(_) => patterns.push(p),
+                Err(err) => {
+                    let span = cx.value_span(e);
+                    cx.error(span, "bad glob", format!("bad pattern `{p}`: {err}"));
+                }
+            }
+        }
+        if patterns.is_empty() {
+            cx.error(
+                name_span(c),
+                "no pattern",
+                "`instances` takes one or more globs over `<submission>/<instance>`",
+            );
             continue;
         }
+        let pattern = patterns.join(" ");
         let timeout = props
             .get("timeout")
             .and_then(|e| duration_value(cx, e, "timeout"));
         let all_count = props
             .get("all-count")
             .and_then(|e| cx.expect_int_as::<u32>(e, "all-count", 1));
-        if timeout.is_none() && all_count.is_none() {
+        let kat_modes = props
+            .get("modes")
+            .and_then(|e| word_list(cx, e, "modes", &["single", "all"]))
+            .map(|ws| {
+                ws.iter()
+                    .filter_map(|w| match w.as_str() {
+                        "single" => Some(KatMode::Single),
+                        "all" => Some(KatMode::All),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+            });
+        if timeout.is_none() && all_count.is_none() && kat_modes.is_none() {
             cx.error(
                 name_span(c),
                 "no setting",
@@ -266,9 +292,10 @@ fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<
             continue;
         }
         out.push(InstanceSettings {
-            pattern,
+            patterns,
             timeout,
             all_count,
+            kat_modes,
         });
     }
     out

@@ -245,12 +245,14 @@ impl KindSpec for Kind {
     ) {
         let sub = &c.submissions[node.submission];
         m.insert("kat".into(), json(&sub.kat));
-        let reduced = node
+        let settings = node
             .instance
-            .and_then(|i| spec.settings_for(&sub.id, &sub.instances[i].id))
-            .and_then(|s| s.all_count);
-        if let Some(n) = reduced {
+            .and_then(|i| spec.settings_for(&sub.id, &sub.instances[i].id));
+        if let Some(n) = settings.and_then(|s| s.all_count) {
             m.insert("all-count".into(), n.to_string());
+        }
+        if let Some(modes) = settings.and_then(|s| s.kat_modes.as_ref()) {
+            m.insert("modes".into(), json(modes));
         }
         m.insert("expected".into(), file_hash(&sub.kat.manifest));
         if let Some(dir) = &sub.kat.reference_dir {
@@ -310,9 +312,11 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
     let sub = step.submission();
     let inst = step.instance();
     let (_, build) = step.build().map_err(Stop::failed)?;
-    let modes = ctx
-        .spec(StepKind::Kat)
-        .map(|s| s.params.kat_modes.clone())
+    let spec = ctx.spec(StepKind::Kat);
+    let modes = spec
+        .and_then(|s| s.settings_for(&sub.id, &inst.id))
+        .and_then(|s| s.kat_modes.clone())
+        .or_else(|| spec.map(|s| s.params.kat_modes.clone()))
         .unwrap_or_default();
     let expected = match std::fs::read_to_string(&sub.kat.manifest) {
         Ok(t) => parse_sha256_manifest(&t)

@@ -12,9 +12,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use super::diag::{backticked, closest, did_you_mean};
 use super::pipeline::{duration_value, parse_bytes, words};
 use super::reader::{args, name, name_span, NodeReader};
-use crate::model::{
-    FlagProfile, InstanceSettings, KatMode, Op, StepKind, StepParams, StepSpec,
-};
+use crate::model::{FlagProfile, InstanceSettings, KatMode, Op, StepKind, StepParams, StepSpec};
 
 /// Properties every step takes.
 const COMMON_PROPS: [&str; 3] = ["needs", "exclusive", "timeout"];
@@ -280,7 +278,11 @@ fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<
                     })
                     .collect::<Vec<_>>()
             });
+        let any_prop = c.entries().iter().any(|e| e.name().is_some());
         if timeout.is_none() && all_count.is_none() && kat_modes.is_none() {
+            if any_prop {
+                continue; // already reported (unknown or bad property)
+            }
             cx.error(
                 name_span(c),
                 "no setting",

@@ -41,9 +41,8 @@ pub(super) fn pair_rounds(
 ) -> Option<ProfilePair> {
     let n = a.len().min(b.len());
     let marked = |v: &[bool], r: usize| v.get(r).copied().unwrap_or(false);
-    let (used, clean) = paired::rounds_used(n, |r| {
-        marked(a_interfered, r) || marked(b_interfered, r)
-    });
+    let (used, clean) =
+        paired::rounds_used(n, |r| marked(a_interfered, r) || marked(b_interfered, r));
     let va: Vec<f64> = used.iter().map(|&r| a[r]).collect();
     let vb: Vec<f64> = used.iter().map(|&r| b[r]).collect();
     let ratio = stats::median_ci(
@@ -76,7 +75,10 @@ fn series(td: &TimeData, r: &Rounds) -> (Vec<f64>, Vec<bool>) {
             }
         })
         .collect();
-    (values, r.interference.iter().map(|w| !w.is_empty()).collect())
+    (
+        values,
+        r.interference.iter().map(|w| !w.is_empty()).collect(),
+    )
 }
 
 /// Why two operations cannot be paired, or the pair.
@@ -104,7 +106,11 @@ fn compare(a: &InstanceView, b: &InstanceView, op: Op) -> Result<ProfilePair, St
 pub(super) fn profiles_compared(doc: &mut Doc, sub: &SubmissionView) {
     // Instances in order, grouped by manifest id; the first profile is A.
     let mut groups: Vec<(&str, Vec<&InstanceView>)> = Vec::new();
-    for inst in sub.instances.iter().filter(|i| i.vars.contains_key(PROFILE_VAR)) {
+    for inst in sub
+        .instances
+        .iter()
+        .filter(|i| i.vars.contains_key(PROFILE_VAR))
+    {
         match groups.iter_mut().find(|(id, _)| *id == inst.manifest_id()) {
             Some((_, g)) => g.push(inst),
             None => groups.push((inst.manifest_id(), vec![inst])),
@@ -180,7 +186,9 @@ mod tests {
 
     fn rounds(base: f64, factor: f64, n: usize) -> Vec<f64> {
         // A drifting host: every round slower than the last, the same for both profiles.
-        (0..n).map(|r| base * (1.0 + 0.02 * r as f64) * factor).collect()
+        (0..n)
+            .map(|r| base * (1.0 + 0.02 * r as f64) * factor)
+            .collect()
     }
 
     #[test]

@@ -9,7 +9,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::{parse_runner, Done, KindSpec, Step, Stop};
-use crate::run::Ctx;
 use crate::graph::Node;
 use crate::model::{
     Campaign, Instance, KatMode, KatRng, Op, StepKind, StepScope, StepSpec, Submission,
@@ -22,6 +21,7 @@ use crate::report::doc::code;
 use crate::report::format::short_hash;
 use crate::run::exec::Exit;
 use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, Facts};
+use crate::run::Ctx;
 
 /// Expected hashes from a sha256sum-format file: name -> lower-case hex. Lines starting
 /// with `#` and blank lines are ignored; `*name` (binary marker) is accepted.
@@ -399,8 +399,7 @@ fn kat(step: &mut Step) -> Result<Done, Stop> {
                             r.status = KatStatus::Mismatch;
                             let mut reason = format!("sha256 {} != expected {}", out.rsp_sha256, w);
                             if let Some(dir) = &sub.kat.reference_dir {
-                                let reference =
-                                    dir.join(rsp_name(inst.manifest_id(), mode, ""));
+                                let reference = dir.join(rsp_name(inst.manifest_id(), mode, ""));
                                 if let (Ok(gen), Ok(refr)) = (
                                     std::fs::read_to_string(&rsp),
                                     std::fs::read_to_string(&reference),

@@ -130,7 +130,8 @@ pub struct StepSpec {
 /// Step parameters. Each kind reads the ones that concern it; the DSL rejects the rest.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StepParams {
-    /// build: flag profile name (`flags="guide"`).
+    /// build: flag profile name (`flags="guide"`), or several separated by single spaces
+    /// (`flags="guide harness-default"`): every instance is then built once per profile.
     pub flags: Option<String>,
     /// time, profile: operations (`ops="keygen enc dec"`).
     pub ops: Vec<Op>,
@@ -150,6 +151,70 @@ pub struct StepParams {
     /// (`memory="8G"`); `None`: the default, 4 GiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<u64>,
+    /// Settings for some instances only (`instances "mceliece/*8192128*" timeout="2h"` in
+    /// the step's block), first match wins. Not part of cache keys as such: a node's key
+    /// takes the settings that change its result (`all-count`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceSettings>,
+}
+
+/// `instances "<glob>" ... timeout="2h" all-count=2 modes="single"` inside a step's block: settings for the
+/// instances whose `<submission>/<instance>` id matches the glob (`*` also crosses `/`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct InstanceSettings {
+    /// Globs over `<submission>/<instance>`; any may match.
+    pub patterns: Vec<String>,
+    /// Replaces the step's timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// kat: counts of the `all` mode, fewer than the manifest's `all-count` (a reduced KAT:
+    /// its hash is not compared with the manifest's, and the report says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_count: Option<u32>,
+    /// kat: the modes to generate for these instances (`modes="single"`), instead of the
+    /// step's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kat_modes: Option<Vec<KatMode>>,
+}
+
+impl InstanceSettings {
+    /// Whether `<submission>/<instance>` matches (the DSL has checked the glob).
+    pub fn matches(&self, submission: &str, instance: &str) -> bool {
+        let id = format!("{submission}/{instance}");
+        self.patterns.iter().any(|p| {
+            globset::Glob::new(p)
+                .map(|g| g.compile_matcher().is_match(&id))
+                .unwrap_or(false)
+        })
+    }
+}
+
+impl StepSpec {
+    /// The first `instances` block entry matching this instance, if any.
+    pub fn settings_for(&self, submission: &str, instance: &str) -> Option<&InstanceSettings> {
+        self.params
+            .instances
+            .iter()
+            .find(|s| s.matches(submission, instance))
+    }
+
+    /// This step's timeout for one instance (its `instances` entry's, else the step's).
+    pub fn timeout_for(&self, submission: &str, instance: Option<&str>) -> Duration {
+        instance
+            .and_then(|i| self.settings_for(submission, i))
+            .and_then(|s| s.timeout)
+            .unwrap_or(self.timeout)
+    }
+}
+
+impl StepParams {
+    /// The flag profiles named by `flags=`, in declaration order.
+    pub fn flag_profiles(&self) -> Vec<&str> {
+        self.flags
+            .as_deref()
+            .map(|f| f.split(' ').collect())
+            .unwrap_or_default()
+    }
 }
 
 impl Default for StepParams {
@@ -164,6 +229,7 @@ impl Default for StepParams {
             iters: 20,
             kat_modes: vec![KatMode::Single],
             memory: None,
+            instances: Vec::new(),
         }
     }
 }
@@ -330,6 +396,27 @@ pub struct Instance {
     pub origin: Origin,
     /// NIST security category (1-5) from the manifest's `nist-category`, if given.
     pub nist_category: Option<u8>,
+}
+
+/// The matrix variable holding an instance's flag profile when the build step names several
+/// (`flags="guide harness-default"`); absent with one profile.
+pub const PROFILE_VAR: &str = "flags";
+
+impl Instance {
+    /// The flag profile this instance is built with when the pipeline builds several
+    /// (its id then ends in `@<profile>`); `None` with one profile.
+    pub fn profile(&self) -> Option<&str> {
+        self.vars.get(PROFILE_VAR).map(String::as_str)
+    }
+
+    /// The id the manifest declares (without `@<profile>`): the key of `kat.sha256`,
+    /// `sizes.csv` and reference `.rsp` files.
+    pub fn manifest_id(&self) -> &str {
+        self.profile()
+            .and_then(|p| self.id.strip_suffix(p))
+            .and_then(|s| s.strip_suffix('@'))
+            .unwrap_or(&self.id)
+    }
 }
 
 /// Where an instance is declared: the manifest and the spans of its `instance` line's id,

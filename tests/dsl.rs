@@ -913,3 +913,54 @@ fn check_pipeline_from_env() {
         Err(d) => panic!("\n{}", d.render(false)),
     }
 }
+
+// Flag-profile matrix and per-instance settings (issue #15).
+error_case!(unknown_flags_profile_in_a_list, 1, pipeline: ("flags=\"guide\"", "flags=\"guide gide\""));
+error_case!(matrix_variable_flags_is_reserved, 1, manifest: ("impl=\"clean avx2\"", "impl=\"clean avx2\" flags=\"a\""));
+error_case!(instances_setting_nothing, 1, pipeline: ("step \"kat\" needs=\"build\"", "step \"kat\" needs=\"build\" {\n    instances \"a/*\"\n}"));
+error_case!(instances_all_count_on_time, 1, pipeline: ("trial=\"1s\"", "trial=\"1s\" {\n    instances \"a/A-3-*\" all-count=2\n}"));
+
+#[test]
+fn two_flag_profiles_double_the_instances_and_instances_blocks_apply() {
+    let pipeline = edit(
+        &edit(
+            PIPELINE,
+            "flags \"guide\" \"-O3\"\n",
+            "flags \"guide\" \"-O3\"\nflags \"O2\" \"-O2\"\n",
+        ),
+        "step \"build\" flags=\"guide\"\nstep \"kat\" needs=\"build\"",
+        "step \"build\" flags=\"guide O2\"\nstep \"kat\" needs=\"build\" modes=\"single\" {\n    \
+         instances \"a/A-3-*\" modes=\"single all\" all-count=3 timeout=\"2h\"\n}",
+    );
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(&pipeline, MANIFEST),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let ids: Vec<&str> = c.submissions[0]
+        .instances
+        .iter()
+        .map(|i| i.id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "A-1-clean@guide",
+            "A-1-clean@O2",
+            "A-1-avx2@guide",
+            "A-1-avx2@O2",
+            "A-3-clean@guide",
+            "A-3-clean@O2",
+            "A-3-avx2@guide",
+            "A-3-avx2@O2"
+        ]
+    );
+    let i = &c.submissions[0].instances[5];
+    assert_eq!((i.profile(), i.manifest_id()), (Some("O2"), "A-3-clean"));
+    let kat = c.steps.iter().find(|s| s.kind == StepKind::Kat).unwrap();
+    let s = kat.settings_for("a", &i.id).expect("A-3-* matches");
+    assert_eq!(s.all_count, Some(3));
+    assert_eq!(kat.timeout_for("a", Some(&i.id)), Duration::from_secs(7200));
+    assert_eq!(kat.timeout_for("a", Some("A-1-clean@O2")), kat.timeout);
+    assert!(kat.settings_for("a", "A-1-clean@O2").is_none());
+}

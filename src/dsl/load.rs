@@ -10,6 +10,7 @@ use super::fs::SourceFs;
 use super::loader::Loader;
 use super::manifest::lower_manifest;
 use super::pipeline::lower_pipeline;
+use super::profiles::expand_profiles;
 use super::reader::NodeReader;
 use crate::model::{Campaign, StepKind};
 
@@ -96,14 +97,18 @@ fn load_into(loader: &mut Loader<'_>, pipeline: &Path) -> Result<Campaign, Diagn
         return Err(Diagnostics::new(std::mem::take(&mut loader.diags)));
     }
     match (draft.system, draft.outputs) {
-        (Some(system), Some(outputs)) => Ok(Campaign {
-            pipeline_path: path,
-            system,
-            flags: draft.flags,
-            outputs,
-            steps: draft.steps,
-            submissions: submissions.into_iter().map(|((s, _), _)| s).collect(),
-        }),
+        (Some(system), Some(outputs)) => {
+            let mut submissions: Vec<_> = submissions.into_iter().map(|((s, _), _)| s).collect();
+            expand_profiles(&draft.steps, &mut submissions);
+            Ok(Campaign {
+                pipeline_path: path,
+                system,
+                flags: draft.flags,
+                outputs,
+                steps: draft.steps,
+                submissions,
+            })
+        }
         // Unreachable in practice: a missing system/outputs always reports an error.
         _ => Err(Diagnostics::new(vec![Diagnostic::new(
             &file,

@@ -21,6 +21,7 @@ mod load;
 mod loader;
 mod manifest;
 mod pipeline;
+mod profiles;
 mod reader;
 mod step;
 mod template;

@@ -11,8 +11,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::diag::{backticked, closest, did_you_mean};
 use super::pipeline::{duration_value, parse_bytes, words};
-use super::reader::NodeReader;
-use crate::model::{FlagProfile, KatMode, Op, StepKind, StepParams, StepSpec};
+use super::reader::{args, name, name_span, NodeReader};
+use crate::model::{FlagProfile, InstanceSettings, KatMode, Op, StepKind, StepParams, StepSpec};
 
 /// Properties every step takes.
 const COMMON_PROPS: [&str; 3] = ["needs", "exclusive", "timeout"];
@@ -45,7 +45,6 @@ pub(super) fn lower_step<'n>(
     default_timeout: Duration,
     flags: &BTreeMap<String, FlagProfile>,
 ) -> Option<StepDraft<'n>> {
-    cx.no_children(n, "step");
     let (kind_name, kind_entry) = cx.one_string_arg(n, "step")?;
     let kind_span = cx.value_span(kind_entry);
     let Some(kind) = StepKind::from_name(&kind_name) else {
@@ -125,6 +124,7 @@ pub(super) fn lower_step<'n>(
             None => {}
         }
     }
+    params.instances = lower_instances(cx, n, kind);
     for p in kind.describe().required_props() {
         if !props.contains_key(p) {
             cx.missing_prop(n, p, &on);
@@ -211,7 +211,100 @@ pub(super) fn lower_step<'n>(
     })
 }
 
-/// The `flags=` value of a build step: a declared profile name.
+/// The step's `{ instances "<glob>" timeout="2h" all-count=2 }` block: settings for the
+/// instances whose `<submission>/<instance>` id matches (`all-count` on `kat` only).
+fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<InstanceSettings> {
+    let Some(children) = n.children() else {
+        return Vec::new();
+    };
+    let on = format!("`instances` of step `{kind}`");
+    let allowed: &[&str] = if kind == StepKind::Kat {
+        &["timeout", "all-count", "modes"]
+    } else {
+        &["timeout"]
+    };
+    let mut out = Vec::new();
+    for c in children.nodes() {
+        if name(c) != "instances" {
+            cx.error(
+                name_span(c),
+                "unknown node",
+                format!(
+                    "unknown node `{}` in step `{kind}`, expected `instances`",
+                    name(c)
+                ),
+            );
+            continue;
+        }
+        cx.no_children(c, "instances");
+        let props = cx.props(c, &on, allowed);
+        let mut patterns = Vec::new();
+        for e in args(c) {
+            let Some(p) = cx.expect_string(e, "instances") else {
+                continue;
+            };
+            match globset::Glob::new(&p) {
+                Ok(_) => patterns.push(p),
+                Err(err) => {
+                    let span = cx.value_span(e);
+                    cx.error(span, "bad glob", format!("bad pattern `{p}`: {err}"));
+                }
+            }
+        }
+        if patterns.is_empty() {
+            cx.error(
+                name_span(c),
+                "no pattern",
+                "`instances` takes one or more globs over `<submission>/<instance>`",
+            );
+            continue;
+        }
+        let pattern = patterns.join(" ");
+        let timeout = props
+            .get("timeout")
+            .and_then(|e| duration_value(cx, e, "timeout"));
+        let all_count = props
+            .get("all-count")
+            .and_then(|e| cx.expect_int_as::<u32>(e, "all-count", 1));
+        let kat_modes = props
+            .get("modes")
+            .and_then(|e| word_list(cx, e, "modes", &["single", "all"]))
+            .map(|ws| {
+                ws.iter()
+                    .filter_map(|w| match w.as_str() {
+                        "single" => Some(KatMode::Single),
+                        "all" => Some(KatMode::All),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+            });
+        let any_prop = c.entries().iter().any(|e| e.name().is_some());
+        if timeout.is_none() && all_count.is_none() && kat_modes.is_none() {
+            if any_prop {
+                continue; // already reported (unknown or bad property)
+            }
+            cx.error(
+                name_span(c),
+                "no setting",
+                format!(
+                    "`instances \"{pattern}\"` sets nothing: give {}",
+                    backticked(allowed.iter().copied())
+                ),
+            );
+            continue;
+        }
+        out.push(InstanceSettings {
+            patterns,
+            timeout,
+            all_count,
+            kat_modes,
+        });
+    }
+    out
+}
+
+/// The `flags=` value of a build step: one declared profile name, or several separated by
+/// spaces (every instance is then built once per profile; see [`super::profiles`]).
 fn flags_profile(
     cx: &mut NodeReader<'_>,
     e: &KdlEntry,
@@ -221,9 +314,47 @@ fn flags_profile(
     if flags.contains_key(&f) {
         return Some(f);
     }
-    let span = cx.value_span(e);
+    let ws = words(&f);
+    if ws.len() < 2 {
+        let span = cx.value_span(e);
+        unknown_profile(cx, span, ws.first().map_or(f.as_str(), |w| w.0), flags);
+        return None;
+    }
+    let mut out: Vec<&str> = Vec::new();
+    let mut ok = true;
+    for (w, r) in ws {
+        let span = cx.sub_span(e, &r);
+        if !flags.contains_key(w) {
+            unknown_profile(cx, span, w, flags);
+            ok = false;
+        } else if !w
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
+        {
+            cx.error(
+                span,
+                "profile name",
+                format!(
+                    "flags profile `{w}` cannot be one of several: its name becomes part of \
+                     instance ids (letters, digits and `-_.+` only)"
+                ),
+            );
+            ok = false;
+        } else if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    ok.then(|| out.join(" "))
+}
+
+fn unknown_profile(
+    cx: &mut NodeReader<'_>,
+    span: SourceSpan,
+    f: &str,
+    flags: &BTreeMap<String, FlagProfile>,
+) {
     let names = || flags.keys().map(|s| s.as_str());
-    let help = did_you_mean(&f, names()).unwrap_or_else(|| {
+    let help = did_you_mean(f, names()).unwrap_or_else(|| {
         if flags.is_empty() {
             "declare it with `flags \"name\" \"-O2 ...\"`".to_string()
         } else {
@@ -235,7 +366,6 @@ fn flags_profile(
         .label(span, "no `flags` profile of this name")
         .help(help);
     cx.push(d);
-    None
 }
 
 /// A space-separated list of words from `allowed`, deduplicated in order.

@@ -11,7 +11,8 @@
 //! yardstick_cycles, per_yardstick (the yardstick timed in the same rounds: its median
 //! per-call cycles, and the median of the per-round ratio operation / yardstick, which
 //! `ngcc-pipe compare` uses to take the host's drift out of a comparison of two runs).
-//! Unknown values are
+//! A campaign that builds with several flag profiles (instance ids `<id>@<profile>`) gets one
+//! more column, `flags`, last: the build's profile. Unknown values are
 //! empty cells; an instance without timed or profiled operations gets one row with an empty
 //! `op`. Cycles and ns have one decimal, ops/s three, cv and shares six (fractions).
 
@@ -83,7 +84,16 @@ fn i<T: ToString>(x: Option<T>) -> String {
 
 /// The whole CSV text of one system's results.
 pub fn to_csv(results: &Results) -> String {
+    // `@` is refused in manifest instance ids: it marks an instance x profile.
+    let profiles = results
+        .submissions
+        .iter()
+        .flat_map(|s| &s.instances)
+        .any(|i| i.id.contains('@'));
     let mut out = COLUMNS.join(",");
+    if profiles {
+        out.push_str(",flags");
+    }
     out.push('\n');
     for sub in &results.submissions {
         for inst in &sub.instances {
@@ -139,7 +149,10 @@ pub fn to_csv(results: &Results) -> String {
                 r.extend(std::iter::repeat_n(String::new(), 14));
                 rows.push(r);
             }
-            for r in rows {
+            for mut r in rows {
+                if profiles {
+                    r.push(inst.build_flags.clone().unwrap_or_default());
+                }
                 out.push_str(&r.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
                 out.push('\n');
             }

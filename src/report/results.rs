@@ -190,7 +190,7 @@ impl Results {
                                 .record(StepKind::Build)
                                 .and_then(view::build_data)
                                 .map(|b| b.flags_profile.clone())
-                                .or_else(|| view.build_flags.clone()),
+                                .or_else(|| inst.flags_profile(&view.build_flags)),
                             static_bytes: static_bytes(inst),
                             pk,
                             sk,

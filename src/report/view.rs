@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Campaign, Op, ReportMeta, StepKind, StepScope};
+use crate::model::{Campaign, Op, ReportMeta, StepKind, StepScope, PROFILE_VAR};
 use crate::record::{
     self, BuildData, CampaignRecord, CountData, Environment, KatData, ProfileData, SizesData,
     SourceData, StepData, StepRecord, SurveyData, TimeData,
@@ -360,6 +360,24 @@ impl SubmissionView {
 }
 
 impl InstanceView {
+    /// The flag profile this instance is built with when the pipeline builds several
+    /// (matrix variable [`PROFILE_VAR`]), else the campaign's one (`build_flags`).
+    pub fn flags_profile(&self, build_flags: &Option<String>) -> Option<String> {
+        self.vars
+            .get(PROFILE_VAR)
+            .cloned()
+            .or_else(|| build_flags.clone())
+    }
+
+    /// The id without `@<profile>` (see [`crate::model::Instance::manifest_id`]).
+    pub fn manifest_id(&self) -> &str {
+        self.vars
+            .get(PROFILE_VAR)
+            .and_then(|p| self.id.strip_suffix(p.as_str()))
+            .and_then(|s| s.strip_suffix('@'))
+            .unwrap_or(&self.id)
+    }
+
     /// The record of a per-instance kind, if any.
     pub fn record(&self, kind: StepKind) -> Option<&StepRecord> {
         self.by_kind

@@ -137,7 +137,17 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
         "logic".into(),
         format!("{} v{STEP_LOGIC_VERSION}", node.kind),
     );
-    m.insert("params".into(), json(&spec.params));
+    // A build of one profile among several depends on that profile only.
+    let profile = node
+        .instance
+        .and_then(|i| c.submissions[node.submission].instances[i].profile());
+    // `instances` entries count where they change a node's result (the kind's inputs).
+    let mut params = spec.params.clone();
+    params.instances.clear();
+    if let (Some(p), StepKind::Build) = (profile, node.kind) {
+        params.flags = Some(p.to_string());
+    }
+    m.insert("params".into(), json(&params));
     node.kind.describe().inputs(c, node, spec, facts, &mut m);
     m
 }

@@ -57,6 +57,17 @@ impl Ctx {
         &self.campaign.submissions[node.submission]
     }
 
+    /// A node's timeout: its instance's `instances` entry's, else its step's.
+    pub fn timeout(&self, node: &Node) -> std::time::Duration {
+        let Some(spec) = self.spec(node.kind) else {
+            return std::time::Duration::ZERO;
+        };
+        match self.campaign.submissions.get(node.submission) {
+            Some(sub) => spec.timeout_for(&sub.id, self.instance(node).map(|i| i.id.as_str())),
+            None => spec.timeout,
+        }
+    }
+
     pub fn instance(&self, node: &Node) -> Option<&Instance> {
         node.instance.map(|i| &self.submission(node).instances[i])
     }

@@ -14,7 +14,7 @@ use super::super::pipeline::words;
 use super::super::reader::{name, name_span, NodeReader};
 use super::super::template::{parse_template, undefined_var, Template};
 use super::{check_id, id_problem, plain_node};
-use crate::model::{Instance, Origin, Pos};
+use crate::model::{Instance, Origin, Pos, PROFILE_VAR};
 
 const WHEN_NODES: [&str; 4] = ["cflags", "sources", "requires-cpu", "exclude"];
 /// A matrix larger than this is refused (it is surely a mistake, and memory is finite).
@@ -51,6 +51,18 @@ pub(super) fn lower_matrix(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<Matri
                 key.span(),
                 "invalid name",
                 format!("matrix variable `{k}` must use only letters, digits, `-` and `_`"),
+            );
+            ok = false;
+            continue;
+        }
+        if k == PROFILE_VAR {
+            cx.error(
+                key.span(),
+                "reserved name",
+                format!(
+                    "matrix variable `{k}` is reserved: it holds the flag profile when the \
+                     build step names several"
+                ),
             );
             ok = false;
             continue;

@@ -53,7 +53,9 @@ pub(super) fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &Submi
             Some(r) => match view::build_data(r) {
                 Some(b) => b.flags_profile.clone(),
                 None => {
-                    let f = view.build_flags.clone().unwrap_or_else(|| DASH.into());
+                    let f = inst
+                        .flags_profile(&view.build_flags)
+                        .unwrap_or_else(|| DASH.into());
                     format!(
                         "{f} (build {} {})",
                         r.status.name(),
@@ -61,7 +63,9 @@ pub(super) fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &Submi
                     )
                 }
             },
-            None => view.build_flags.clone().unwrap_or_else(|| DASH.into()),
+            None => inst
+                .flags_profile(&view.build_flags)
+                .unwrap_or_else(|| DASH.into()),
         };
         let mut row = vec![code(&inst.id), flags];
         for mode in &modes {

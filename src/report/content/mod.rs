@@ -19,6 +19,7 @@ mod index;
 mod kat;
 mod performance;
 mod primitives;
+mod profiles;
 mod resources;
 
 pub use ct::verdict_of as ct_verdict;
@@ -178,14 +179,14 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     }
     items.push(format!("Algorithm: {}", meta.algorithm));
     items.push(versions_measured(sub));
-    items.push(format!(
-        "Parameter sets: {}",
-        sub.instances
-            .iter()
-            .map(|i| i.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
+    // Each instance once, whatever the flag profiles it was built with.
+    let mut sets: Vec<&str> = Vec::new();
+    for i in &sub.instances {
+        if !sets.contains(&i.manifest_id()) {
+            sets.push(i.manifest_id());
+        }
+    }
+    items.push(format!("Parameter sets: {}", sets.join(", ")));
     match sub.record(StepKind::Source) {
         Some(r) => match view::source_data(r) {
             Some(s) => items.push(format!("Source: {}", s.origin)),

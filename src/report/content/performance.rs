@@ -215,6 +215,7 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
             }
         }
     }
+    super::profiles::profiles_compared(doc, sub);
     super::counts::instructions_table(doc, sub);
     build_commands(doc, sub);
     let slow = categories::slower_than_clean(&categories::speedups(sub));

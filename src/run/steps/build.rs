@@ -262,7 +262,10 @@ impl KindSpec for Kind {
         let inst = &sub.instances[node.instance.expect("build is per instance")];
         m.insert("instance".into(), json(inst));
         m.insert("primitives".into(), json(&sub.primitives));
-        let profile = spec.params.flags.as_deref().unwrap_or("");
+        let profile = inst
+            .profile()
+            .or(spec.params.flags.as_deref())
+            .unwrap_or("");
         let flags = c
             .flags
             .get(profile)
@@ -351,7 +354,11 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     // Absolute: the compiler runs in the sandbox with the build folder as working folder.
     let root = std::path::absolute(&source.root).map_err(StepError::File)?;
     let spec = ctx.spec(StepKind::Build).expect("build step is declared");
-    let profile_name = spec.params.flags.clone().unwrap_or_default();
+    let profile_name = inst
+        .profile()
+        .or(spec.params.flags.as_deref())
+        .unwrap_or_default()
+        .to_string();
     let profile = ctx
         .campaign
         .flags

@@ -293,11 +293,7 @@ impl<'a> Step<'a> {
 
     /// Timeout of this step as text.
     pub fn timeout_text(&self) -> String {
-        let t = self
-            .ctx
-            .spec(self.node.kind)
-            .map(|s| s.timeout)
-            .unwrap_or_default();
+        let t = self.ctx.timeout(self.node);
         format!("timed out after {} s (killed)", t.as_secs())
     }
 }
@@ -323,7 +319,7 @@ fn refused(step: &Step) -> Option<Done> {
 
 fn new_step(ctx: &Ctx, ix: NodeIndex) -> Step<'_> {
     let node = ctx.node(ix);
-    let timeout = ctx.spec(node.kind).map(|s| s.timeout).unwrap_or_default();
+    let timeout = ctx.timeout(node);
     Step {
         ctx,
         ix,
@@ -364,7 +360,12 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
         bench_cpu: ctx.campaign.system.bench_cpu,
         precision: super::session::DEFAULT_PRECISION,
         batch: super::session::DEFAULT_BATCH.min(spec.params.trial),
-        timeout: spec.timeout,
+        // The longest of the members' timeouts (`instances` entries may raise some).
+        timeout: steps
+            .iter()
+            .map(|s| ctx.timeout(s.node))
+            .max()
+            .unwrap_or(spec.timeout),
     };
     let ids: Vec<String> = joined
         .iter()

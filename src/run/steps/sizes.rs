@@ -36,7 +36,7 @@ impl KindSpec for Kind {
     ) {
         let sub = &c.submissions[node.submission];
         let inst = &sub.instances[node.instance.expect("sizes is per instance")];
-        m.insert("catalog".into(), json(&sub.sizes.get(&inst.id)));
+        m.insert("catalog".into(), json(&sub.sizes.get(inst.manifest_id())));
     }
 
     fn run(&self, step: &mut Step) -> Done {
@@ -63,7 +63,7 @@ fn run(step: &mut Step) -> Done {
     let catalog = step
         .submission()
         .sizes
-        .get(&inst.id)
+        .get(inst.manifest_id())
         .copied()
         .unwrap_or_default();
     let kat = ctx

@@ -58,7 +58,9 @@ pub fn valgrind() -> Option<&'static Valgrind> {
 
 /// Whether the campaign declares a step that runs the valgrind object.
 pub fn wanted(c: &Campaign) -> bool {
-    c.steps
+    // valgrind runs only on this machine's architecture: none for a foreign target.
+    !c.system.foreign()
+        && c.steps
         .iter()
         .any(|s| VALGRIND_KINDS.contains(&s.kind.name()))
 }

@@ -62,6 +62,16 @@ pub(super) fn did_not_run(
     }
 }
 
+/// The reason shared by timing records of an emulated system ("emulated (qemu-user):
+/// timing needs a native aarch64 machine"), when the submission's time steps say so.
+pub(super) fn emulated(sub: &SubmissionView) -> Option<String> {
+    sub.instances
+        .iter()
+        .flat_map(|i| i.ops(StepKind::Time))
+        .filter_map(|(_, r)| r?.reason.clone())
+        .find(|why| why.starts_with("emulated ("))
+}
+
 /// Footnote numbering deduplicated by text.
 #[derive(Default)]
 pub(super) struct Footnotes {

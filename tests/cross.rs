@@ -18,9 +18,8 @@ fn cross_tools_missing() -> Option<String> {
         return None;
     }
     let on_path = |tool: &str| {
-        std::env::var_os("PATH").is_some_and(|p| {
-            std::env::split_paths(&p).any(|d| d.join(tool).is_file())
-        })
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
     };
     let mut missing = Vec::new();
     for (tool, package) in [
@@ -44,9 +43,7 @@ fn cross_tools_missing() -> Option<String> {
         .join("lib/rustlib/aarch64-unknown-linux-gnu")
         .is_dir()
     {
-        missing.push(
-            "the Rust target (`rustup target add aarch64-unknown-linux-gnu`)".to_string(),
-        );
+        missing.push("the Rust target (`rustup target add aarch64-unknown-linux-gnu`)".to_string());
     }
     (!missing.is_empty()).then(|| missing.join(", "))
 }
@@ -61,7 +58,9 @@ fn arm_1_kats_of_ml_kem_512_pass_under_emulation() {
             eprintln!("skipped: missing {why} (NGCC_SKIP_CROSS_TESTS=1)");
             return;
         }
-        panic!("the cross test needs {why}; install them, or set NGCC_SKIP_CROSS_TESTS=1 to skip it");
+        panic!(
+            "the cross test needs {why}; install them, or set NGCC_SKIP_CROSS_TESTS=1 to skip it"
+        );
     }
     let emulated = host_arch() != "aarch64";
     let tmp = tempdir();
@@ -128,7 +127,9 @@ fn arm_1_kats_of_ml_kem_512_pass_under_emulation() {
                 || !emulated,
             || format!("{inst}: not the aarch64 kem-runner: {runner_cmd:?}"),
         );
-        c.check(kat.sandbox.is_some(), || format!("{inst}: no sandbox field"));
+        c.check(kat.sandbox.is_some(), || {
+            format!("{inst}: no sandbox field")
+        });
 
         let build = rec(&out, StepKind::Build, "ml-kem", Some(inst), None);
         let Some(StepData::Build(b)) = &build.data else {
@@ -152,12 +153,19 @@ fn arm_1_kats_of_ml_kem_512_pass_under_emulation() {
     );
     if emulated {
         for kind in [StepKind::Time, StepKind::Count] {
-            let t = rec(&out, kind, "ml-kem", Some("ML-KEM-512-aarch64"), Some(Op::Keygen));
+            let t = rec(
+                &out,
+                kind,
+                "ml-kem",
+                Some("ML-KEM-512-aarch64"),
+                Some(Op::Keygen),
+            );
             c.check(
                 t.status == Status::Unsupported
-                    && t.reason.as_deref().unwrap_or("").starts_with(
-                        "emulated (qemu-user): timing needs a native aarch64 machine",
-                    ),
+                    && t.reason
+                        .as_deref()
+                        .unwrap_or("")
+                        .starts_with("emulated (qemu-user): timing needs a native aarch64 machine"),
                 || format!("{kind} under emulation: {:?} {:?}", t.status, t.reason),
             );
         }

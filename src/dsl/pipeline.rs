@@ -10,11 +10,11 @@ use kdl::{KdlDocument, KdlEntry, KdlNode};
 use miette::SourceSpan;
 
 use super::cflags::flag_problem;
+use super::cpu_flags;
 use super::duration::parse_duration;
 use super::fs::{normalize, SourceFs};
 use super::reader::{args, name, name_span, NodeReader};
 use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
-use super::cpu_flags;
 use crate::model::{host_arch, FlagProfile, Isolation, StepSpec, System, Target};
 
 /// Top-level nodes of a pipeline.

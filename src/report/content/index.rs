@@ -430,8 +430,14 @@ mod tests {
                     .collect(),
             }],
         };
-        let arm = system("arm_1", &[("ML-KEM-512-clean", "PASS"), ("ML-KEM-512-aarch64", "PASS")]);
-        let x86 = system("x86_1", &[("ML-KEM-512-clean", "PASS"), ("ML-KEM-512-avx2", "PASS")]);
+        let arm = system(
+            "arm_1",
+            &[("ML-KEM-512-clean", "PASS"), ("ML-KEM-512-aarch64", "PASS")],
+        );
+        let x86 = system(
+            "x86_1",
+            &[("ML-KEM-512-clean", "PASS"), ("ML-KEM-512-avx2", "PASS")],
+        );
         let t = kat_systems_table(&[&arm, &x86]);
         assert_eq!(t.head, ["submission", "instance", "KAT arm_1", "KAT x86_1"]);
         let cells: Vec<Vec<&str>> = t

@@ -251,7 +251,16 @@ fn versions_measured(sub: &SubmissionView) -> String {
                     .into_iter()
                     .any(|r| r.status == Status::Unsupported)
             });
-        not.push(if unsupported {
+        // Built and KAT-checked, but on an emulated target (its time records say so).
+        let emulated = insts.iter().all(|i| {
+            i.ops(StepKind::Time).all(|(_, r)| {
+                r.and_then(|r| r.reason.as_deref())
+                    .is_some_and(|why| why.starts_with("emulated ("))
+            })
+        });
+        not.push(if unsupported && emulated {
+            format!("{v} (emulated: not timed)")
+        } else if unsupported {
             format!("{v} (unsupported on this machine)")
         } else if insts.is_empty() {
             format!("{v} (no instance)")

@@ -333,9 +333,17 @@ fn build(step: &mut Step) -> Result<Done, Stop> {
             status: Status::Unsupported,
             reason: Some(format!(
                 "{} lacks {} (not in {}); instance skipped",
-                if ctx.emulator.is_some() { "the target" } else { "this CPU" },
+                if ctx.emulator.is_some() {
+                    "the target"
+                } else {
+                    "this CPU"
+                },
                 missing.join(", "),
-                if ctx.emulator.is_some() { "the system's cpu-features" } else { "/proc/cpuinfo flags" }
+                if ctx.emulator.is_some() {
+                    "the system's cpu-features"
+                } else {
+                    "/proc/cpuinfo flags"
+                }
             )),
             data: None,
         });

@@ -61,8 +61,8 @@ pub fn wanted(c: &Campaign) -> bool {
     // valgrind runs only on this machine's architecture: none for a foreign target.
     !c.system.foreign()
         && c.steps
-        .iter()
-        .any(|s| VALGRIND_KINDS.contains(&s.kind.name()))
+            .iter()
+            .any(|s| VALGRIND_KINDS.contains(&s.kind.name()))
 }
 
 /// The flags of [`UNRUNNABLE`] whose macro the compiler's predefined macros

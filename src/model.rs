@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +40,86 @@ pub struct System {
     pub cc: String,
     /// What an exclusive step has to itself (`isolation "core"` or `"machine"`).
     pub isolation: Isolation,
+    /// How target binaries run when `arch` is not this machine's (`emulator`,
+    /// `cpu-features`); empty for a native system.
+    #[serde(skip_serializing_if = "Target::is_native")]
+    pub target: Target,
+}
+
+/// How a system whose `arch` differs from the host's is run here.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Target {
+    /// Command that runs a target binary (`emulator "qemu-aarch64" "-L" "/usr/aarch64-linux-gnu"`),
+    /// used only when this machine is not of the system's `arch`; empty when none is named.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub emulator: Vec<String>,
+    /// CPU features of the emulated target, as `/proc/cpuinfo` names them (`cpu-features
+    /// "asimd"`): what `requires-cpu` is judged against under emulation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_features: Option<Vec<String>>,
+}
+
+impl Target {
+    fn is_native(&self) -> bool {
+        self.emulator.is_empty() && self.cpu_features.is_none()
+    }
+}
+
+/// The canonical name of an architecture (`x86_64` -> `x86-64`, `arm64` -> `aarch64`).
+pub fn canonical_arch(arch: &str) -> String {
+    match arch {
+        "x86_64" | "amd64" | "x86-64" => "x86-64".to_string(),
+        "arm64" | "aarch64" => "aarch64".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The architecture of this machine, canonical ([`canonical_arch`]).
+pub fn host_arch() -> String {
+    canonical_arch(std::env::consts::ARCH)
+}
+
+impl System {
+    /// Whether the system's architecture differs from this machine's: kem-runner and the
+    /// objects are then built for the target and run under the `emulator`.
+    pub fn foreign(&self) -> bool {
+        canonical_arch(&self.arch) != host_arch()
+    }
+
+    /// Rust target triple of kem-runner for a foreign system (`aarch64-unknown-linux-gnu`).
+    pub fn rust_target(&self) -> Option<&'static str> {
+        match canonical_arch(&self.arch).as_str() {
+            "x86-64" => Some("x86_64-unknown-linux-gnu"),
+            "aarch64" => Some("aarch64-unknown-linux-gnu"),
+            "riscv64" => Some("riscv64gc-unknown-linux-gnu"),
+            _ => None,
+        }
+    }
+
+    /// The emulator command when target binaries run emulated here (foreign system with
+    /// an `emulator`), else `None` (native: run directly).
+    pub fn emulator(&self) -> Option<&[String]> {
+        (self.foreign() && !self.target.emulator.is_empty()).then_some(&self.target.emulator[..])
+    }
+
+    /// Why steps that measure the target's own speed cannot run here (`time`, `profile`),
+    /// or `None` when the system runs natively.
+    pub fn emulated_reason(&self) -> Option<String> {
+        let emu = self.emulator()?;
+        let tool = Path::new(&emu[0])
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tool = if tool.starts_with("qemu-") {
+            "qemu-user".to_string()
+        } else {
+            tool
+        };
+        Some(format!(
+            "emulated ({tool}): timing needs a native {} machine",
+            canonical_arch(&self.arch)
+        ))
+    }
 }
 
 /// How much of the machine an exclusive (timing, profile) step has to itself.

@@ -413,6 +413,7 @@ error_case!(missing_source_path, 1, manifest: ("path=\"src\"", "path=\"sources\"
 error_case!(missing_kat_manifest_file, 1, manifest: ("manifest=\"kat.sha256\"", "manifest=\"kat.sha265\""));
 error_case!(unknown_when_variable, 1, manifest: ("}\n", "    when imp=\"avx2\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
 error_case!(unknown_isolation, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    isolation \"full\"\n"));
+error_case!(unknown_cpu_feature_of_target, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    cpu-features \"fp\" \"asmid\"\n"));
 error_case!(unknown_when_value, 1, manifest: ("}\n", "    when impl=\"avx\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
 // Hostile or careless input (issue #10 item 5-6, #12 item 1).
 error_case!(submission_id_with_dots, 1, manifest: ("submission \"a\"", "submission \"..\""));

@@ -169,6 +169,7 @@ fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campaign {
             bench_cpu: 2,
             cc: "gcc".into(),
             isolation: ngcc_pipe::model::Isolation::Core,
+            target: Default::default(),
         },
         flags,
         outputs: PathBuf::from(format!("/fixture/outputs/{system}")),

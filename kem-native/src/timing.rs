@@ -552,6 +552,12 @@ mod tests {
         assert_eq!(run_batch(&bad, 3).rc_or, -1);
         let mut s = [0u64; 11];
         assert_eq!(run_samples(&ok, &mut s), 0);
-        assert!(s.iter().all(|&t| t > 0));
+        if cfg!(target_arch = "x86_64") {
+            assert!(s.iter().all(|&t| t > 0));
+        } else {
+            // aarch64's cntvct_el0 ticks at 1-1000 MHz (CNTFRQ_EL0): an empty call may take
+            // no tick at all; a sample is still a difference of two reads, never garbage.
+            assert!(s.iter().all(|&t| t < 10_000_000), "{s:?}");
+        }
     }
 }

@@ -10,11 +10,12 @@ use kdl::{KdlDocument, KdlEntry, KdlNode};
 use miette::SourceSpan;
 
 use super::cflags::flag_problem;
+use super::cpu_flags;
 use super::duration::parse_duration;
 use super::fs::{normalize, SourceFs};
 use super::reader::{args, name, name_span, NodeReader};
 use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
-use crate::model::{FlagProfile, Isolation, StepSpec, System};
+use crate::model::{host_arch, FlagProfile, Isolation, StepSpec, System, Target};
 
 /// Top-level nodes of a pipeline.
 const TOP_NODES: [&str; 7] = [
@@ -27,7 +28,14 @@ const TOP_NODES: [&str; 7] = [
     "step",
 ];
 /// Children of `system`.
-const SYSTEM_NODES: [&str; 4] = ["arch", "bench-cpu", "cc", "isolation"];
+const SYSTEM_NODES: [&str; 6] = [
+    "arch",
+    "bench-cpu",
+    "cc",
+    "isolation",
+    "emulator",
+    "cpu-features",
+];
 /// Default step timeout when neither the step nor `defaults` sets one.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -44,14 +52,6 @@ pub(crate) struct PipelineDraft {
     /// under it (kat manifest, size catalog, primitives include); by default only files
     /// under their own folder.
     pub submissions_root: Option<PathBuf>,
-}
-
-/// The host architecture as reports name it.
-pub(crate) fn host_arch() -> String {
-    match std::env::consts::ARCH {
-        "x86_64" => "x86-64".to_string(),
-        other => other.to_string(),
-    }
 }
 
 /// Whitespace-separated words of `s` with their byte ranges.
@@ -216,6 +216,7 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
     let mut bench_cpu = None;
     let mut cc = None;
     let mut isolation = Isolation::Core;
+    let mut target = Target::default();
     let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
     let mut bench_typo = false;
     for c in children.nodes() {
@@ -264,6 +265,31 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
                     }
                 }
             }
+            "emulator" => {
+                target.emulator = cx
+                    .string_args(c, "emulator", 1)
+                    .into_iter()
+                    .map(|(s, _)| s)
+                    .collect();
+            }
+            "cpu-features" => {
+                let mut features = Vec::new();
+                for (f, e) in cx.string_args(c, "cpu-features", 1) {
+                    if !cpu_flags::known(&f) {
+                        let s = cx.value_span(e);
+                        let d = cx
+                            .diag(format!("`{f}` is not a CPU feature name that /proc/cpuinfo uses"))
+                            .label(s, "unknown CPU feature")
+                            .help(match cpu_flags::suggestion(&f) {
+                                Some(g) => format!("did you mean `{g}`?"),
+                                None => "`cpu-features` takes the names of /proc/cpuinfo's `flags` (x86) or `Features` (Arm)".to_string(),
+                            });
+                        cx.push(d);
+                    }
+                    features.push(f);
+                }
+                target.cpu_features = Some(features);
+            }
             _ => cc = cx.one_string_arg(c, "cc").map(|(s, _)| s),
         }
     }
@@ -276,6 +302,7 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
         bench_cpu: bench_cpu?,
         cc: cc.unwrap_or_else(|| "cc".to_string()),
         isolation,
+        target,
     })
 }
 

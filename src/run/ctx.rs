@@ -43,10 +43,32 @@ impl Ctx {
         }
         let plan = Plan::build(&campaign);
         let inputs = keys::all_inputs(&campaign, &plan, &facts);
-        let runner = if runs {
-            locate_runner()?
-        } else {
-            PathBuf::from("kem-runner")
+        let system = &campaign.system;
+        if runs && system.foreign() && system.emulator().is_none() {
+            return Err(Error::Input(format!(
+                "system `{}` is {} and this machine is {}: name an `emulator` in its system block (e.g. `emulator \"qemu-aarch64\" \"-L\" \"/usr/aarch64-linux-gnu\"`), or run it on a {} machine",
+                system.name,
+                system.arch,
+                crate::model::host_arch(),
+                system.arch
+            )));
+        }
+        let runner = match (runs, system.foreign()) {
+            (true, true) => locate_target_runner(system)?,
+            (true, false) => locate_runner()?,
+            (false, _) => PathBuf::from("kem-runner"),
+        };
+        let emulator = match system.emulator() {
+            Some(e) if runs => Some(resolve_emulator(e)?),
+            Some(e) => Some(e.to_vec()),
+            None => None,
+        };
+        // `requires-cpu` is judged against the target: the declared features of an
+        // emulated one, this machine's /proc/cpuinfo when native.
+        let cpu_flags = match (emulator.is_some(), &system.target.cpu_features) {
+            (true, Some(f)) => f.iter().cloned().collect(),
+            (true, None) => Default::default(),
+            (false, _) => env::cpu_flags(),
         };
         // Absolute, so that commands run in the sandbox's own working folder find them.
         let runner = std::path::absolute(&runner).unwrap_or(runner);
@@ -58,8 +80,9 @@ impl Ctx {
             facts,
             env,
             inputs,
-            cpu_flags: env::cpu_flags(),
+            cpu_flags,
             runner,
+            emulator,
             sandbox,
             shared_objects: Default::default(),
             progress: Default::default(),
@@ -126,6 +149,94 @@ pub fn locate_runner() -> Result<PathBuf, Error> {
     Err(Error::ToolMissing(format!(
         "kem-runner not found at {}; build it with `cargo build --release --workspace` or set NGCC_KEM_RUNNER",
         runner.display()
+    )))
+}
+
+/// The emulator command with its program resolved on `PATH` (absolute, so the sandbox
+/// can bind it); a clear error when it is not installed.
+fn resolve_emulator(emulator: &[String]) -> Result<Vec<String>, Error> {
+    let program = Path::new(&emulator[0]);
+    let found = if program.components().count() > 1 {
+        program.is_file().then(|| program.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(program))
+                .find(|f| f.is_file())
+        })
+    };
+    let Some(found) = found else {
+        return Err(Error::ToolMissing(format!(
+            "emulator `{}` not found on PATH (for qemu-aarch64: Debian package `qemu-user`)",
+            emulator[0]
+        )));
+    };
+    let mut out = vec![found.display().to_string()];
+    out.extend(emulator[1..].iter().cloned());
+    Ok(out)
+}
+
+/// kem-runner built for a foreign system's target (`cargo build --release --target
+/// <triple>` into this executable's target folder, linked by the system's `cc`), or
+/// `NGCC_KEM_RUNNER_TARGET` when set. Cargo is run every time (a no-op when up to date) so
+/// the target's runner never lags behind the host's.
+pub fn locate_target_runner(system: &crate::model::System) -> Result<PathBuf, Error> {
+    if let Some(p) = std::env::var_os("NGCC_KEM_RUNNER_TARGET") {
+        return Ok(PathBuf::from(p));
+    }
+    let Some(triple) = system.rust_target() else {
+        return Err(Error::Input(format!(
+            "no Rust target is known for arch `{}` (known: x86-64, aarch64, riscv64)",
+            system.arch
+        )));
+    };
+    let exe = std::env::current_exe().map_err(Error::io("this executable's path"))?;
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| Error::ToolMissing("executable has no target folder".into()))?;
+    let runner = target.join(triple).join("release").join("kem-runner");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    if !manifest.is_file() {
+        return if runner.is_file() {
+            Ok(runner)
+        } else {
+            Err(Error::ToolMissing(format!(
+                "kem-runner for {triple} not found at {}; set NGCC_KEM_RUNNER_TARGET",
+                runner.display()
+            )))
+        };
+    }
+    let linker_var = format!(
+        "CARGO_TARGET_{}_LINKER",
+        triple.to_uppercase().replace('-', "_")
+    );
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "kem-native",
+        "--bin",
+        "kem-runner",
+        "--target",
+        triple,
+        "--manifest-path",
+    ])
+    .arg(&manifest)
+    .env("CARGO_TARGET_DIR", target);
+    if std::env::var_os(&linker_var).is_none() {
+        cmd.env(&linker_var, &system.cc);
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| Error::ToolMissing(format!("cannot run cargo: {e}")))?;
+    if status.success() && runner.is_file() {
+        return Ok(runner);
+    }
+    Err(Error::ToolMissing(format!(
+        "could not build kem-runner for {triple} ({status}): install the target with `rustup target add {triple}` and its C toolchain (for aarch64: Debian packages `gcc-aarch64-linux-gnu` and `libc6-dev-arm64-cross`)"
     )))
 }
 

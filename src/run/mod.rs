@@ -38,8 +38,11 @@ pub struct Ctx {
     pub inputs: Vec<BTreeMap<String, String>>,
     /// CPU feature flags of this machine (for `requires-cpu`).
     pub cpu_flags: BTreeSet<String>,
-    /// The kem-runner binary.
+    /// The kem-runner binary (built for the system's target when it is foreign).
     pub runner: PathBuf,
+    /// The emulator command kem-runner runs under (program absolute), when the system's
+    /// target is emulated here.
+    pub emulator: Option<Vec<String>>,
     /// How submission-controlled processes are contained.
     pub sandbox: sandbox::Sandbox,
     /// Objects shared between instances, built once.

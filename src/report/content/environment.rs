@@ -27,6 +27,20 @@ pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
             env.bench_cpu
         ),
     ]);
+    // An emulated target: the processor above is the host's, running the emulator.
+    if let Some(why) = view.submissions.iter().find_map(super::emulated) {
+        let tool = why
+            .strip_prefix("emulated (")
+            .and_then(|r| r.split(')').next())
+            .unwrap_or("an emulator");
+        t.row(vec![
+            "target".into(),
+            format!(
+                "{} code run by {tool} on the processor above: functional results only, not timed",
+                view.arch
+            ),
+        ]);
+    }
     let clock = match env.max_mhz {
         Some(m) => format!("max {:.2} GHz", m / 1000.0),
         None => "max unknown".to_string(),

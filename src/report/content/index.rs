@@ -177,6 +177,12 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
              (`rdtsc`, `cntvct_el0`) are not comparable across architectures.",
         );
         doc.table(systems_table(&all));
+        doc.p(
+            "KAT per instance on every system: PASS on two systems means both produced the \
+             hash in the submission's `kat.sha256` (PQClean's `META.yml`), so the same output \
+             on both architectures.",
+        );
+        doc.table(kat_systems_table(&all));
     }
     failures(&mut doc, view);
     doc
@@ -219,6 +225,42 @@ pub fn systems_table(all: &[&Results]) -> Table {
                 .and_then(|i| i.op(op))
                 .and_then(|o| o.cycles())
                 .map(fmt::cycles)
+                .unwrap_or_else(|| DASH.into());
+            row.push(cell);
+        }
+        t.row(row);
+    }
+    t
+}
+
+/// One row per submission and instance; one column per system with its KAT status.
+pub fn kat_systems_table(all: &[&Results]) -> Table {
+    let mut head = vec!["submission".to_string(), "instance".into()];
+    head.extend(all.iter().map(|r| format!("KAT {}", r.system)));
+    let mut t = Table {
+        head,
+        rows: Vec::new(),
+    };
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in all {
+        for sub in &r.submissions {
+            for inst in &sub.instances {
+                let k = (sub.id.clone(), inst.id.clone());
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+    }
+    for (sub, inst) in keys {
+        let mut row = vec![sub.clone(), code(&inst)];
+        for r in all {
+            let cell = r
+                .submissions
+                .iter()
+                .find(|s| s.id == sub)
+                .and_then(|s| s.instances.iter().find(|i| i.id == inst))
+                .and_then(|i| i.kat.clone())
                 .unwrap_or_else(|| DASH.into());
             row.push(cell);
         }
@@ -366,5 +408,54 @@ mod tests {
             "PASS single, MISMATCH all"
         );
         assert_eq!(kat_evidence(&inst(&[])), "did not run");
+    }
+
+    /// Issue #14 item 4: the KAT of each instance on every system, side by side; an
+    /// instance one system lacks shows a dash there.
+    #[test]
+    fn kat_side_by_side_across_systems() {
+        let system = |name: &str, insts: &[(&str, &str)]| Results {
+            schema: String::new(),
+            system: name.into(),
+            arch: String::new(),
+            started: None,
+            finished: None,
+            environment: None,
+            submissions: vec![crate::report::results::ResultSubmission {
+                id: "ml-kem".into(),
+                algorithm: "ML-KEM".into(),
+                instances: insts
+                    .iter()
+                    .map(|(id, kat)| ResultInstance {
+                        id: id.to_string(),
+                        kat: Some(kat.to_string()),
+                        ..inst(&[])
+                    })
+                    .collect(),
+            }],
+        };
+        let arm = system(
+            "arm_1",
+            &[("ML-KEM-512-clean", "PASS"), ("ML-KEM-512-aarch64", "PASS")],
+        );
+        let x86 = system(
+            "x86_1",
+            &[("ML-KEM-512-clean", "PASS"), ("ML-KEM-512-avx2", "PASS")],
+        );
+        let t = kat_systems_table(&[&arm, &x86]);
+        assert_eq!(t.head, ["submission", "instance", "KAT arm_1", "KAT x86_1"]);
+        let cells: Vec<Vec<&str>> = t
+            .rows
+            .iter()
+            .map(|r| r.iter().map(String::as_str).collect())
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                ["ml-kem", "`ML-KEM-512-clean`", "PASS", "PASS"],
+                ["ml-kem", "`ML-KEM-512-aarch64`", "PASS", DASH],
+                ["ml-kem", "`ML-KEM-512-avx2`", DASH, "PASS"],
+            ]
+        );
     }
 }

@@ -63,6 +63,16 @@ pub(super) fn did_not_run(
     }
 }
 
+/// The reason shared by timing records of an emulated system ("emulated (qemu-user):
+/// timing needs a native aarch64 machine"), when the submission's time steps say so.
+pub(super) fn emulated(sub: &SubmissionView) -> Option<String> {
+    sub.instances
+        .iter()
+        .flat_map(|i| i.ops(StepKind::Time))
+        .filter_map(|(_, r)| r?.reason.clone())
+        .find(|why| why.starts_with("emulated ("))
+}
+
 /// Footnote numbering deduplicated by text.
 #[derive(Default)]
 pub(super) struct Footnotes {
@@ -242,7 +252,16 @@ fn versions_measured(sub: &SubmissionView) -> String {
                     .into_iter()
                     .any(|r| r.status == Status::Unsupported)
             });
-        not.push(if unsupported {
+        // Built and KAT-checked, but on an emulated target (its time records say so).
+        let emulated = insts.iter().all(|i| {
+            i.ops(StepKind::Time).all(|(_, r)| {
+                r.and_then(|r| r.reason.as_deref())
+                    .is_some_and(|why| why.starts_with("emulated ("))
+            })
+        });
+        not.push(if unsupported && emulated {
+            format!("{v} (emulated: not timed)")
+        } else if unsupported {
             format!("{v} (unsupported on this machine)")
         } else if insts.is_empty() {
             format!("{v} (no instance)")

@@ -25,6 +25,10 @@ pub(super) fn not_timed(sub: &SubmissionView) -> Vec<String> {
 
 pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     doc.h(2, "4. Performance");
+    if let Some(why) = emulated(sub) {
+        doc.p(format!("Not timed: {why}."));
+        return;
+    }
     let any = sub
         .instances
         .iter()

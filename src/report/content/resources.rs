@@ -4,6 +4,10 @@ use super::*;
 
 pub(super) fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     doc.h(2, "5. Resource consumption");
+    if let Some(why) = emulated(sub) {
+        doc.p(format!("Not measured: {why}."));
+        return;
+    }
     let any = sub
         .instances
         .iter()

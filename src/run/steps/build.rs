@@ -344,8 +344,18 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
         return Ok(Done {
             status: Status::Unsupported,
             reason: Some(format!(
-                "this CPU lacks {} (not in /proc/cpuinfo flags); instance skipped",
-                missing.join(", ")
+                "{} lacks {} (not in {}); instance skipped",
+                if ctx.emulator.is_some() {
+                    "the target"
+                } else {
+                    "this CPU"
+                },
+                missing.join(", "),
+                if ctx.emulator.is_some() {
+                    "the system's cpu-features"
+                } else {
+                    "/proc/cpuinfo flags"
+                }
             )),
             data: None,
         });

@@ -88,6 +88,14 @@ impl Done {
             data: None,
         }
     }
+
+    pub fn unsupported(reason: impl Into<String>) -> Done {
+        Done {
+            status: Status::Unsupported,
+            reason: Some(reason.into()),
+            data: None,
+        }
+    }
 }
 
 /// Why a step stopped before producing data: failed or timed out, with the reason.
@@ -171,6 +179,20 @@ impl<'a> Step<'a> {
         log: &mut exec::Log,
         on_stderr_line: &(dyn Fn(&str) + Sync),
     ) -> std::io::Result<exec::Output> {
+        // kem-runner of an emulated target runs under the system's emulator.
+        let wrapped: Vec<String>;
+        let (program, args) = match &self.ctx.emulator {
+            Some(emu) if program == self.ctx.runner => {
+                wrapped = emu[1..]
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(program.display().to_string()))
+                    .chain(args.iter().cloned())
+                    .collect();
+                (Path::new(&emu[0]), &wrapped[..])
+            }
+            _ => (program, args),
+        };
         let shown: Vec<String> = std::iter::once(program.display().to_string())
             .chain(args.iter().cloned())
             .collect();
@@ -210,8 +232,15 @@ impl<'a> Step<'a> {
     /// writes only `scratch`.
     pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
         let api_h = std::path::absolute(api_h).unwrap_or_else(|_| api_h.to_path_buf());
+        let mut read = vec![self.ctx.runner.clone(), object.to_path_buf(), api_h];
+        // The emulator and the folders it names (`-L` sysroot) must be readable inside.
+        for a in self.ctx.emulator.iter().flatten() {
+            if Path::new(a).is_absolute() {
+                read.push(PathBuf::from(a));
+            }
+        }
         Jail {
-            read: vec![self.ctx.runner.clone(), object.to_path_buf(), api_h],
+            read,
             write: vec![scratch.to_path_buf()],
             cwd: scratch.to_path_buf(),
             memory: self.memory(),
@@ -345,6 +374,10 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             done.push(Some(refusal));
             continue;
         }
+        if let Some(why) = emulation_refuses(ctx, step.node.kind) {
+            done.push(Some(Done::unsupported(why)));
+            continue;
+        }
         match time::member(step) {
             Ok((m, rec, build, scratch)) => {
                 members.push(m);
@@ -454,11 +487,28 @@ fn yardstick_gauge(ctx: &Ctx) -> Option<super::session::Gauge> {
 pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
     let mut step = new_step(ctx, ix);
     let node = step.node;
-    let done = match refused(&step) {
-        Some(refusal) => refusal,
-        None => node.kind.describe().run(&mut step),
+    let done = match (refused(&step), emulation_refuses(ctx, node.kind)) {
+        (Some(refusal), _) => refusal,
+        (None, Some(why)) => Done::unsupported(why),
+        (None, None) => node.kind.describe().run(&mut step),
     };
     record_of(step, done)
+}
+
+/// Why a step of `kind` cannot run on an emulated target: timing and profiling measure the
+/// emulator, not the target; valgrind (`count`, `ct`) runs only on its host's architecture.
+fn emulation_refuses(ctx: &Ctx, kind: StepKind) -> Option<String> {
+    let system = &ctx.campaign.system;
+    match kind {
+        StepKind::Time | StepKind::Profile => system.emulated_reason(),
+        StepKind::Count | StepKind::Ct => system.emulated_reason().map(|r| {
+            format!(
+                "{r}; valgrind runs only on this machine's architecture ({})",
+                crate::model::host_arch()
+            )
+        }),
+        _ => None,
+    }
 }
 
 fn record_of(step: Step, done: Done) -> StepRecord {

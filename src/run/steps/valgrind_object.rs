@@ -58,9 +58,11 @@ pub fn valgrind() -> Option<&'static Valgrind> {
 
 /// Whether the campaign declares a step that runs the valgrind object.
 pub fn wanted(c: &Campaign) -> bool {
-    c.steps
-        .iter()
-        .any(|s| VALGRIND_KINDS.contains(&s.kind.name()))
+    // valgrind runs only on this machine's architecture: none for a foreign target.
+    !c.system.foreign()
+        && c.steps
+            .iter()
+            .any(|s| VALGRIND_KINDS.contains(&s.kind.name()))
 }
 
 /// The flags of [`UNRUNNABLE`] whose macro the compiler's predefined macros

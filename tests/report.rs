@@ -169,6 +169,7 @@ fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campaign {
             bench_cpu: 2,
             cc: "gcc".into(),
             isolation: ngcc_pipe::model::Isolation::Core,
+            executor: Default::default(),
         },
         flags,
         outputs: PathBuf::from(format!("/fixture/outputs/{system}")),
@@ -325,6 +326,7 @@ fn base_record(
         logs: vec![],
         artefacts: vec![],
         sandbox: None,
+        slurm: None,
         data,
     }
 }

@@ -285,6 +285,7 @@ pub(crate) mod tests {
                 bench_cpu: 1,
                 cc: "cc".into(),
                 isolation: Isolation::Core,
+                executor: Default::default(),
             },
             flags: BTreeMap::from([(
                 "guide".to_string(),

@@ -7,12 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::exec::slurm::Slurm;
 use super::sandbox::Sandbox;
 use super::{keys, Ctx};
 use crate::error::Error;
 use crate::graph::Plan;
 use crate::measure::env;
-use crate::model::Campaign;
+use crate::model::{Campaign, Executor};
 
 /// What the context is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +44,10 @@ impl Ctx {
         }
         let plan = Plan::build(&campaign);
         let inputs = keys::all_inputs(&campaign, &plan, &facts);
+        let slurm = match &campaign.system.executor {
+            Executor::Slurm(o) if runs => Some(Slurm::new(o).map_err(Error::ToolMissing)?),
+            _ => None,
+        };
         let runner = if runs {
             locate_runner()?
         } else {
@@ -61,6 +66,7 @@ impl Ctx {
             cpu_flags: env::cpu_flags(),
             runner,
             sandbox,
+            slurm,
             shared_objects: Default::default(),
             progress: Default::default(),
         })

@@ -41,6 +41,8 @@ pub struct Ctx {
     pub runner: PathBuf,
     /// How submission-controlled processes are contained.
     pub sandbox: sandbox::Sandbox,
+    /// The Slurm executor (`executor "slurm"`); `None`: steps run here.
+    pub slurm: Option<exec::slurm::Slurm>,
     /// Objects shared between instances, built once.
     pub shared_objects: steps::build::SharedObjects,
     /// Where running steps report how far they are (set when a run starts).
@@ -58,6 +60,18 @@ impl Ctx {
 
     pub fn instance(&self, node: &Node) -> Option<&Instance> {
         node.instance.map(|i| &self.submission(node).instances[i])
+    }
+
+    /// The sandbox of node `ix`'s contained commands: through its Slurm job when it has one.
+    pub fn sandbox_for(&self, ix: NodeIndex) -> sandbox::Sandbox {
+        match self
+            .slurm
+            .as_ref()
+            .and_then(|s| Some((s, s.job_of(ix.index())?)))
+        {
+            Some((s, job)) => self.sandbox.via(s.launcher(&job)),
+            None => self.sandbox.clone(),
+        }
     }
 
     pub fn spec(&self, kind: StepKind) -> Option<&StepSpec> {

@@ -321,6 +321,7 @@ mod tests {
             bench_cpu,
             cc: "gcc".into(),
             isolation: crate::model::Isolation::Core,
+            executor: Default::default(),
         }
     }
 

@@ -74,6 +74,19 @@ impl Ctx {
         }
     }
 
+    /// The environment node `ix` is measured in: its Slurm node's (captured there, once per
+    /// node), else this machine's.
+    pub fn env_of(&self, ix: NodeIndex) -> Environment {
+        match self
+            .slurm
+            .as_ref()
+            .and_then(|s| Some((s, s.job_of(ix.index())?)))
+        {
+            Some((s, job)) => s.node_env(&job, &self.campaign.system, &self.env),
+            None => self.env.clone(),
+        }
+    }
+
     pub fn spec(&self, kind: StepKind) -> Option<&StepSpec> {
         self.campaign.steps.iter().find(|s| s.kind == kind)
     }

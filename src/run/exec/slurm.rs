@@ -20,8 +20,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::cancelled;
-use crate::model::SlurmOptions;
-use crate::record::SlurmJob;
+use crate::measure::env;
+use crate::model::{SlurmOptions, System};
+use crate::record::{EnvWarning, Environment, SlurmJob};
 
 /// How often a queued job's state is polled.
 const POLL: Duration = Duration::from_millis(200);
@@ -52,6 +53,21 @@ pub struct Slurm {
     opts: SlurmOptions,
     jobs: Mutex<BTreeMap<usize, Job>>,
     live: Mutex<BTreeSet<u64>>,
+    /// Environments of the nodes timing ran on, captured there once per run.
+    envs: Mutex<BTreeMap<String, Environment>>,
+}
+
+/// This machine's environment for bench core `bench_cpu` and compiler `cc` (what
+/// `ngcc-pipe env` prints on a node).
+pub fn local_env(bench_cpu: usize, cc: &str) -> Environment {
+    env::capture(&System {
+        name: String::new(),
+        arch: String::new(),
+        bench_cpu,
+        cc: cc.to_string(),
+        isolation: crate::model::Isolation::Core,
+        executor: Default::default(),
+    })
 }
 
 /// Run a Slurm client command and return its stdout; its stderr's first line on failure.
@@ -122,7 +138,48 @@ impl Slurm {
             opts: opts.clone(),
             jobs: Mutex::new(BTreeMap::new()),
             live: Mutex::new(BTreeSet::new()),
+            envs: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// The environment of `job`'s node, captured there (`ngcc-pipe env` as a job step) the
+    /// first time; `engine`'s sandbox entry is kept. A node whose capture fails gets an
+    /// empty environment with a warning saying why.
+    pub fn node_env(&self, job: &Job, system: &System, engine: &Environment) -> Environment {
+        if let Some(e) = self.envs.lock().expect("envs lock").get(&job.node) {
+            return e.clone();
+        }
+        let captured = std::env::current_exe().and_then(|exe| {
+            let mut args = self.launcher(job);
+            let program = args.remove(0);
+            args.extend([
+                exe.display().to_string(),
+                "env".into(),
+                "--bench-cpu".into(),
+                system.bench_cpu.to_string(),
+                "--cc".into(),
+                system.cc.clone(),
+            ]);
+            let text = client(&program, &args)?;
+            serde_json::from_str::<Environment>(text.trim()).map_err(io::Error::other)
+        });
+        let mut e = captured.unwrap_or_else(|err| Environment {
+            bench_cpu: system.bench_cpu,
+            warnings: vec![EnvWarning {
+                what: format!(
+                    "the environment of node {} could not be captured: {err}",
+                    job.node
+                ),
+                fix: "make ngcc-pipe's executable reachable at the same path on every node".into(),
+            }],
+            ..Environment::default()
+        });
+        e.sandbox.clone_from(&engine.sandbox);
+        self.envs
+            .lock()
+            .expect("envs lock")
+            .insert(job.node.clone(), e.clone());
+        e
     }
 
     pub fn partition(&self) -> Option<&str> {
@@ -350,6 +407,7 @@ mod tests {
             },
             jobs: Mutex::new(BTreeMap::new()),
             live: Mutex::new(BTreeSet::new()),
+            envs: Mutex::new(BTreeMap::new()),
         };
         let a = s.sbatch_args("ml-kem/x/time:keygen", true, Duration::from_secs(60));
         for want in [

@@ -160,7 +160,9 @@ fn records(out: &Path) -> BTreeMap<PathBuf, StepRecord> {
 
 /// A record as JSON with what legitimately differs between two runs of the same campaign
 /// removed: the executor fields, times, the outputs folder in paths, and measured values
-/// (cycles and times of `time`/`profile`; their shape is kept).
+/// of `time`/`profile` (their data's shape kept; their reason, which names measured
+/// conditions such as off-target trials, only as present or not; the environment captured
+/// for them, whose load figures and warnings change from one capture to the next).
 fn comparable(r: &StepRecord, out: &Path) -> Value {
     let mut v = serde_json::to_value(r).unwrap();
     let o = v.as_object_mut().unwrap();
@@ -168,22 +170,54 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
         o.remove(k);
     }
     if matches!(r.kind, StepKind::Time | StepKind::Profile) {
-        if let Some(d) = o.get_mut("data") {
-            *d = shape(d);
+        if let Some(why) = o.get_mut("reason").filter(|w| !w.is_null()) {
+            *why = Value::from("<measured>");
+        }
+        if let Some(d) = o.get_mut("data").and_then(Value::as_object_mut) {
+            assert!(
+                d.remove("environment").is_some(),
+                "{}: no environment",
+                r.id
+            );
+            let shaped = shape(&Value::Object(std::mem::take(d)));
+            *d = shaped.as_object().cloned().unwrap_or_default();
         }
     }
     let text = serde_json::to_string(&v).unwrap().replace(&s(out), "<out>");
     serde_json::from_str(&text).unwrap()
 }
 
-/// The shape of a JSON value: objects keep their keys, numbers become 0, arrays their
-/// first element's shape.
+/// The shape of a JSON value: objects keep their keys (and the shape of their values),
+/// null stays null, anything else is a placeholder.
 fn shape(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), shape(x))).collect()),
-        Value::Array(a) => Value::Array(a.first().map(shape).into_iter().collect()),
-        Value::Number(_) => Value::from(0),
-        other => other.clone(),
+        Value::Null => Value::Null,
+        _ => Value::from("<measured>"),
+    }
+}
+
+/// Where two JSON values differ: `path: a != b` lines, values cut short.
+fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let null = Value::Null;
+                let (va, vb) = (x.get(k).unwrap_or(&null), y.get(k).unwrap_or(&null));
+                differences(va, vb, &format!("{path}.{k}"), out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                differences(va, vb, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ if a != b => {
+            let cut = |v: &Value| v.to_string().chars().take(200).collect::<String>();
+            out.push(format!("{path}: {} != {}", cut(a), cut(b)));
+        }
+        _ => {}
     }
 }
 
@@ -245,11 +279,18 @@ fn the_quick_pipeline_through_slurm_matches_the_local_run() {
         if sl.kind == StepKind::Report || sl.kind == StepKind::Index {
             continue; // they list the other records' times
         }
-        assert_eq!(
-            comparable(la, &local_out),
-            comparable(sl, &slurm_out),
-            "{}: records differ beyond executor fields and measured values",
-            la.id
+        let mut diff = Vec::new();
+        differences(
+            &comparable(la, &local_out),
+            &comparable(sl, &slurm_out),
+            "",
+            &mut diff,
+        );
+        assert!(
+            diff.is_empty(),
+            "{}: records differ beyond executor fields and measured values:\n{}",
+            la.id,
+            diff.join("\n")
         );
     }
     assert!(jobs >= 20, "only {jobs} records name a Slurm job");

@@ -159,7 +159,8 @@ fn records(out: &Path) -> BTreeMap<PathBuf, StepRecord> {
 }
 
 /// A record as JSON with what legitimately differs between two runs of the same campaign
-/// removed: the executor fields, times, the outputs folder in paths, and measured values
+/// removed: the executor fields, times, the outputs folder in paths, the compile commands
+/// of the shared primitives (in whichever build ran first), and measured values
 /// of `time`/`profile` (their data's shape kept; their reason, which names measured
 /// conditions such as off-target trials, only as present or not; the environment captured
 /// for them, whose load figures and warnings change from one capture to the next).
@@ -184,7 +185,15 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
         }
     }
     let text = serde_json::to_string(&v).unwrap().replace(&s(out), "<out>");
-    serde_json::from_str(&text).unwrap()
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    if r.kind == StepKind::Build {
+        // The shared primitives are compiled once per campaign, by whichever build gets
+        // there first (locally as well): their commands are in one of the build records.
+        if let Some(Value::Array(cmds)) = v.get_mut("commands") {
+            cmds.retain(|c| !c.to_string().contains("<out>/build/_shared/"));
+        }
+    }
+    v
 }
 
 /// The shape of a JSON value: objects keep their keys (and the shape of their values),

@@ -186,6 +186,12 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
     }
     let text = serde_json::to_string(&v).unwrap().replace(&s(out), "<out>");
     let mut v: Value = serde_json::from_str(&text).unwrap();
+    if r.kind == StepKind::Kat {
+        // The KAT log names the outputs folder, so its hash differs with it.
+        if let Some(Value::Object(d)) = v.get_mut("data") {
+            d.remove("log_sha256");
+        }
+    }
     if r.kind == StepKind::Build {
         // The shared primitives are compiled once per campaign, by whichever build gets
         // there first (locally as well): their commands are in one of the build records.
@@ -274,9 +280,10 @@ fn the_quick_pipeline_through_slurm_matches_the_local_run() {
             );
         }
         if let (Some(StepData::Kat(ka)), Some(StepData::Kat(kb))) = (&la.data, &sl.data) {
+            // (The log's hash differs: the log names the outputs folder.)
             assert_eq!(
-                serde_json::to_value(ka).unwrap(),
-                serde_json::to_value(kb).unwrap(),
+                serde_json::to_value((&ka.modes, &ka.profile_object_kat)).unwrap(),
+                serde_json::to_value((&kb.modes, &kb.profile_object_kat)).unwrap(),
                 "{}: KAT results differ",
                 la.id
             );

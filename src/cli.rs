@@ -87,6 +87,14 @@ enum Cmd {
         after_help = "Example:\n  ngcc-pipe bench plan --instances 1000"
     )]
     Bench(BenchCmd),
+    /// The environment of this machine as JSON (run on a Slurm node by the Slurm executor).
+    #[command(hide = true)]
+    Env {
+        #[arg(long)]
+        bench_cpu: usize,
+        #[arg(long)]
+        cc: String,
+    },
 }
 
 // `run`'s options; no doc comments on these structs, clap would show them
@@ -233,6 +241,11 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<(), Error> {
         Cmd::Compare(args) => compare::exec(args),
         Cmd::Bench(BenchCmd::Plan { instances, repeats }) => bench::plan(instances, repeats),
         Cmd::Bench(BenchCmd::Fidelity(args)) => bench::fidelity(args, outputs),
+        Cmd::Env { bench_cpu, cc } => {
+            let env = crate::run::exec::slurm::local_env(bench_cpu, &cc);
+            let text = serde_json::to_string(&env).map_err(|e| Error::Tool(e.to_string()))?;
+            writeln!(std::io::stdout(), "{text}").map_err(Error::Stdout)
+        }
     }
 }
 

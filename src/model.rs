@@ -44,6 +44,9 @@ pub struct System {
     /// `cpu-features`); empty for a native system.
     #[serde(skip_serializing_if = "Target::is_native")]
     pub target: Target,
+    /// Where steps run (`executor "slurm" { ... }`); local by default.
+    #[serde(skip_serializing_if = "Executor::is_local")]
+    pub executor: Executor,
 }
 
 /// How a system whose `arch` differs from the host's is run here.
@@ -120,6 +123,36 @@ impl System {
             canonical_arch(&self.arch)
         ))
     }
+}
+
+/// Where the engine runs the steps it schedules.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Executor {
+    /// Child processes of the engine, on this machine.
+    #[default]
+    Local,
+    /// Each step that runs submission code is a Slurm job.
+    Slurm(SlurmOptions),
+}
+
+impl Executor {
+    pub fn is_local(&self) -> bool {
+        *self == Executor::Local
+    }
+}
+
+/// `executor "slurm" { ... }`: what every job is submitted with (absent: Slurm's default).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SlurmOptions {
+    /// `partition "ngcc"` (`--partition`).
+    pub partition: Option<String>,
+    /// `account "..."` (`--account`).
+    pub account: Option<String>,
+    /// `qos "..."` (`--qos`).
+    pub qos: Option<String>,
+    /// `constraint "..."` (`--constraint`): node features, e.g. one CPU model.
+    pub constraint: Option<String>,
 }
 
 /// How much of the machine an exclusive (timing, profile) step has to itself.

@@ -87,7 +87,21 @@ pub struct StepRecord {
     /// The containment its processes ran in (steps that run submission code).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
+    /// The Slurm job the step ran as (`executor "slurm"`; absent for local runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmJob>,
     pub data: Option<StepData>,
+}
+
+/// A Slurm job that ran a step's submission code (`srun` steps inside it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmJob {
+    pub job_id: u64,
+    /// The node it ran on.
+    pub node: String,
+    pub partition: Option<String>,
+    /// Whether it had its node to itself (`--exclusive`).
+    pub exclusive: bool,
 }
 
 /// How processes that run submission-controlled code are contained.

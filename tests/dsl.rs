@@ -366,6 +366,25 @@ fn base_campaign_is_valid() {
     )
     .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(c.system.isolation, ngcc_pipe::model::Isolation::Machine);
+    assert_eq!(c.system.executor, ngcc_pipe::model::Executor::Local);
+    let slurm = edit(
+        PIPELINE,
+        "    bench-cpu 1\n",
+        "    bench-cpu 1\n    executor \"slurm\" {\n        partition \"ngcc\"\n        qos \"short\"\n    }\n",
+    );
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(&slurm, MANIFEST),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        c.system.executor,
+        ngcc_pipe::model::Executor::Slurm(ngcc_pipe::model::SlurmOptions {
+            partition: Some("ngcc".into()),
+            qos: Some("short".into()),
+            ..Default::default()
+        })
+    );
 }
 
 macro_rules! error_case {
@@ -414,6 +433,8 @@ error_case!(missing_kat_manifest_file, 1, manifest: ("manifest=\"kat.sha256\"", 
 error_case!(unknown_when_variable, 1, manifest: ("}\n", "    when imp=\"avx2\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
 error_case!(unknown_isolation, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    isolation \"full\"\n"));
 error_case!(unknown_cpu_feature_of_target, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    cpu-features \"fp\" \"asmid\"\n"));
+error_case!(unknown_executor, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    executor \"k8s\"\n"));
+error_case!(unknown_executor_property, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    executor \"slurm\" {\n        partiton \"ngcc\"\n    }\n"));
 error_case!(unknown_when_value, 1, manifest: ("}\n", "    when impl=\"avx\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
 // Hostile or careless input (issue #10 item 5-6, #12 item 1).
 error_case!(submission_id_with_dots, 1, manifest: ("submission \"a\"", "submission \"..\""));

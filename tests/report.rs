@@ -170,6 +170,7 @@ fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campaign {
             cc: "gcc".into(),
             isolation: ngcc_pipe::model::Isolation::Core,
             target: Default::default(),
+            executor: Default::default(),
         },
         flags,
         outputs: PathBuf::from(format!("/fixture/outputs/{system}")),
@@ -326,6 +327,7 @@ fn base_record(
         logs: vec![],
         artefacts: vec![],
         sandbox: None,
+        slurm: None,
         data,
     }
 }

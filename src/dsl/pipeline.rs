@@ -15,7 +15,9 @@ use super::duration::parse_duration;
 use super::fs::{normalize, SourceFs};
 use super::reader::{args, name, name_span, NodeReader};
 use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
-use crate::model::{host_arch, FlagProfile, Isolation, StepSpec, System, Target};
+use crate::model::{
+    host_arch, Executor, FlagProfile, Isolation, SlurmOptions, StepSpec, System, Target,
+};
 
 /// Top-level nodes of a pipeline.
 const TOP_NODES: [&str; 7] = [
@@ -28,14 +30,17 @@ const TOP_NODES: [&str; 7] = [
     "step",
 ];
 /// Children of `system`.
-const SYSTEM_NODES: [&str; 6] = [
+const SYSTEM_NODES: [&str; 7] = [
     "arch",
     "bench-cpu",
     "cc",
     "isolation",
     "emulator",
     "cpu-features",
+    "executor",
 ];
+/// Children of `executor "slurm"`.
+const SLURM_NODES: [&str; 4] = ["partition", "account", "qos", "constraint"];
 /// Default step timeout when neither the step nor `defaults` sets one.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -217,6 +222,7 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
     let mut cc = None;
     let mut isolation = Isolation::Core;
     let mut target = Target::default();
+    let mut executor = Executor::Local;
     let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
     let mut bench_typo = false;
     for c in children.nodes() {
@@ -231,6 +237,10 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
         }
         seen.insert(nm, c);
         cx.props(c, &format!("`{nm}`"), &[]);
+        if nm == "executor" {
+            executor = lower_executor(cx, c).unwrap_or_default();
+            continue;
+        }
         cx.no_children(c, nm);
         match nm {
             "bench-cpu" => {
@@ -303,7 +313,54 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
         cc: cc.unwrap_or_else(|| "cc".to_string()),
         isolation,
         target,
+        executor,
     })
+}
+
+/// `executor "local"` or `executor "slurm" { partition "..."; ... }`.
+fn lower_executor(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<Executor> {
+    let (kind, e) = cx.one_string_arg(n, "executor")?;
+    match kind.as_str() {
+        "local" => {
+            cx.no_children(n, "executor \"local\"");
+            Some(Executor::Local)
+        }
+        "slurm" => {
+            let mut o = SlurmOptions::default();
+            let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
+            for c in n.children().map(|d| d.nodes()).unwrap_or_default() {
+                let nm = name(c);
+                if !SLURM_NODES.contains(&nm) {
+                    cx.unknown_node(c, "`executor \"slurm\"`", &SLURM_NODES);
+                    continue;
+                }
+                if let Some(first) = seen.get(nm) {
+                    cx.duplicate_node(first, c, "`executor \"slurm\"`");
+                    continue;
+                }
+                seen.insert(nm, c);
+                cx.props(c, &format!("`{nm}`"), &[]);
+                cx.no_children(c, nm);
+                let v = cx.one_string_arg(c, nm).map(|(s, _)| s);
+                match nm {
+                    "partition" => o.partition = v,
+                    "account" => o.account = v,
+                    "qos" => o.qos = v,
+                    _ => o.constraint = v,
+                }
+            }
+            Some(Executor::Slurm(o))
+        }
+        other => {
+            let s = cx.value_span(e);
+            cx.error(
+                s,
+                "not an executor",
+                format!("unknown executor `{other}`, expected one of `local`, `slurm`"),
+            );
+            None
+        }
+    }
 }
 
 fn lower_flags(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<FlagProfile> {

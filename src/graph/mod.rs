@@ -286,6 +286,7 @@ pub(crate) mod tests {
                 cc: "cc".into(),
                 isolation: Isolation::Core,
                 target: Default::default(),
+                executor: Default::default(),
             },
             flags: BTreeMap::from([(
                 "guide".to_string(),

@@ -7,12 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::exec::slurm::Slurm;
 use super::sandbox::Sandbox;
 use super::{keys, Ctx};
 use crate::error::Error;
 use crate::graph::Plan;
 use crate::measure::env;
-use crate::model::Campaign;
+use crate::model::{Campaign, Executor};
 
 /// What the context is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +45,10 @@ impl Ctx {
         let plan = Plan::build(&campaign);
         let inputs = keys::all_inputs(&campaign, &plan, &facts);
         let system = &campaign.system;
+        let slurm = match &campaign.system.executor {
+            Executor::Slurm(o) if runs => Some(Slurm::new(o).map_err(Error::ToolMissing)?),
+            _ => None,
+        };
         if runs && system.foreign() && system.emulator().is_none() {
             return Err(Error::Input(format!(
                 "system `{}` is {} and this machine is {}: name an `emulator` in its system block (e.g. `emulator \"qemu-aarch64\" \"-L\" \"/usr/aarch64-linux-gnu\"`), or run it on a {} machine",
@@ -84,6 +89,7 @@ impl Ctx {
             runner,
             emulator,
             sandbox,
+            slurm,
             shared_objects: Default::default(),
             progress: Default::default(),
         })

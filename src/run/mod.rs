@@ -45,6 +45,8 @@ pub struct Ctx {
     pub emulator: Option<Vec<String>>,
     /// How submission-controlled processes are contained.
     pub sandbox: sandbox::Sandbox,
+    /// The Slurm executor (`executor "slurm"`); `None`: steps run here.
+    pub slurm: Option<exec::slurm::Slurm>,
     /// Objects shared between instances, built once.
     pub shared_objects: steps::build::SharedObjects,
     /// Where running steps report how far they are (set when a run starts).
@@ -73,6 +75,31 @@ impl Ctx {
 
     pub fn instance(&self, node: &Node) -> Option<&Instance> {
         node.instance.map(|i| &self.submission(node).instances[i])
+    }
+
+    /// The sandbox of node `ix`'s contained commands: through its Slurm job when it has one.
+    pub fn sandbox_for(&self, ix: NodeIndex) -> sandbox::Sandbox {
+        match self
+            .slurm
+            .as_ref()
+            .and_then(|s| Some((s, s.job_of(ix.index())?)))
+        {
+            Some((s, job)) => self.sandbox.via(s.launcher(&job)),
+            None => self.sandbox.clone(),
+        }
+    }
+
+    /// The environment node `ix` is measured in: its Slurm node's (captured there, once per
+    /// node), else this machine's.
+    pub fn env_of(&self, ix: NodeIndex) -> Environment {
+        match self
+            .slurm
+            .as_ref()
+            .and_then(|s| Some((s, s.job_of(ix.index())?)))
+        {
+            Some((s, job)) => s.node_env(&job, &self.campaign.system, &self.env),
+            None => self.env.clone(),
+        }
     }
 
     pub fn spec(&self, kind: StepKind) -> Option<&StepSpec> {

@@ -55,6 +55,9 @@ pub struct Jail {
 pub struct Sandbox {
     bwrap: Option<PathBuf>,
     pub info: SandboxInfo,
+    /// A launcher in front of every contained command (`srun --jobid=N ...` with the Slurm
+    /// executor); empty: the command runs as a child of the engine.
+    launch: Vec<String>,
 }
 
 /// The namespace and mount options every contained process gets (before its own binds).
@@ -142,6 +145,7 @@ impl Sandbox {
             .and_then(|child| wait_bounded(child, Duration::from_secs(10)));
         match probe {
             Ok((true, _)) => Sandbox {
+                launch: Vec::new(),
                 bwrap: Some(bwrap),
                 info: SandboxInfo {
                     tool: version,
@@ -161,6 +165,7 @@ impl Sandbox {
     pub fn unavailable(why: &str) -> Sandbox {
         Sandbox {
             bwrap: None,
+            launch: Vec::new(),
             info: SandboxInfo {
                 tool: "none".into(),
                 protections: vec![
@@ -170,6 +175,16 @@ impl Sandbox {
                 ],
                 missing: fallback_missing(why),
             },
+        }
+    }
+
+    /// The same containment, each command started through `launch` (a program and its
+    /// arguments, e.g. `srun --jobid=N --overlap`), which runs the contained command
+    /// elsewhere with the limits it was started with.
+    pub fn via(&self, launch: Vec<String>) -> Sandbox {
+        Sandbox {
+            launch,
+            ..self.clone()
         }
     }
 
@@ -189,7 +204,7 @@ impl Sandbox {
             ("TMPDIR", "/tmp"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
-        let mut cmd = match &self.bwrap {
+        let cmd = match &self.bwrap {
             Some(bwrap) => {
                 let mut cmd = Command::new(bwrap);
                 cmd.args(bwrap_base(home().as_deref()));
@@ -217,11 +232,32 @@ impl Sandbox {
                 cmd.arg("--").arg(program).args(args);
                 cmd
             }
+            None if !self.launch.is_empty() => {
+                // The launcher needs its own environment; the program gets the cleared one.
+                let mut cmd = Command::new("env");
+                cmd.arg("-i")
+                    .args(env.iter().map(|(k, v)| format!("{k}={v}")))
+                    .arg(program)
+                    .args(args)
+                    .current_dir(&jail.cwd);
+                cmd
+            }
             None => {
                 let mut cmd = Command::new(program);
                 cmd.args(args).env_clear().envs(env).current_dir(&jail.cwd);
                 cmd
             }
+        };
+        let mut cmd = match self.launch.split_first() {
+            Some((launcher, pre)) => {
+                let mut outer = Command::new(launcher);
+                outer.args(pre).arg(cmd.get_program()).args(cmd.get_args());
+                if let Some(dir) = cmd.get_current_dir() {
+                    outer.current_dir(dir);
+                }
+                outer
+            }
+            None => cmd,
         };
         kem_native::sys::limit_child(
             &mut cmd,

@@ -292,6 +292,10 @@ pub fn execute(
     }
     drop(bench_tx);
     let _ = bench_lane.join();
+    if let Some(slurm) = &ctx.slurm {
+        // Whatever is still queued or running (Ctrl-C, a step that panicked) goes.
+        slurm.cancel_all();
+    }
     Summary {
         outcomes,
         interrupted: exec::cancelled(),
@@ -304,6 +308,7 @@ fn run_one(ctx: &Ctx, ix: NodeIndex, why: &str) -> StepRecord {
     let started = super::utc_now();
     let t0 = Instant::now();
     let mut rec = steps::run(ctx, ix);
+    release_job(ctx, ix, &mut rec);
     rec.started = started;
     rec.finished = super::utc_now();
     rec.duration_s = t0.elapsed().as_secs_f64();
@@ -330,7 +335,22 @@ fn run_session(
     let started = super::utc_now();
     let t0 = Instant::now();
     let ixs: Vec<NodeIndex> = steps.iter().map(|(ix, _)| *ix).collect();
-    let recs = steps::run_time_session(ctx, &ixs);
+    let recs = match session_job(ctx, &ixs) {
+        Ok(()) => {
+            let mut recs = steps::run_time_session(ctx, &ixs);
+            for (ix, rec) in ixs.iter().zip(&mut recs) {
+                release_job(ctx, *ix, rec);
+            }
+            recs
+        }
+        Err(e) => ixs
+            .iter()
+            .map(|&ix| {
+                let why = format!("could not start the timing session's Slurm job: {e}");
+                steps::not_run(ctx, ix, Status::Failed, why)
+            })
+            .collect(),
+    };
     let finished = super::utc_now();
     let secs = t0.elapsed().as_secs_f64();
     steps
@@ -344,6 +364,43 @@ fn run_session(
             (*ix, rec)
         })
         .collect()
+}
+
+/// With the Slurm executor, the timing session is one exclusive job: every runner of the
+/// session is a job step in it (`srun` forwards the served runners' stdin and stdout).
+/// Its `--time` allows every member the step's timeout, and one more.
+fn session_job(ctx: &Ctx, ixs: &[NodeIndex]) -> std::io::Result<()> {
+    let (Some(slurm), Some(spec)) = (&ctx.slurm, ctx.spec(StepKind::Time)) else {
+        return Ok(());
+    };
+    let keys: Vec<usize> = ixs.iter().map(|ix| ix.index()).collect();
+    let time = spec.timeout * (keys.len() as u32 + 1);
+    slurm.job_for_all(&keys, "time-session", true, time)?;
+    Ok(())
+}
+
+/// The step at `ix` is done: release its Slurm job (if it had one) and note it in the
+/// record; a job that ended from outside (scancel, its time limit) fails the step with
+/// that reason.
+fn release_job(ctx: &Ctx, ix: NodeIndex, rec: &mut StepRecord) {
+    let Some(slurm) = &ctx.slurm else { return };
+    let Some(job) = slurm.take(ix.index()) else {
+        return;
+    };
+    rec.slurm = Some(slurm.record(&job));
+    if let exec::slurm::Ended::Outside { timed_out, why } = slurm.release(&job) {
+        if rec.status != Status::Ok && !exec::cancelled() {
+            rec.status = if timed_out {
+                Status::TimedOut
+            } else {
+                Status::Failed
+            };
+            rec.reason = Some(match rec.reason.take() {
+                Some(r) => format!("{why}: {r}"),
+                None => why,
+            });
+        }
+    }
 }
 
 /// Write a record and turn it into an outcome.

@@ -322,6 +322,7 @@ mod tests {
             cc: "gcc".into(),
             isolation: crate::model::Isolation::Core,
             target: Default::default(),
+            executor: Default::default(),
         }
     }
 

@@ -1,5 +1,7 @@
 //! Section 2: the assessment environment (machine, counters, warnings).
 
+use std::collections::BTreeSet;
+
 use super::*;
 
 /// SMT control values of `/sys/devices/system/cpu/smt/control` in words.
@@ -105,6 +107,17 @@ pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
             },
         ]);
     }
+    let nodes = timing_nodes(view);
+    if !nodes.is_empty() {
+        t.row(vec![
+            "timing nodes (Slurm)".into(),
+            nodes
+                .iter()
+                .map(|(n, m)| format!("{n}: {}", or_unknown(m.as_deref())))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ]);
+    }
     t.row(vec![
         "load average (1 min)".into(),
         env.loadavg
@@ -126,6 +139,18 @@ pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
         format!("{start} / {end}"),
     ]);
     doc.table(t);
+    let models: BTreeSet<Option<&String>> = nodes.values().map(Option::as_ref).collect();
+    if models.len() > 1 {
+        doc.p(format!(
+            "Timing ran on nodes with different CPU models ({}): cycle counts from different \
+             models are not comparable with each other.",
+            models
+                .iter()
+                .map(|m| or_unknown(m.map(String::as_str)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     if env.warnings.is_empty() {
         doc.p("No environment warnings: nothing recorded that spoils timing.");
     } else {
@@ -137,6 +162,19 @@ pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
                 .collect(),
         );
     }
+}
+
+/// The Slurm nodes timing records were measured on, with the CPU model captured there.
+fn timing_nodes(view: &CampaignView) -> BTreeMap<String, Option<String>> {
+    let mut nodes = BTreeMap::new();
+    for inst in view.submissions.iter().flat_map(|s| &s.instances) {
+        for (op, rec) in inst.ops(StepKind::Time) {
+            if let (Some(job), Some(td)) = (rec.and_then(|r| r.slurm.as_ref()), inst.time_ok(op)) {
+                nodes.insert(job.node.clone(), td.environment.cpu_model.clone());
+            }
+        }
+    }
+    nodes
 }
 
 /// What a cycle is in this campaign: the counter of the timing records, its measured rate

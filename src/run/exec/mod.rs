@@ -8,7 +8,7 @@
 //! gigabytes costs the engine a few MiB of memory and disk.
 //!
 //! [`Served`] is the same for a child that stays alive and answers commands line by line
-//! (the timing session's runners).
+//! (the timing session's runners). [`slurm`] runs the contained ones as Slurm jobs.
 
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 mod capture;
 mod served;
+pub mod slurm;
 
 pub use capture::{open_log, Capture, Log};
 pub use served::{NoLine, Served, SERVED_QUEUE};

@@ -198,12 +198,32 @@ impl<'a> Step<'a> {
             .collect();
         self.commands.push(shown.clone());
         self.contained = true;
-        let mut cmd = self.ctx.sandbox.command(program, args, jail);
+        self.slurm_job()?;
+        let mut cmd = self.ctx.sandbox_for(self.ix).command(program, args, jail);
         let mut out = exec::run_observed(&mut cmd, &shown, self.deadline, log, on_stderr_line)?;
         if self.ctx.sandbox.contained() {
             out.exit = out.exit.through_sandbox();
         }
         Ok(out)
+    }
+
+    /// With the Slurm executor, make sure this step has its job (submitted at its first
+    /// contained command; its deadline then starts again, the queue wait not counted).
+    fn slurm_job(&mut self) -> std::io::Result<()> {
+        let Some(slurm) = &self.ctx.slurm else {
+            return Ok(());
+        };
+        let timeout = self
+            .ctx
+            .spec(self.node.kind)
+            .map(|s| s.timeout)
+            .unwrap_or_default();
+        let (_, new) =
+            slurm.job_for(self.ix.index(), &self.node.id, self.node.exclusive, timeout)?;
+        if new {
+            self.deadline = Instant::now() + timeout;
+        }
+        Ok(())
     }
 
     /// A fresh, empty scratch folder for this step's contained processes
@@ -389,7 +409,9 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
     }
     let settings = super::session::Settings {
         runner: ctx.runner.clone(),
-        sandbox: ctx.sandbox.clone(),
+        sandbox: ixs
+            .first()
+            .map_or_else(|| ctx.sandbox.clone(), |&ix| ctx.sandbox_for(ix)),
         bench_cpu: ctx.campaign.system.bench_cpu,
         precision: super::session::DEFAULT_PRECISION,
         batch: super::session::DEFAULT_BATCH.min(spec.params.trial),
@@ -558,6 +580,7 @@ fn base_record(ctx: &Ctx, ix: NodeIndex, status: Status, reason: Option<String>)
         logs: Vec::new(),
         artefacts: Vec::new(),
         sandbox: None,
+        slurm: None,
         data: None,
     }
 }

@@ -142,7 +142,7 @@ fn run(step: &mut Step) -> Done {
             drng_share: summary.drng_share,
             family_shares: summary.family_shares,
             calls_per_op: summary.calls_per_op,
-            environment: ctx.env.clone(),
+            environment: ctx.env_of(step.ix),
             repeats,
             wrapped_over_timed,
         })),

@@ -201,7 +201,7 @@ fn run(step: &mut Step) -> Done {
             static_bytes: build.static_bytes,
             object_cache_key: build_rec.cache_key,
             object_sha256: build.object_sha256,
-            environment: ctx.env.clone(),
+            environment: ctx.env_of(step.ix),
             rounds: None,
         }))),
     }
@@ -280,7 +280,7 @@ pub fn from_session(
             static_bytes: build.static_bytes,
             object_cache_key: build_rec.cache_key,
             object_sha256: build.object_sha256,
-            environment: step.ctx.env.clone(),
+            environment: step.ctx.env_of(step.ix),
             rounds: Some(rounds),
         }))),
     }

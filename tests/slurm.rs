@@ -161,8 +161,8 @@ fn records(out: &Path) -> BTreeMap<PathBuf, StepRecord> {
 /// A record as JSON with what legitimately differs between two runs of the same campaign
 /// removed: the executor fields, times, the outputs folder in paths, the compile commands
 /// of the shared primitives (in whichever build ran first), and measured values
-/// of `time`/`profile` (their data's shape kept; their reason, which names measured
-/// conditions such as off-target trials, only as present or not; the environment captured
+/// of `time`/`profile` (their data's shape kept; not their reason, which names measured
+/// conditions such as off-target trials or a precision not reached; the environment captured
 /// for them, whose load figures and warnings change from one capture to the next).
 fn comparable(r: &StepRecord, out: &Path) -> Value {
     let mut v = serde_json::to_value(r).unwrap();
@@ -171,9 +171,9 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
         o.remove(k);
     }
     if matches!(r.kind, StepKind::Time | StepKind::Profile) {
-        if let Some(why) = o.get_mut("reason").filter(|w| !w.is_null()) {
-            *why = Value::from("<measured>");
-        }
+        // Whether there is a reason at all depends on what was measured (a precision not
+        // reached, off-target trials), so it is not compared either.
+        o.insert("reason".into(), Value::from("<measured>"));
         if let Some(d) = o.get_mut("data").and_then(Value::as_object_mut) {
             assert!(
                 d.remove("environment").is_some(),

@@ -136,9 +136,10 @@ pub enum Stopped {
 pub struct Rounds {
     pub session: String,
     pub seed: u64,
-    /// Members of the session.
+    /// Runners of the session: the members and the yardstick, if any.
     pub members: usize,
-    /// This member's position (0-based) in each round's order; `trials[i]` is round i's batch.
+    /// This member's position (0-based) in each round's order (yardstick included);
+    /// `trials[i]` is round i's batch.
     pub positions: Vec<u32>,
     /// Per round: why the batch counts as interfered (empty: clean).
     pub interference: Vec<Vec<String>>,
@@ -291,6 +292,7 @@ pub fn run(
     let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
     let n_members = members.len();
+    let runners = n_members + usize::from(gauge.is_some());
     // The yardstick, when there is one, is the last of `live`; it is not a member.
     let (gauge, gauge_member) = match gauge {
         Some(g) => (Some((g.name, g.object_sha256)), Some(g.member)),
@@ -469,7 +471,7 @@ pub fn run(
                         let rounds = Rounds {
                             session: id.clone(),
                             seed,
-                            members: n_members,
+                            members: runners,
                             positions: std::mem::take(&mut l.positions),
                             interference: l.why.clone(),
                             clean_only,

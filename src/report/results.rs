@@ -112,7 +112,12 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         trials: s.map(|s| s.trials),
         iters: s.map(|s| s.iters),
         cv: s.map(|s| s.cv),
-        unstable: s.map(|s| s.unstable),
+        // In rounds: the CI wider than the precision (also for records from before that
+        // rule); a block of trials: its CV flag.
+        unstable: t.map(|t| match &t.rounds {
+            Some(r) => !r.reached,
+            None => t.summary.unstable,
+        }),
         min_cycles: s.map(|s| s.min_cycles),
         q1_cycles: s.map(|s| s.q1_cycles),
         q3_cycles: s.map(|s| s.q3_cycles),

@@ -234,7 +234,8 @@ pub fn measure(
             continue;
         }
         let n = three.iter().map(|o| o.values.len()).min().unwrap_or(0);
-        let (used, clean_count) = rounds_used(n, |r| three.iter().any(|o| o.interfered[r]));
+        let (used, clean_count) =
+            session::rounds_used(n, |r| three.iter().any(|o| o.interfered[r]));
         let pick =
             |o: &session::Outcome| -> Vec<f64> { used.iter().map(|&r| o.values[r]).collect() };
         let (va, vb, vaa) = (pick(&three[0]), pick(&three[1]), pick(&three[2]));
@@ -280,18 +281,6 @@ pub fn measure(
         only_a,
         only_b,
     })
-}
-
-/// The rounds a paired estimate uses out of `n`: those where no member was interfered
-/// when at least [`session::MIN_ROUNDS`] such rounds exist, else all; and how many were clean.
-pub fn rounds_used(n: usize, interfered: impl Fn(usize) -> bool) -> (Vec<usize>, usize) {
-    let clean: Vec<usize> = (0..n).filter(|&r| !interfered(r)).collect();
-    let clean_count = clean.len();
-    if clean_count >= session::MIN_ROUNDS {
-        (clean, clean_count)
-    } else {
-        ((0..n).collect(), clean_count)
-    }
 }
 
 /// The comparison as Markdown.

@@ -228,14 +228,8 @@ impl Live {
 
     /// The rounds that count: the clean ones when there are enough (and whether they are).
     fn used_rounds(&self) -> (Vec<usize>, bool) {
-        let clean: Vec<usize> = (0..self.values.len())
-            .filter(|&i| self.why[i].is_empty())
-            .collect();
-        if clean.len() >= MIN_ROUNDS {
-            (clean, true)
-        } else {
-            ((0..self.values.len()).collect(), false)
-        }
+        let (used, clean) = rounds_used(self.values.len(), |i| !self.why[i].is_empty());
+        (used, clean >= MIN_ROUNDS)
     }
 
     /// The estimate over the rounds that count.
@@ -265,6 +259,18 @@ impl Live {
                 stats::BOOTSTRAP_RESAMPLES,
             )?,
         })
+    }
+}
+
+/// The rounds an estimate uses out of `n`: those not `interfered` when at least
+/// [`MIN_ROUNDS`] such rounds exist, else all; and how many were clean.
+pub fn rounds_used(n: usize, interfered: impl Fn(usize) -> bool) -> (Vec<usize>, usize) {
+    let clean: Vec<usize> = (0..n).filter(|&r| !interfered(r)).collect();
+    let clean_count = clean.len();
+    if clean_count >= MIN_ROUNDS {
+        (clean, clean_count)
+    } else {
+        ((0..n).collect(), clean_count)
     }
 }
 

@@ -6,7 +6,7 @@
 //! profile A and round `i` of profile B saw the same moment of the host. The ratio is the
 //! median of the per-round ratios B/A with its 95% bootstrap CI
 //! ([`stats::median_ci`] over [`stats::paired_ratios`]); rounds where either was interfered are
-//! left out when enough clean ones remain ([`paired::rounds_used`]). A campaign session has
+//! left out when enough clean ones remain ([`crate::run::session::rounds_used`]). A campaign session has
 //! no A/A pair, so the threshold is the floor, [`stats::MIN_THRESHOLD`] (1%), and the verdict
 //! is [`stats::paired_verdict`]'s.
 
@@ -14,7 +14,6 @@ use super::*;
 use crate::measure::stats::{self, Estimate, Verdict};
 use crate::model::{Op, PROFILE_VAR};
 use crate::record::TimeData;
-use crate::run::paired;
 use crate::run::session::Rounds;
 use view::InstanceView;
 
@@ -42,7 +41,7 @@ pub(super) fn pair_rounds(
     let n = a.len().min(b.len());
     let marked = |v: &[bool], r: usize| v.get(r).copied().unwrap_or(false);
     let (used, clean) =
-        paired::rounds_used(n, |r| marked(a_interfered, r) || marked(b_interfered, r));
+        crate::run::session::rounds_used(n, |r| marked(a_interfered, r) || marked(b_interfered, r));
     let va: Vec<f64> = used.iter().map(|&r| a[r]).collect();
     let vb: Vec<f64> = used.iter().map(|&r| b[r]).collect();
     let ratio = stats::median_ci(

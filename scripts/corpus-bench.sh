@@ -58,7 +58,8 @@ if [ "${SKIP_RUN:-0}" != 1 ]; then
     # Exclusive steps that ran in this run: profile records summed; a timing session's
     # records all span the session, so each session counts once (its longest record).
     started=$(jq -r .started "$out/campaign.json")
-    exclusive=$(find "$out/records" -name '*.json' -print0 | xargs -0 jq -s --arg t "$started" '
+    # Time records live under records/, profile records under profile/.
+    exclusive=$(find "$out/records" "$out/profile" -name '*.json' -print0 | xargs -0 jq -s --arg t "$started" '
         map(select(.started != null and .started >= $t and (.kind == "time" or .kind == "profile")))
         | (map(select(.kind == "profile")) | map(.duration_s) | add // 0)
           + (map(select(.kind == "time"))

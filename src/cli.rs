@@ -191,11 +191,12 @@ struct FidelityArgs {
     /// `submission/instance`, e.g. `ml-kem/ML-KEM-768-clean`.
     #[arg(long)]
     instance: String,
-    #[arg(long, default_value_t = 5)]
+    /// Rounds per operation: one batch of kem-runner and one of the reference each.
+    #[arg(long, default_value_t = 101)]
     rounds: usize,
-    /// Length of one timed trial (`200ms`, `1s`).
-    #[arg(long, default_value = "300ms", value_parser = crate::dsl::parse_duration)]
-    trial: std::time::Duration,
+    /// Length of one batch (`20ms`, `100ms`); a batch is never fewer than 2 calls.
+    #[arg(long, default_value = "20ms", value_parser = crate::dsl::parse_duration)]
+    batch: std::time::Duration,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

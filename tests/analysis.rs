@@ -918,14 +918,28 @@ fn fidelity_reference_is_a_separate_static_executable() {
     let own = std::env::current_exe().unwrap();
     assert!(static_elf_kind(&own).is_err());
 
+    // It serves batches: `ready`, then one `cycles C` per batch size sent, until stdin ends.
     for op in ["keygen", "enc", "dec"] {
-        let out = Command::new(&exe).args([op, "3"]).output().unwrap();
+        let mut child = Command::new(&exe)
+            .arg(op)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"3\n5\n").unwrap();
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{op}: {:?}", out.status);
         let text = String::from_utf8_lossy(&out.stdout);
-        let cycles: f64 = text
-            .trim()
-            .strip_prefix("cycles_per_op=")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{op}: {text}"));
-        assert!(cycles > 0.0, "{op}: {cycles}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.first(), Some(&"ready minimal_loop"), "{op}: {text}");
+        assert_eq!(lines.len(), 3, "{op}: {text}");
+        for l in &lines[1..] {
+            let cycles: u64 = l
+                .strip_prefix("cycles ")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{op}: {text}"));
+            assert!(cycles > 0, "{op}: {text}");
+        }
     }
 }

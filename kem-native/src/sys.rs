@@ -105,6 +105,33 @@ pub fn set_thread_affinity(cpus: &[usize]) -> io::Result<()> {
     }
 }
 
+/// This process's soft and hard limits on open files (`RLIMIT_NOFILE`).
+pub fn open_files_limit() -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Set this process's soft limit on open files, keeping the hard limit.
+pub fn set_open_files_soft_limit(soft: u64) -> io::Result<()> {
+    let (_, hard) = open_files_limit()?;
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit only reads the struct passed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The CPUs the calling thread may run on.
 pub fn thread_affinity() -> io::Result<Vec<usize>> {
     // SAFETY: as above, zeroed is the empty set.

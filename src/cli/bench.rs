@@ -18,10 +18,10 @@ pub(super) fn fidelity(args: FidelityArgs, outputs: Option<&Path>) -> Result<(),
         pipeline,
         instance,
         rounds,
-        trial,
+        batch,
     } = args;
     let c = super::load(&pipeline, outputs)?;
     let ctx = Ctx::new(c, Purpose::Run)?;
-    let rows = crate::bench::fidelity(&ctx, &instance, rounds, trial)?;
+    let rows = crate::bench::fidelity(&ctx, &instance, rounds, batch)?;
     super::print(&crate::bench::fidelity_table(&instance, &rows))
 }

@@ -180,6 +180,16 @@ impl ResultOp {
     }
 }
 
+impl Results {
+    /// One instance of one submission, if listed.
+    pub fn instance(&self, submission: &str, instance: &str) -> Option<&ResultInstance> {
+        self.submissions
+            .iter()
+            .find(|s| s.id == submission)
+            .and_then(|s| s.instances.iter().find(|i| i.id == instance))
+    }
+}
+
 impl ResultInstance {
     /// The figures of one operation, if listed.
     pub fn op(&self, op: Op) -> Option<&ResultOp> {

@@ -175,13 +175,7 @@ pub fn measure(
         let (sub, inst, op) = k;
         for (side, (object, build, _)) in [("a", &ta[k]), ("b", &tb[k]), ("aa", &ta[k])] {
             let dir = scratch(b, sub, inst, &format!("{side}__{op}"))?;
-            let api_h = std::path::absolute(&build.api_h).unwrap_or_else(|_| build.api_h.clone());
-            let jail = Jail {
-                read: vec![runner.to_path_buf(), object.clone(), api_h],
-                write: vec![dir.clone()],
-                cwd: dir.clone(),
-                memory: DEFAULT_MEMORY,
-            };
+            let jail = Jail::runner(runner, object, &build.api_h, &dir, DEFAULT_MEMORY);
             members.push(Member {
                 label: format!("{sub}/{inst} {op} {side}"),
                 object: object.clone(),

@@ -50,6 +50,21 @@ pub struct Jail {
     pub memory: u64,
 }
 
+impl Jail {
+    /// The jail of a kem-runner process: it reads the runner, the object it loads and the
+    /// `api.h` it parses (made absolute: the runner works in `scratch`), and writes and works
+    /// only in its own `scratch` folder.
+    pub fn runner(runner: &Path, object: &Path, api_h: &Path, scratch: &Path, memory: u64) -> Jail {
+        let api_h = std::path::absolute(api_h).unwrap_or_else(|_| api_h.to_path_buf());
+        Jail {
+            read: vec![runner.to_path_buf(), object.to_path_buf(), api_h],
+            write: vec![scratch.to_path_buf()],
+            cwd: scratch.to_path_buf(),
+            memory,
+        }
+    }
+}
+
 /// The containment available on this machine, probed once per run.
 #[derive(Debug, Clone)]
 pub struct Sandbox {

@@ -320,8 +320,14 @@ pub fn run(
         })
         .collect();
 
+    // Every runner holds its pipes and log for the whole session.
+    let room = exec::make_room_for(runners);
     // Start the runners one at a time: loading, warm-up and calibration on the bench core.
     for l in live.iter_mut() {
+        if let Err(why) = &room {
+            l.fail(Stop::failed(why.clone()));
+            continue;
+        }
         if exec::cancelled() {
             l.fail(Stop::failed("interrupted"));
             continue;

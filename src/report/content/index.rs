@@ -218,10 +218,7 @@ pub fn systems_table(all: &[&Results]) -> Table {
         let mut row = vec![sub.clone(), code(&inst), op.name().to_string()];
         for r in all {
             let cell = r
-                .submissions
-                .iter()
-                .find(|s| s.id == sub)
-                .and_then(|s| s.instances.iter().find(|i| i.id == inst))
+                .instance(&sub, &inst)
                 .and_then(|i| i.op(op))
                 .and_then(|o| o.cycles())
                 .map(fmt::cycles)
@@ -256,10 +253,7 @@ pub fn kat_systems_table(all: &[&Results]) -> Table {
         let mut row = vec![sub.clone(), code(&inst)];
         for r in all {
             let cell = r
-                .submissions
-                .iter()
-                .find(|s| s.id == sub)
-                .and_then(|s| s.instances.iter().find(|i| i.id == inst))
+                .instance(&sub, &inst)
                 .and_then(|i| i.kat.clone())
                 .unwrap_or_else(|| DASH.into());
             row.push(cell);

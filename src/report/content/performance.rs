@@ -193,8 +193,8 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
                 "Timed in interleaved rounds: each round times one short batch of every \
                  instance and operation of the session, in a freshly shuffled order. Median \
                  cycles are the median of the per-round values with a 95% bootstrap \
-                 confidence interval; rounds marked interfered (steal, irq, preemption or \
-                 waiting for the bench core) are left out when at least {} clean rounds \
+                 confidence interval; rounds marked interfered (steal, irq, or waiting \
+                 for the bench core over 1% of the batch) are left out when at least {} clean rounds \
                  exist; trials are the rounds.{}",
                 crate::run::session::MIN_ROUNDS,
                 if not_reached {

@@ -23,7 +23,7 @@ mod served;
 pub mod slurm;
 
 pub use capture::{open_log, Capture, Log};
-pub use served::{NoLine, Served, SERVED_QUEUE};
+pub use served::{make_room_for, NoLine, Served, SERVED_QUEUE};
 
 /// Set by the Ctrl-C handler; every running child is killed when it flips.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);

@@ -10,6 +10,35 @@ use std::time::{Duration, Instant};
 
 use super::{cancelled, reader, shell_line, Capture, Exit, Log, CAP, DRAIN};
 
+/// Open files the engine holds for one served child: its stdin, stdout and stderr pipes and
+/// its log.
+pub const FILES_PER_SERVED: u64 = 4;
+/// Open files kept free for the rest of the engine (records, logs, sockets of other steps).
+const FILES_SPARE: u64 = 256;
+
+/// Make room for `children` served children at once: raise this process's soft limit on
+/// open files (`RLIMIT_NOFILE`) up to its hard limit when the soft one is too low (Debian's
+/// default soft limit of 1024 holds about 190 runners; a corpus session has hundreds).
+/// Returns the soft limit now in force, or why there cannot be enough room.
+pub fn make_room_for(children: usize) -> Result<u64, String> {
+    use kem_native::sys::{open_files_limit, set_open_files_soft_limit};
+    let needed = children as u64 * FILES_PER_SERVED + FILES_SPARE;
+    let (soft, hard) =
+        open_files_limit().map_err(|e| format!("cannot read the open-file limit: {e}"))?;
+    if soft >= needed {
+        return Ok(soft);
+    }
+    if hard < needed {
+        return Err(format!(
+            "{children} runners at once need about {needed} open files, but the hard limit is \
+             {hard} (`ulimit -Hn`): raise it, or time fewer instances in one campaign"
+        ));
+    }
+    set_open_files_soft_limit(hard)
+        .map_err(|e| format!("cannot raise the open-file limit from {soft} to {hard}: {e}"))?;
+    Ok(hard)
+}
+
 /// A child that stays alive and answers line by line: commands go to its stdin, its stdout
 /// lines arrive through a reader thread (each cut at [`CAP`] bytes, at most
 /// [`SERVED_QUEUE`] waiting), its stderr is captured like [`run`]'s and appended to the log
@@ -286,5 +315,25 @@ mod tests {
         let kept = std::fs::read_to_string(d.path().join("x.log")).unwrap();
         assert!(kept.contains("noise\ndiag\n# timed out\n"), "{kept}");
         assert!(kept.ends_with("$ sh\n# exit code 4\n"), "{kept}");
+    }
+
+    #[test]
+    fn room_for_runners_raises_the_soft_open_file_limit_or_says_why() {
+        use kem_native::sys::{open_files_limit, set_open_files_soft_limit};
+        let (soft, hard) = open_files_limit().unwrap();
+        // More than the hard limit allows: refused, naming the limit; nothing changed.
+        let too_many = (hard / FILES_PER_SERVED + 1) as usize;
+        let why = make_room_for(too_many).unwrap_err();
+        assert!(why.contains("hard limit"), "{why}");
+        assert_eq!(open_files_limit().unwrap().0, soft);
+        // A soft limit below what 100 runners need is raised to the hard limit (briefly
+        // lowered to 512 here: 100 runners need 656).
+        if hard >= 1024 {
+            set_open_files_soft_limit(512).unwrap();
+            assert_eq!(make_room_for(100), Ok(hard));
+            assert_eq!(open_files_limit().unwrap(), (hard, hard));
+            // Enough already: left as it is.
+            assert_eq!(make_room_for(1), Ok(hard));
+        }
     }
 }

@@ -251,20 +251,14 @@ impl<'a> Step<'a> {
     /// The jail of a kem-runner job: it reads the runner, the object and its `api.h`, and
     /// writes only `scratch`.
     pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
-        let api_h = std::path::absolute(api_h).unwrap_or_else(|_| api_h.to_path_buf());
-        let mut read = vec![self.ctx.runner.clone(), object.to_path_buf(), api_h];
+        let mut jail = Jail::runner(&self.ctx.runner, object, api_h, scratch, self.memory());
         // The emulator and the folders it names (`-L` sysroot) must be readable inside.
         for a in self.ctx.emulator.iter().flatten() {
             if Path::new(a).is_absolute() {
-                read.push(PathBuf::from(a));
+                jail.read.push(PathBuf::from(a));
             }
         }
-        Jail {
-            read,
-            write: vec![scratch.to_path_buf()],
-            cwd: scratch.to_path_buf(),
-            memory: self.memory(),
-        }
+        jail
     }
 
     /// The limits a contained process had, for the reason of a crash (a failed allocation
@@ -493,12 +487,13 @@ fn yardstick_gauge(ctx: &Ctx) -> Option<super::session::Gauge> {
             samples: 0,
             budget_ns: 0,
             log,
-            jail: super::sandbox::Jail {
-                read: vec![ctx.runner.clone(), built.object, built.api_h],
-                write: vec![scratch.clone()],
-                cwd: scratch,
-                memory: super::sandbox::DEFAULT_MEMORY,
-            },
+            jail: Jail::runner(
+                &ctx.runner,
+                &built.object,
+                &built.api_h,
+                &scratch,
+                super::sandbox::DEFAULT_MEMORY,
+            ),
         },
         name: yardstick::NAME.into(),
         object_sha256: built.object_sha256,

@@ -1,0 +1,502 @@
+//! `ngcc-pipe bench fidelity`: does kem-runner on the campaign's object time what a static
+//! build of the same sources would?
+//!
+//! The reference is a separately compiled program: the instance's sources, the provided
+//! primitives and the build record's flags compiled again with a minimal C loop
+//! (`kem-native/c/minimal_loop.c`) and linked with `gcc -static` — no `.so`, no dlopen,
+//! nothing of kem-runner. Both stay alive, pinned to the bench core and contained, and are
+//! asked for one short batch each per round, in a freshly shuffled order, the reference
+//! with kem-runner's calibrated calls per batch. The ratio is the median of the per-round
+//! ratios with its 95% bootstrap interval: two batches tens of milliseconds apart see the
+//! same host, which two processes timed one after the other for a second each do not (this
+//! VM's host moves ML-KEM-768-avx2 between ~25 k and ~37 k cycles from one second to the
+//! next). Every round's values go to `fidelity.csv` beside the reference.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+use crate::error::Error;
+use crate::measure::stats::{self, Estimate};
+use crate::model::Op;
+use crate::run::exec::{self, Log, NoLine, Served};
+use crate::run::sandbox::{Jail, Sandbox, DEFAULT_MEMORY};
+use kem_native::serve::{BatchReply, Ready, BATCH, DONE, READY};
+
+/// The C main of the static reference `bench fidelity` compares kem-runner with.
+const MINIMAL_LOOP_C: &str = include_str!("../../kem-native/c/minimal_loop.c");
+
+/// What the static reference is built from: the instance's sources, the provided
+/// primitives and the build record's flags, nothing of the campaign's object.
+pub struct ReferenceSpec {
+    /// C compiler.
+    pub cc: String,
+    /// The build record's flags (the profile's and the instance's `cflags`).
+    pub flags: Vec<String>,
+    /// `-I` options: the instance folder and the primitives' include folders.
+    pub includes: Vec<String>,
+    /// Instance sources, then primitive sources.
+    pub sources: Vec<PathBuf>,
+    /// Namespace of `crypto_kem_*`.
+    pub namespace: String,
+    /// The random-byte function the scheme calls (defined by the reference).
+    pub drng: String,
+    /// Buffer sizes.
+    pub api: kem_native::output::ApiSizes,
+}
+
+/// Compile and link the static reference executable into `dir`; returns its path and the
+/// command line.
+pub fn build_reference(
+    spec: &ReferenceSpec,
+    dir: &Path,
+    sandbox: &Sandbox,
+) -> Result<(PathBuf, Vec<String>), Error> {
+    std::fs::create_dir_all(dir).map_err(Error::io(dir.display()))?;
+    let src = dir.join("minimal_loop.c");
+    let exe = dir.join("minimal_loop");
+    std::fs::write(&src, MINIMAL_LOOP_C).map_err(Error::io(src.display()))?;
+    let ns = &spec.namespace;
+    let mut args: Vec<String> = vec!["-static".into()];
+    args.extend(spec.flags.iter().cloned());
+    args.extend(spec.includes.iter().cloned());
+    args.extend([
+        format!("-DNGCC_KEYPAIR={ns}crypto_kem_keypair"),
+        format!("-DNGCC_ENC={ns}crypto_kem_enc"),
+        format!("-DNGCC_DEC={ns}crypto_kem_dec"),
+        format!("-DNGCC_DRNG={}", spec.drng),
+        format!("-DNGCC_PK={}", spec.api.pk),
+        format!("-DNGCC_SK={}", spec.api.sk),
+        format!("-DNGCC_CT={}", spec.api.ct),
+        format!("-DNGCC_SS={}", spec.api.ss),
+        "-o".into(),
+        exe.display().to_string(),
+        src.display().to_string(),
+    ]);
+    args.extend(spec.sources.iter().map(|p| p.display().to_string()));
+    // The compiler reads submission-controlled sources and flags: it runs contained, like
+    // the build step's, reading the sources and include folders and writing only `dir`.
+    let mut read: Vec<PathBuf> = spec.sources.clone();
+    read.extend(
+        spec.includes
+            .iter()
+            .filter_map(|i| i.strip_prefix("-I"))
+            .map(PathBuf::from),
+    );
+    let jail = Jail {
+        read,
+        write: vec![dir.to_path_buf()],
+        cwd: dir.to_path_buf(),
+        memory: DEFAULT_MEMORY,
+    };
+    let out = sandbox
+        .command(Path::new(&spec.cc), &args, &jail)
+        .output()
+        .map_err(|e| Error::ToolMissing(format!("cannot run `{}`: {e}", spec.cc)))?;
+    if !out.status.success() {
+        return Err(Error::Tool(format!(
+            "building the static reference failed:\n{}",
+            crate::run::exec::tail(&out.stderr, 12)
+        )));
+    }
+    let mut command = vec![spec.cc.clone()];
+    command.extend(args);
+    Ok((exe, command))
+}
+
+/// Check that `path` is a statically linked ELF executable (no program interpreter, no
+/// `DT_NEEDED`), and say what it is (`ELF64 ET_EXEC, statically linked`).
+pub fn static_elf_kind(path: &Path) -> Result<String, Error> {
+    use object::elf;
+    use object::read::elf::{Dyn, ElfFile64, FileHeader, ProgramHeader};
+    let data = std::fs::read(path).map_err(Error::io(path.display()))?;
+    let file = ElfFile64::<object::Endianness>::parse(&*data)
+        .map_err(|e| Error::Tool(format!("{} is not a 64-bit ELF file: {e}", path.display())))?;
+    let endian = file.endian();
+    let e_type = match file.elf_header().e_type(endian) {
+        elf::ET_EXEC => "ET_EXEC",
+        elf::ET_DYN => "ET_DYN",
+        other => {
+            return Err(Error::Tool(format!(
+                "{}: ELF type {other} is not an executable",
+                path.display()
+            )))
+        }
+    };
+    let mut needed = Vec::new();
+    for ph in file.elf_program_headers() {
+        if ph.p_type(endian) == elf::PT_INTERP {
+            return Err(Error::Tool(format!(
+                "{} has a program interpreter: dynamically linked",
+                path.display()
+            )));
+        }
+        if let Ok(Some(dynamic)) = ph.dynamic(endian, &*data) {
+            needed.extend(
+                dynamic
+                    .iter()
+                    .filter(|d| d.tag(endian) == elf::DT_NEEDED)
+                    .map(|d| d.d_val(endian)),
+            );
+        }
+    }
+    if !needed.is_empty() {
+        return Err(Error::Tool(format!(
+            "{} needs {} shared libraries (DT_NEEDED)",
+            path.display(),
+            needed.len()
+        )));
+    }
+    let pie = if e_type == "ET_DYN" {
+        " (static PIE)"
+    } else {
+        ""
+    };
+    Ok(format!(
+        "ELF64 {e_type}, statically linked{pie}, no DT_NEEDED"
+    ))
+}
+
+/// Longest wait for a runner or the reference to start (warm-up, calibration) or to answer.
+const ANSWER: Duration = Duration::from_secs(120);
+
+/// The accepted range of the median ratio kem-runner / reference (issue 9).
+pub const FIDELITY_RANGE: (f64, f64) = (0.98, 1.02);
+
+/// One operation's fidelity result: cycles per call of each round's batch on both sides.
+pub struct FidelityRow {
+    pub op: Op,
+    /// Calls per batch (kem-runner's calibration; the reference got the same).
+    pub iters: u64,
+    pub runner: Vec<f64>,
+    pub minimal: Vec<f64>,
+    /// Which side went first in each round.
+    pub runner_first: Vec<bool>,
+}
+
+impl FidelityRow {
+    /// Median and 95% bootstrap interval of the per-round ratios runner / reference.
+    pub fn ratio(&self, seed: u64) -> Option<Estimate> {
+        stats::median_ci(
+            &stats::paired_ratios(&self.minimal, &self.runner),
+            seed,
+            stats::BOOTSTRAP_RESAMPLES,
+        )
+    }
+}
+
+/// What `bench fidelity` measured: the reference it built and one row per operation.
+pub struct Fidelity {
+    /// Path of the static reference executable.
+    pub reference: PathBuf,
+    /// Its ELF kind ([`static_elf_kind`]).
+    pub reference_kind: String,
+    /// The campaign's object kem-runner timed.
+    pub object: PathBuf,
+    /// Core both sides ran on.
+    pub cpu: usize,
+    /// Seed of the round orders and of the bootstrap.
+    pub seed: u64,
+    /// The per-round values, as CSV.
+    pub values: PathBuf,
+    pub rows: Vec<FidelityRow>,
+}
+
+/// `bench fidelity`: time one built instance's operations with kem-runner (`serve`) on the
+/// campaign's object and with the static reference ([`build_reference`]), one batch of
+/// each per round for `rounds` rounds, batches of about `batch`, both pinned to the bench
+/// core and drawing randomness from getrandom(2) on every call (kem-runner with `--rng os`).
+pub fn fidelity(
+    ctx: &crate::run::Ctx,
+    instance: &str,
+    rounds: usize,
+    batch: Duration,
+) -> Result<Fidelity, Error> {
+    use crate::model::StepKind;
+    use crate::record::StepData;
+
+    let ix = ctx
+        .plan
+        .by_id
+        .get(&format!("{instance}/build"))
+        .copied()
+        .ok_or_else(|| {
+            Error::Input(format!("no build step `{instance}/build` in this campaign"))
+        })?;
+    let node = ctx.node(ix);
+    let rec = ctx.read_record(node).ok_or_else(|| {
+        Error::Input(format!("`{instance}` is not built yet: run `ngcc-pipe run <pipeline> --only '{instance}/build'` first"))
+    })?;
+    let Some(StepData::Build(build)) = rec.data else {
+        return Err(Error::Input(format!(
+            "`{instance}/build` has no object ({})",
+            rec.status.name()
+        )));
+    };
+    let Some(StepData::Source(source)) = ctx
+        .sibling_record(node, StepKind::Source)
+        .and_then(|r| r.data)
+    else {
+        return Err(Error::Input(format!("`{instance}` has no source record")));
+    };
+    let sub = ctx.submission(node);
+    let inst = ctx
+        .instance(node)
+        .ok_or_else(|| Error::Input("build is per instance".into()))?;
+    let root = &source.root;
+    let mut sources = crate::run::steps::build::instance_sources(
+        root,
+        &inst.dir,
+        &inst.exclude,
+        &inst.extra_sources,
+    )
+    .map_err(|e| Error::Input(e.to_string()))?;
+    sources.extend(sub.primitives.sources.iter().map(|s| root.join(s)));
+    let mut includes = vec![format!("-I{}", root.join(&inst.dir).display())];
+    includes.extend(
+        sub.primitives
+            .includes
+            .iter()
+            .map(|i| format!("-I{}", root.join(i).display())),
+    );
+    let spec = ReferenceSpec {
+        cc: ctx.campaign.system.cc.clone(),
+        flags: build.flags.clone(),
+        includes,
+        sources,
+        namespace: build.namespace.clone(),
+        drng: crate::run::steps::build::drng_symbol(sub),
+        api: build.api.clone(),
+    };
+    let dir = ctx.out.join("bench").join(instance.replace('/', "__"));
+    let (exe, _) = build_reference(&spec, &dir, &ctx.sandbox)?;
+    let reference_kind = static_elf_kind(&exe)?;
+    let cpu = ctx.campaign.system.bench_cpu;
+    // Children inherit this thread's affinity: the reference runs on the bench core too.
+    kem_native::sys::set_thread_affinity(&[cpu])
+        .map_err(Error::io(format_args!("pinning to core {cpu}")))?;
+    let object = ctx.out.join(&build.object);
+    // Both sides run the submission's code: contained like the campaign's timing steps.
+    let mut jail = Jail::runner(&ctx.runner, &object, &build.api_h, &dir, DEFAULT_MEMORY);
+    jail.read.push(exe.clone());
+    let seed = crate::run::session::fresh_seed();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let mut rows = Vec::new();
+    for op in Op::ALL {
+        let log_path = dir.join(format!("{}.log", op.name()));
+        let mut log = exec::open_log(&log_path).map_err(Error::io(log_path.display()))?;
+        let runner_args: Vec<String> = [
+            "serve",
+            "--lib",
+            &object.display().to_string(),
+            "--api",
+            &build.api_h.display().to_string(),
+            "--ns",
+            &build.namespace,
+            "--op",
+            op.name(),
+            "--cpu",
+            &cpu.to_string(),
+            "--batch-ns",
+            &batch.as_nanos().to_string(),
+            "--min-iters",
+            "2",
+            "--samples",
+            "0",
+            "--rng",
+            "os",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut runner = Side::start(
+            ctx.sandbox.command(&ctx.runner, &runner_args, &jail),
+            &ctx.runner,
+            &runner_args,
+            &ctx.sandbox,
+            &mut log,
+            &log_path,
+        )?;
+        let ready = runner.answer(&[READY, DONE], "kem-runner", &mut log)?;
+        let iters = serde_json::from_str::<Ready>(&ready)
+            .map_err(|e| Error::Tool(format!("kem-runner serve: unreadable `ready` line: {e}")))?
+            .calibration
+            .iters;
+        let ref_args = vec![op.name().to_string()];
+        let mut reference = Side::start(
+            ctx.sandbox.command(&exe, &ref_args, &jail),
+            &exe,
+            &ref_args,
+            &ctx.sandbox,
+            &mut log,
+            &log_path,
+        )?;
+        reference.answer(&["ready"], "minimal_loop", &mut log)?;
+        let mut row = FidelityRow {
+            op,
+            iters,
+            runner: Vec::with_capacity(rounds),
+            minimal: Vec::with_capacity(rounds),
+            runner_first: Vec::with_capacity(rounds),
+        };
+        for _ in 0..rounds {
+            let mut order = [true, false];
+            order.shuffle(&mut rng);
+            for is_runner in order {
+                if is_runner {
+                    runner.ask("batch")?;
+                    let json = runner.answer(&[BATCH, DONE], "kem-runner", &mut log)?;
+                    let b: BatchReply = serde_json::from_str(&json).map_err(|e| {
+                        Error::Tool(format!("kem-runner serve: unreadable `batch` line: {e}"))
+                    })?;
+                    row.runner.push(b.cycles as f64 / b.iters.max(1) as f64);
+                } else {
+                    reference.ask(&iters.to_string())?;
+                    let cycles: u64 = reference
+                        .answer(&["cycles"], "minimal_loop", &mut log)?
+                        .trim()
+                        .parse()
+                        .map_err(|e| {
+                            Error::Tool(format!("minimal_loop: unreadable answer: {e}"))
+                        })?;
+                    row.minimal.push(cycles as f64 / iters.max(1) as f64);
+                }
+            }
+            row.runner_first.push(order[0]);
+        }
+        runner.end(&mut log);
+        reference.end(&mut log);
+        rows.push(row);
+    }
+    let values = dir.join("fidelity.csv");
+    let mut csv =
+        String::from("op,round,first,calls,runner_cycles_per_op,reference_cycles_per_op\n");
+    for r in &rows {
+        for (i, (a, m)) in r.runner.iter().zip(&r.minimal).enumerate() {
+            let first = if r.runner_first[i] {
+                "runner"
+            } else {
+                "reference"
+            };
+            let _ = writeln!(
+                csv,
+                "{},{},{first},{},{a:.1},{m:.1}",
+                r.op.name(),
+                i + 1,
+                r.iters
+            );
+        }
+    }
+    std::fs::write(&values, csv).map_err(Error::io(values.display()))?;
+    Ok(Fidelity {
+        reference: exe,
+        reference_kind,
+        object,
+        cpu,
+        seed,
+        values,
+        rows,
+    })
+}
+
+/// One side of the comparison: a contained process answering line by line.
+struct Side {
+    served: Served,
+    /// Its log (shown when it gives no answer).
+    log_path: PathBuf,
+}
+
+impl Side {
+    fn start(
+        mut cmd: std::process::Command,
+        program: &Path,
+        args: &[String],
+        sandbox: &Sandbox,
+        log: &mut Log,
+        log_path: &Path,
+    ) -> Result<Side, Error> {
+        let shown: Vec<String> = std::iter::once(program.display().to_string())
+            .chain(args.iter().cloned())
+            .collect();
+        let served = Served::spawn(&mut cmd, &shown, sandbox.contained(), log)
+            .map_err(Error::io(program.display()))?;
+        Ok(Side {
+            served,
+            log_path: log_path.to_path_buf(),
+        })
+    }
+
+    fn ask(&mut self, line: &str) -> Result<(), Error> {
+        self.served
+            .send(line)
+            .map_err(|e| Error::Tool(format!("cannot send `{line}`: {e}")))
+    }
+
+    /// The rest of the next line starting with the first of `words`; an error when it is
+    /// another word (kem-runner's `done`: it failed) or none came.
+    fn answer(&mut self, words: &[&str], who: &str, log: &mut Log) -> Result<String, Error> {
+        match self.served.next_line(words, Instant::now() + ANSWER, log) {
+            Ok((w, rest)) if w == words[0] => Ok(rest),
+            Ok((w, rest)) => Err(Error::Tool(format!("{who}: {w} {rest}"))),
+            Err(NoLine::Ended(e) | NoLine::Killed(e)) => Err(Error::Tool(format!(
+                "{who} gave no answer ({}); its log: {}",
+                e.describe(),
+                self.log_path.display()
+            ))),
+        }
+    }
+
+    /// Close its stdin and wait for it (kem-runner is asked to finish first).
+    fn end(mut self, log: &mut Log) {
+        let _ = self.served.send("finish");
+        let _ = self.served.next_line(&[DONE], Instant::now() + ANSWER, log);
+        self.served.wait(log);
+    }
+}
+
+/// The fidelity table.
+pub fn fidelity_table(instance: &str, fid: &Fidelity) -> String {
+    let (lo, hi) = FIDELITY_RANGE;
+    let mut out = format!(
+        "bench fidelity: {instance}, kem-runner on the campaign's object vs an independent static reference\n\
+         object:     {}\n\
+         reference:  {} ({}; the same sources and flags, compiled again)\n\
+         randomness: getrandom(2) on every call on both sides\n\
+         rounds:     one batch of each per round, shuffled order (seed {}), both on core {}\n\
+         values:     {}\n\
+         op       rounds  calls/batch  runner cycles/op  reference cycles/op  ratio (95% CI)\n",
+        fid.object.display(),
+        fid.reference.display(),
+        fid.reference_kind,
+        fid.seed,
+        fid.cpu,
+        fid.values.display()
+    );
+    let med = |v: &[f64]| stats::median(v).unwrap_or(f64::NAN);
+    for r in &fid.rows {
+        let Some(e) = r.ratio(fid.seed) else {
+            let _ = writeln!(out, "{:<8} no rounds", r.op.name());
+            continue;
+        };
+        let verdict = if (lo..=hi).contains(&e.median) {
+            format!("within {lo}-{hi}")
+        } else {
+            format!("OUTSIDE {lo}-{hi}")
+        };
+        let _ = writeln!(
+            out,
+            "{:<8} {:>6}  {:>11}  {:>16.0}  {:>19.0}  {:.4} ({:.4}-{:.4}) {verdict}",
+            r.op.name(),
+            r.runner.len(),
+            r.iters,
+            med(&r.runner),
+            med(&r.minimal),
+            e.median,
+            e.ci_low,
+            e.ci_high
+        );
+    }
+    out
+}

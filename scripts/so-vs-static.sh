@@ -11,6 +11,9 @@
 #   so-objs       the campaign object's own .o files linked statically
 #   so-nomap      those objects as a .so without the export map (all internal calls via PLT)
 #   so            the campaign's .so itself, called from the same C loop
+#   so-shuf-K     the campaign's objects linked as a .so (with its export map) in shuffled
+#                 order K (K = 1..4, seeded by K)
+#   static-shuf-K the same objects linked statically in shuffled order K
 # Prints the median per-round ratio (variant / reference) with quartiles, per variant.
 # Usage: scripts/so-vs-static.sh [outputs/x86_1] [ml-kem/ML-KEM-768-clean] [keygen] [cpu 1]
 # Run `ngcc-pipe run pipelines/x86_1.kdl --only '<instance>/build'` first. Quiet machine.
@@ -61,6 +64,12 @@ cd "$work"
     gcc $flags -shared -o nomap.so $objs
     gcc $flags $defs -DNGCC_DRNG=ngcc_getrandom -o so-nomap hooked.c ./nomap.so -Wl,-rpath,"$work"
     gcc $flags $defs -DNGCC_DRNG=ngcc_getrandom -o so hooked.c "$so" -Wl,-rpath,"$(dirname "$so")"
+    for k in 1 2 3 4; do
+        order=$(echo $objs | tr ' ' '\n' | shuf --random-source=<(yes "$k") | tr '\n' ' ')
+        gcc $flags -shared -Wl,--version-script="$map" -o "shuf$k.so" $order
+        gcc $flags $defs -DNGCC_DRNG=ngcc_getrandom -o "so-shuf-$k" hooked.c "./shuf$k.so" -Wl,-rpath,"$work"
+        gcc -static $flags $defs -DNGCC_DRNG=ngcc_getrandom -o "static-shuf-$k" hooked.c $order
+    done
 }
 cat >pair.py <<'EOF'
 import random, statistics, subprocess, sys
@@ -94,6 +103,7 @@ print(f"{var:<13} {statistics.median(vals[1]):>12.0f} {statistics.median(vals[0]
 EOF
 echo "$inst $op, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "variant       cycles/op    reference    variant/reference (quartiles)"
-for v in static-again static-rev static-pic pie so-objs so-nomap so; do
+for v in static-again static-rev static-pic pie so-objs so-nomap so \
+    so-shuf-1 so-shuf-2 so-shuf-3 so-shuf-4 static-shuf-1 static-shuf-2 static-shuf-3 static-shuf-4; do
     python3 pair.py "$op" "$cpu" ./reference "./$v"
 done

@@ -11,6 +11,17 @@
 //! same host, which two processes timed one after the other for a second each do not (this
 //! VM's host moves ML-KEM-768-avx2 between ~25 k and ~37 k cycles from one second to the
 //! next). Every round's values go to `fidelity.csv` beside the reference.
+//!
+//! A static build is not one number: the order in which the linker lays out the same
+//! objects moves code made of many small functions by several percent (ML-KEM-768 clean:
+//! static builds of the same sources in four shuffled link orders ran 1.005–1.094 times the
+//! listed order on this project's VM, `scripts/so-vs-static.sh`; Mytkowicz et al.,
+//! "Producing wrong data without doing anything obviously wrong", ASPLOS 2009, showed link
+//! order and environment size alone flipping conclusions). So the reference is built in
+//! [`LAYOUTS`] link orders (the sources as listed,
+//! reversed, and two seeded shuffles), all timed in every round; kem-runner is compared
+//! with the per-round median of the layouts, and the table shows how far the layouts
+//! themselves spread.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -31,6 +42,7 @@ const MINIMAL_LOOP_C: &str = include_str!("../../kem-native/c/minimal_loop.c");
 
 /// What the static reference is built from: the instance's sources, the provided
 /// primitives and the build record's flags, nothing of the campaign's object.
+#[derive(Clone)]
 pub struct ReferenceSpec {
     /// C compiler.
     pub cc: String,
@@ -160,43 +172,85 @@ pub fn static_elf_kind(path: &Path) -> Result<String, Error> {
     ))
 }
 
+/// Link orders of the static reference: the sources as listed, reversed, two shuffles.
+pub const LAYOUTS: [&str; 4] = ["listed", "reversed", "shuffle-1", "shuffle-2"];
+
+/// The reference's sources in the link order named `layout` (one of [`LAYOUTS`]; the
+/// shuffles are seeded, so a layout is the same on every run).
+pub fn layout_sources(sources: &[PathBuf], layout: &str) -> Vec<PathBuf> {
+    let mut v = sources.to_vec();
+    match layout {
+        "reversed" => v.reverse(),
+        "shuffle-1" | "shuffle-2" => {
+            let seed = if layout == "shuffle-1" { 1 } else { 2 };
+            v.shuffle(&mut rand::rngs::ChaCha8Rng::seed_from_u64(seed));
+        }
+        _ => {}
+    }
+    v
+}
+
 /// Longest wait for a runner or the reference to start (warm-up, calibration) or to answer.
 const ANSWER: Duration = Duration::from_secs(120);
 
 /// The accepted range of the median ratio kem-runner / reference (issue 9).
 pub const FIDELITY_RANGE: (f64, f64) = (0.98, 1.02);
 
-/// One operation's fidelity result: cycles per call of each round's batch on both sides.
+/// One operation's fidelity result: cycles per call of each round's batch, kem-runner and
+/// every layout of the reference.
 pub struct FidelityRow {
     pub op: Op,
-    /// Calls per batch (kem-runner's calibration; the reference got the same).
+    /// Calls per batch (kem-runner's calibration; the references got the same).
     pub iters: u64,
     pub runner: Vec<f64>,
-    pub minimal: Vec<f64>,
-    /// Which side went first in each round.
-    pub runner_first: Vec<bool>,
+    /// Per layout (in [`LAYOUTS`] order), per round.
+    pub layouts: Vec<Vec<f64>>,
 }
 
 impl FidelityRow {
-    /// Median and 95% bootstrap interval of the per-round ratios runner / reference.
+    /// Per round, the median of the layouts' values: "a static build" of that round.
+    pub fn static_median(&self) -> Vec<f64> {
+        (0..self.runner.len())
+            .map(|r| {
+                let v: Vec<f64> = self
+                    .layouts
+                    .iter()
+                    .filter_map(|l| l.get(r).copied())
+                    .collect();
+                stats::median(&v).unwrap_or(f64::NAN)
+            })
+            .collect()
+    }
+
+    /// Median and 95% bootstrap interval of the per-round ratios runner / static median.
     pub fn ratio(&self, seed: u64) -> Option<Estimate> {
         stats::median_ci(
-            &stats::paired_ratios(&self.minimal, &self.runner),
+            &stats::paired_ratios(&self.static_median(), &self.runner),
             seed,
             stats::BOOTSTRAP_RESAMPLES,
         )
     }
+
+    /// Each layout's median per-round ratio to the static median: how far the static
+    /// builds spread.
+    pub fn layout_ratios(&self) -> Vec<f64> {
+        let m = self.static_median();
+        self.layouts
+            .iter()
+            .map(|l| stats::median(&stats::paired_ratios(&m, l)).unwrap_or(f64::NAN))
+            .collect()
+    }
 }
 
-/// What `bench fidelity` measured: the reference it built and one row per operation.
+/// What `bench fidelity` measured: the references it built and one row per operation.
 pub struct Fidelity {
-    /// Path of the static reference executable.
-    pub reference: PathBuf,
-    /// Its ELF kind ([`static_elf_kind`]).
+    /// Paths of the static reference executables, one per layout.
+    pub references: Vec<PathBuf>,
+    /// Their ELF kind ([`static_elf_kind`]; the same for all).
     pub reference_kind: String,
     /// The campaign's object kem-runner timed.
     pub object: PathBuf,
-    /// Core both sides ran on.
+    /// Core every side ran on.
     pub cpu: usize,
     /// Seed of the round orders and of the bootstrap.
     pub seed: u64,
@@ -272,8 +326,17 @@ pub fn fidelity(
         api: build.api.clone(),
     };
     let dir = ctx.out.join("bench").join(instance.replace('/', "__"));
-    let (exe, _) = build_reference(&spec, &dir, &ctx.sandbox)?;
-    let reference_kind = static_elf_kind(&exe)?;
+    let mut references = Vec::new();
+    let mut reference_kind = String::new();
+    for layout in LAYOUTS {
+        let spec = ReferenceSpec {
+            sources: layout_sources(&spec.sources, layout),
+            ..spec.clone()
+        };
+        let (exe, _) = build_reference(&spec, &dir.join(layout), &ctx.sandbox)?;
+        reference_kind = static_elf_kind(&exe)?;
+        references.push(exe);
+    }
     let cpu = ctx.campaign.system.bench_cpu;
     // Children inherit this thread's affinity: the reference runs on the bench core too.
     kem_native::sys::set_thread_affinity(&[cpu])
@@ -281,7 +344,7 @@ pub fn fidelity(
     let object = ctx.out.join(&build.object);
     // Both sides run the submission's code: contained like the campaign's timing steps.
     let mut jail = Jail::runner(&ctx.runner, &object, &build.api_h, &dir, DEFAULT_MEMORY);
-    jail.read.push(exe.clone());
+    jail.read.extend(references.iter().cloned());
     let seed = crate::run::session::fresh_seed();
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
     let mut rows = Vec::new();
@@ -325,27 +388,31 @@ pub fn fidelity(
             .calibration
             .iters;
         let ref_args = vec![op.name().to_string()];
-        let mut reference = Side::start(
-            ctx.sandbox.command(&exe, &ref_args, &jail),
-            &exe,
-            &ref_args,
-            &ctx.sandbox,
-            &mut log,
-            &log_path,
-        )?;
-        reference.answer(&["ready"], "minimal_loop", &mut log)?;
+        let mut sides = Vec::new();
+        for exe in &references {
+            let mut side = Side::start(
+                ctx.sandbox.command(exe, &ref_args, &jail),
+                exe,
+                &ref_args,
+                &ctx.sandbox,
+                &mut log,
+                &log_path,
+            )?;
+            side.answer(&["ready"], "minimal_loop", &mut log)?;
+            sides.push(side);
+        }
         let mut row = FidelityRow {
             op,
             iters,
             runner: Vec::with_capacity(rounds),
-            minimal: Vec::with_capacity(rounds),
-            runner_first: Vec::with_capacity(rounds),
+            layouts: vec![Vec::with_capacity(rounds); references.len()],
         };
         for _ in 0..rounds {
-            let mut order = [true, false];
+            // Position 0 is kem-runner, 1.. the layouts.
+            let mut order: Vec<usize> = (0..=sides.len()).collect();
             order.shuffle(&mut rng);
-            for is_runner in order {
-                if is_runner {
+            for who in order {
+                if who == 0 {
                     runner.ask("batch")?;
                     let json = runner.answer(&[BATCH, DONE], "kem-runner", &mut log)?;
                     let b: BatchReply = serde_json::from_str(&json).map_err(|e| {
@@ -353,45 +420,43 @@ pub fn fidelity(
                     })?;
                     row.runner.push(b.cycles as f64 / b.iters.max(1) as f64);
                 } else {
-                    reference.ask(&iters.to_string())?;
-                    let cycles: u64 = reference
+                    let side = &mut sides[who - 1];
+                    side.ask(&iters.to_string())?;
+                    let cycles: u64 = side
                         .answer(&["cycles"], "minimal_loop", &mut log)?
                         .trim()
                         .parse()
                         .map_err(|e| {
                             Error::Tool(format!("minimal_loop: unreadable answer: {e}"))
                         })?;
-                    row.minimal.push(cycles as f64 / iters.max(1) as f64);
+                    row.layouts[who - 1].push(cycles as f64 / iters.max(1) as f64);
                 }
             }
-            row.runner_first.push(order[0]);
         }
         runner.end(&mut log);
-        reference.end(&mut log);
+        for side in sides {
+            side.end(&mut log);
+        }
         rows.push(row);
     }
     let values = dir.join("fidelity.csv");
-    let mut csv =
-        String::from("op,round,first,calls,runner_cycles_per_op,reference_cycles_per_op\n");
+    let mut csv = String::from("op,round,calls,runner_cycles_per_op");
+    for layout in LAYOUTS {
+        let _ = write!(csv, ",static_{}_cycles_per_op", layout.replace('-', "_"));
+    }
+    csv.push('\n');
     for r in &rows {
-        for (i, (a, m)) in r.runner.iter().zip(&r.minimal).enumerate() {
-            let first = if r.runner_first[i] {
-                "runner"
-            } else {
-                "reference"
-            };
-            let _ = writeln!(
-                csv,
-                "{},{},{first},{},{a:.1},{m:.1}",
-                r.op.name(),
-                i + 1,
-                r.iters
-            );
+        for (i, a) in r.runner.iter().enumerate() {
+            let _ = write!(csv, "{},{},{},{a:.1}", r.op.name(), i + 1, r.iters);
+            for l in &r.layouts {
+                let _ = write!(csv, ",{:.1}", l.get(i).copied().unwrap_or(f64::NAN));
+            }
+            csv.push('\n');
         }
     }
     std::fs::write(&values, csv).map_err(Error::io(values.display()))?;
     Ok(Fidelity {
-        reference: exe,
+        references,
         reference_kind,
         object,
         cpu,
@@ -459,20 +524,31 @@ impl Side {
 /// The fidelity table.
 pub fn fidelity_table(instance: &str, fid: &Fidelity) -> String {
     let (lo, hi) = FIDELITY_RANGE;
+    let dir = fid
+        .references
+        .first()
+        .and_then(|p| p.parent())
+        .and_then(|p| p.parent())
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     let mut out = format!(
         "bench fidelity: {instance}, kem-runner on the campaign's object vs an independent static reference\n\
          object:     {}\n\
-         reference:  {} ({}; the same sources and flags, compiled again)\n\
-         randomness: getrandom(2) on every call on both sides\n\
-         rounds:     one batch of each per round, shuffled order (seed {}), both on core {}\n\
+         reference:  {dir}/{{{}}}/minimal_loop ({}; the same sources and flags, compiled again, \
+         linked in {} orders)\n\
+         randomness: getrandom(2) on every call on all sides\n\
+         rounds:     one batch of each per round, shuffled order (seed {}), all on core {}\n\
          values:     {}\n\
-         op       rounds  calls/batch  runner cycles/op  reference cycles/op  ratio (95% CI)\n",
+         ratio:      kem-runner / the round's median of the static layouts; layouts: each one / that median\n\
+         op       rounds  calls/batch  runner cycles/op  static cycles/op  ratio (95% CI)                     layouts ({})\n",
         fid.object.display(),
-        fid.reference.display(),
+        LAYOUTS.join(","),
         fid.reference_kind,
+        LAYOUTS.len(),
         fid.seed,
         fid.cpu,
-        fid.values.display()
+        fid.values.display(),
+        LAYOUTS.join(" ")
     );
     let med = |v: &[f64]| stats::median(v).unwrap_or(f64::NAN);
     for r in &fid.rows {
@@ -485,18 +561,76 @@ pub fn fidelity_table(instance: &str, fid: &Fidelity) -> String {
         } else {
             format!("OUTSIDE {lo}-{hi}")
         };
+        let layouts = r
+            .layout_ratios()
+            .iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         let _ = writeln!(
             out,
-            "{:<8} {:>6}  {:>11}  {:>16.0}  {:>19.0}  {:.4} ({:.4}-{:.4}) {verdict}",
+            "{:<8} {:>6}  {:>11}  {:>16.0}  {:>16.0}  {:.4} ({:.4}-{:.4}) {verdict:<17}  {layouts}",
             r.op.name(),
             r.runner.len(),
             r.iters,
             med(&r.runner),
-            med(&r.minimal),
+            med(&r.static_median()),
             e.median,
             e.ci_low,
             e.ci_high
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_fixed_permutations_of_the_sources() {
+        let sources: Vec<PathBuf> = (0..8).map(|i| PathBuf::from(format!("{i}.c"))).collect();
+        let orders: Vec<Vec<PathBuf>> = LAYOUTS
+            .iter()
+            .map(|l| layout_sources(&sources, l))
+            .collect();
+        assert_eq!(orders[0], sources);
+        assert_eq!(orders[1], sources.iter().rev().cloned().collect::<Vec<_>>());
+        for (layout, order) in LAYOUTS.iter().zip(&orders) {
+            let mut sorted = order.clone();
+            sorted.sort();
+            assert_eq!(sorted, sources, "{layout} is a permutation");
+            // Seeded: the same order on every run.
+            assert_eq!(&layout_sources(&sources, layout), order, "{layout}");
+        }
+        // Four different link orders.
+        for i in 0..orders.len() {
+            for j in i + 1..orders.len() {
+                assert_ne!(orders[i], orders[j], "{} vs {}", LAYOUTS[i], LAYOUTS[j]);
+            }
+        }
+    }
+
+    #[test]
+    fn runner_is_compared_with_the_median_of_the_layouts_round_by_round() {
+        let row = FidelityRow {
+            op: Op::Keygen,
+            iters: 10,
+            runner: vec![100.0, 200.0, 100.0],
+            // Round 2 ran on a host twice as slow: every side doubled.
+            layouts: vec![
+                vec![90.0, 180.0, 90.0],
+                vec![100.0, 200.0, 100.0],
+                vec![110.0, 220.0, 110.0],
+                vec![120.0, 240.0, 120.0],
+            ],
+        };
+        assert_eq!(row.static_median(), vec![105.0, 210.0, 105.0]);
+        let e = row.ratio(7).unwrap();
+        assert!((e.median - 100.0 / 105.0).abs() < 1e-12, "{e:?}");
+        assert!((e.ci_low - e.ci_high).abs() < 1e-12, "{e:?}");
+        let spread = row.layout_ratios();
+        assert!((spread[0] - 90.0 / 105.0).abs() < 1e-12);
+        assert!((spread[3] - 120.0 / 105.0).abs() < 1e-12);
+    }
 }

@@ -898,44 +898,6 @@ fn generated_campaign_expands_every_instance() {
     assert_eq!(c.steps.len(), 6);
 }
 
-/// `cargo test --release --test dsl -- --ignored load_1000 --nocapture` prints the time to
-/// load and expand 1000 instances (50 submissions x 20) with 6 steps.
-#[test]
-#[ignore = "timing figure, run in release"]
-fn load_1000_instances_timing() {
-    let fs = generated_campaign(50, 20);
-    let t = std::time::Instant::now();
-    let c = load_campaign_with(Path::new("/g/pipelines/big.kdl"), &fs).unwrap();
-    let took = t.elapsed();
-    let n: usize = c.submissions.iter().map(|s| s.instances.len()).sum();
-    assert_eq!(n, 1000);
-    eprintln!("parse + validate + expand of {n} instances x 6 steps: {took:?}");
-}
-
-/// `NGCC_DSL_PIPELINE=path cargo test --test dsl -- --ignored check_pipeline_from_env
-/// --nocapture` loads any pipeline from disk and prints the problems or a summary.
-#[test]
-#[ignore = "ad-hoc check of a pipeline named by NGCC_DSL_PIPELINE"]
-fn check_pipeline_from_env() {
-    let Ok(p) = std::env::var("NGCC_DSL_PIPELINE") else {
-        return;
-    };
-    match load_campaign(Path::new(&p)) {
-        Ok(c) => {
-            for s in &c.submissions {
-                let ids: Vec<&str> = s.instances.iter().map(|i| i.id.as_str()).collect();
-                eprintln!("{}: {} instances: {}", s.id, ids.len(), ids.join(", "));
-            }
-            eprintln!(
-                "ok: {} submissions, {} steps",
-                c.submissions.len(),
-                c.steps.len()
-            );
-        }
-        Err(d) => panic!("\n{}", d.render(false)),
-    }
-}
-
 // Flag-profile matrix and per-instance settings (issue #15).
 error_case!(unknown_flags_profile_in_a_list, 1, pipeline: ("flags=\"guide\"", "flags=\"guide gide\""));
 error_case!(matrix_variable_flags_is_reserved, 1, manifest: ("impl=\"clean avx2\"", "impl=\"clean avx2\" flags=\"a\""));

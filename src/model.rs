@@ -288,6 +288,13 @@ pub struct InstanceSettings {
     /// step's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kat_modes: Option<Vec<KatMode>>,
+    /// profile: calls per profile run, instead of the step's `iters` (slow schemes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iters: Option<u64>,
+    /// time: single-call samples each runner takes at the end, instead of the step's
+    /// `samples` (slow schemes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u32>,
 }
 
 impl InstanceSettings {
@@ -317,6 +324,22 @@ impl StepSpec {
             .and_then(|i| self.settings_for(submission, i))
             .and_then(|s| s.timeout)
             .unwrap_or(self.timeout)
+    }
+
+    /// profile: calls per profile run for one instance (its `instances` entry's, else the
+    /// step's `iters`).
+    pub fn iters_for(&self, submission: &str, instance: &str) -> u64 {
+        self.settings_for(submission, instance)
+            .and_then(|s| s.iters)
+            .unwrap_or(self.params.iters)
+    }
+
+    /// time: single-call samples for one instance (its `instances` entry's, else the step's
+    /// `samples`).
+    pub fn samples_for(&self, submission: &str, instance: &str) -> u32 {
+        self.settings_for(submission, instance)
+            .and_then(|s| s.samples)
+            .unwrap_or(self.params.samples)
     }
 }
 

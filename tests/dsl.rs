@@ -905,6 +905,43 @@ error_case!(instances_setting_nothing, 1, pipeline: ("step \"kat\" needs=\"build
 error_case!(instances_all_count_on_time, 1, pipeline: ("trial=\"1s\"", "trial=\"1s\" {\n    instances \"a/A-3-*\" all-count=2\n}"));
 
 #[test]
+fn profile_iters_and_time_samples_per_instance() {
+    let pipeline = edit(
+        PIPELINE,
+        "step \"time\" needs=\"kat\" trials=5 trial=\"1s\"",
+        "step \"time\" needs=\"kat\" trials=5 trial=\"1s\" samples=101 {\n    \
+         instances \"a/A-3-*\" samples=11\n}\n\
+         step \"profile\" needs=\"kat\" iters=20 {\n    instances \"a/A-3-clean\" iters=5\n}",
+    );
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(&pipeline, MANIFEST),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let step = |k| c.steps.iter().find(|s| s.kind == k).unwrap();
+    let (time, profile) = (step(StepKind::Time), step(StepKind::Profile));
+    assert_eq!(time.samples_for("a", "A-3-avx2"), 11);
+    assert_eq!(time.samples_for("a", "A-1-avx2"), 101);
+    assert_eq!(profile.iters_for("a", "A-3-clean"), 5);
+    assert_eq!(profile.iters_for("a", "A-3-avx2"), 20);
+    // `iters` belongs to profile, `samples` to time: elsewhere an error at the property.
+    for (from, to) in [("iters=5", "samples=5"), ("samples=11", "iters=11")] {
+        let bad = pipeline.replacen(from, to, 1);
+        let d = load_campaign_with(
+            Path::new("/c/pipelines/p.kdl"),
+            &campaign_fs(&bad, MANIFEST),
+        )
+        .expect_err("a setting of another step kind");
+        let text = d.to_string();
+        let prop = to.split('=').next().unwrap();
+        assert!(
+            text.contains(&format!("unknown property `{prop}` on `instances`")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn two_flag_profiles_double_the_instances_and_instances_blocks_apply() {
     let pipeline = edit(
         &edit(

@@ -212,16 +212,18 @@ pub(super) fn lower_step<'n>(
 }
 
 /// The step's `{ instances "<glob>" timeout="2h" all-count=2 }` block: settings for the
-/// instances whose `<submission>/<instance>` id matches (`all-count` on `kat` only).
+/// instances whose `<submission>/<instance>` id matches (`all-count` and `modes` on `kat`,
+/// `iters` on `profile`, `samples` on `time`).
 fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<InstanceSettings> {
     let Some(children) = n.children() else {
         return Vec::new();
     };
     let on = format!("`instances` of step `{kind}`");
-    let allowed: &[&str] = if kind == StepKind::Kat {
-        &["timeout", "all-count", "modes"]
-    } else {
-        &["timeout"]
+    let allowed: &[&str] = match kind {
+        StepKind::Kat => &["timeout", "all-count", "modes"],
+        StepKind::Profile => &["timeout", "iters"],
+        StepKind::Time => &["timeout", "samples"],
+        _ => &["timeout"],
     };
     let mut out = Vec::new();
     for c in children.nodes() {
@@ -278,8 +280,19 @@ fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<
                     })
                     .collect::<Vec<_>>()
             });
+        let iters = props
+            .get("iters")
+            .and_then(|e| cx.expect_int_as::<u64>(e, "iters", 1));
+        let samples = props
+            .get("samples")
+            .and_then(|e| cx.expect_int_as::<u32>(e, "samples", 1));
         let any_prop = c.entries().iter().any(|e| e.name().is_some());
-        if timeout.is_none() && all_count.is_none() && kat_modes.is_none() {
+        if timeout.is_none()
+            && all_count.is_none()
+            && kat_modes.is_none()
+            && iters.is_none()
+            && samples.is_none()
+        {
             if any_prop {
                 continue; // already reported (unknown or bad property)
             }
@@ -298,6 +311,8 @@ fn lower_instances(cx: &mut NodeReader<'_>, n: &KdlNode, kind: StepKind) -> Vec<
             timeout,
             all_count,
             kat_modes,
+            iters,
+            samples,
         });
     }
     out

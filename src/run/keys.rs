@@ -208,6 +208,34 @@ mod tests {
     }
 
     #[test]
+    fn per_instance_samples_key_only_the_instances_they_name() {
+        let mut c = campaign(2);
+        let plan = Plan::build(&c);
+        let before = all_inputs(&c, &plan, &facts());
+        let time = c
+            .steps
+            .iter_mut()
+            .find(|s| s.kind == StepKind::Time)
+            .unwrap();
+        time.params.instances.push(crate::model::InstanceSettings {
+            patterns: vec!["s/K-1".into()],
+            timeout: None,
+            all_count: None,
+            kat_modes: None,
+            iters: None,
+            samples: Some(11),
+        });
+        let after = all_inputs(&c, &plan, &facts());
+        let named = plan.by_id["s/K-1/time:keygen"];
+        let other = plan.by_id["s/K-0/time:keygen"];
+        assert_eq!(
+            changed(&before[named.index()], &after[named.index()]),
+            vec!["samples"]
+        );
+        assert_eq!(key_at(&before, other), key_at(&after, other));
+    }
+
+    #[test]
     fn measurements_depend_on_the_machine() {
         let c = campaign(1);
         let plan = Plan::build(&c);

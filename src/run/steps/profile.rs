@@ -46,20 +46,28 @@ impl KindSpec for Kind {
     fn inputs(
         &self,
         c: &Campaign,
-        _node: &Node,
-        _spec: &StepSpec,
+        node: &Node,
+        spec: &StepSpec,
         facts: &Facts,
         m: &mut BTreeMap<String, String>,
     ) {
         super::time::measurement_inputs(c, facts, m);
+        let sub = &c.submissions[node.submission];
+        if let Some(n) = node
+            .instance
+            .and_then(|i| spec.settings_for(&sub.id, &sub.instances[i].id))
+            .and_then(|s| s.iters)
+        {
+            m.insert("iters".into(), n.to_string());
+        }
     }
 
     /// Known once the operation has been timed.
     fn estimate(&self, ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
         let node = ctx.node(ix);
-        let p = &ctx.spec(node.kind)?.params;
+        let iters = iters_of(ctx, node)?;
         super::time::measured_ns(ctx, node)
-            .map(|ns| Duration::from_secs_f64(ns * 1e-9 * p.iters as f64 * 2.0 + 0.05))
+            .map(|ns| Duration::from_secs_f64(ns * 1e-9 * iters as f64 * 2.0 + 0.05))
     }
 
     fn run(&self, step: &mut Step) -> Done {
@@ -69,6 +77,16 @@ impl KindSpec for Kind {
     fn evidence(&self, _rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
         vec![(format!("hash profile {}", op.map_or("", Op::name)), path)]
     }
+}
+
+/// Calls per profile run of `node`'s instance (its `instances` setting, else the step's).
+fn iters_of(ctx: &Ctx, node: &Node) -> Option<u64> {
+    let spec = ctx.spec(node.kind)?;
+    let sub = ctx.submission(node);
+    Some(
+        ctx.instance(node)
+            .map_or(spec.params.iters, |i| spec.iters_for(&sub.id, &i.id)),
+    )
 }
 
 /// Profile runs per operation.
@@ -94,8 +112,8 @@ fn run(step: &mut Step) -> Done {
             return StepError::ProfileKatDiffers.into();
         }
     }
-    let p = &ctx.spec(step.node.kind).expect("declared").params;
-    let extra = ["--iters".to_string(), p.iters.to_string()];
+    let iters = iters_of(ctx, step.node).expect("declared");
+    let extra = ["--iters".to_string(), iters.to_string()];
     let mut runs: Vec<ProfileOutput> = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
         match runner_job(step, "profile", &ctx.out.join(&prof), &build, &extra) {

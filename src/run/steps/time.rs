@@ -49,12 +49,20 @@ impl KindSpec for Kind {
     fn inputs(
         &self,
         c: &Campaign,
-        _node: &Node,
-        _spec: &StepSpec,
+        node: &Node,
+        spec: &StepSpec,
         facts: &Facts,
         m: &mut BTreeMap<String, String>,
     ) {
         measurement_inputs(c, facts, m);
+        let sub = &c.submissions[node.submission];
+        if let Some(n) = node
+            .instance
+            .and_then(|i| spec.settings_for(&sub.id, &sub.instances[i].id))
+            .and_then(|s| s.samples)
+        {
+            m.insert("samples".into(), n.to_string());
+        }
     }
 
     /// Calibration and warm-up take about half a trial; a slow op may need min-iters x its
@@ -165,6 +173,15 @@ pub fn plausibility(out: &TimeOutput, elapsed: Duration) -> Plausibility {
     }
 }
 
+/// Single-call samples of the step's instance (its `instances` setting, else the step's).
+fn samples_of(step: &Step) -> u32 {
+    let spec = step.ctx.spec(step.node.kind).expect("declared");
+    let sub = step.ctx.submission(step.node);
+    step.ctx
+        .instance(step.node)
+        .map_or(spec.params.samples, |i| spec.samples_for(&sub.id, &i.id))
+}
+
 fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
     let (build_rec, build) = match step.build() {
@@ -180,7 +197,7 @@ fn run(step: &mut Step) -> Done {
         "--min-iters".to_string(),
         p.min_iters.to_string(),
         "--samples".to_string(),
-        p.samples.to_string(),
+        samples_of(step).to_string(),
     ];
     let object = ctx.out.join(&build.object);
     let (output, elapsed): (TimeOutput, _) = match runner_job(step, "time", &object, &build, &extra)
@@ -214,6 +231,7 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
     let ctx = step.ctx;
     let (build_rec, build) = step.build()?;
     let p = &ctx.spec(step.node.kind).expect("declared").params;
+    let samples = samples_of(step);
     let op = step.node.op.expect("time is per operation");
     let name = format!("time__{op}");
     let log = step.job_log(&name)?;
@@ -229,7 +247,7 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
         namespace: build.namespace.clone(),
         op: op.name().to_string(),
         min_iters: 1,
-        samples: p.samples,
+        samples,
         budget_ns: (p.trial.as_nanos() as u64).saturating_mul(u64::from(p.trials)),
         log,
         jail,

@@ -312,9 +312,7 @@ impl KindSpec for Kind {
     ) {
         let sub = &c.submissions[node.submission];
         m.insert("kat".into(), json(&sub.kat));
-        let settings = node
-            .instance
-            .and_then(|i| spec.settings_for(&sub.id, &sub.instances[i].id));
+        let settings = super::instance_settings(c, spec, node);
         if let Some(n) = settings.and_then(|s| s.all_count) {
             m.insert("all-count".into(), n.to_string());
         }

@@ -62,7 +62,7 @@ use petgraph::graph::NodeIndex;
 use super::sandbox::Jail;
 use super::{exec, Ctx};
 use crate::graph::Node;
-use crate::model::{Instance, Submission};
+use crate::model::{Campaign, Instance, InstanceSettings, StepSpec, Submission};
 use crate::record::{BuildData, SourceData, Status, StepData, StepRecord, RECORD_SCHEMA};
 
 /// What one step produced; the scheduler adds ids, keys and times.
@@ -339,6 +339,17 @@ impl<'a> Step<'a> {
         let t = self.ctx.timeout(self.node);
         format!("timed out after {} s (killed)", t.as_secs())
     }
+}
+
+/// `spec`'s `instances` entry matching `node`'s instance, if any (what a step kind adds to
+/// its cache-key inputs; keys see the campaign, not a run context).
+pub fn instance_settings<'a>(
+    c: &Campaign,
+    spec: &'a StepSpec,
+    node: &Node,
+) -> Option<&'a InstanceSettings> {
+    let sub = &c.submissions[node.submission];
+    spec.settings_for(&sub.id, &sub.instances[node.instance?].id)
 }
 
 /// True when `rel` names something inside the folder it is joined to: relative, only

@@ -52,12 +52,7 @@ impl KindSpec for Kind {
         m: &mut BTreeMap<String, String>,
     ) {
         super::time::measurement_inputs(c, facts, m);
-        let sub = &c.submissions[node.submission];
-        if let Some(n) = node
-            .instance
-            .and_then(|i| spec.settings_for(&sub.id, &sub.instances[i].id))
-            .and_then(|s| s.iters)
-        {
+        if let Some(n) = super::instance_settings(c, spec, node).and_then(|s| s.iters) {
             m.insert("iters".into(), n.to_string());
         }
     }

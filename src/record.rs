@@ -499,7 +499,8 @@ pub struct CampaignStep {
     pub reason: Option<String>,
     /// Record path relative to the output folder.
     pub record: PathBuf,
-    /// Whether this run executed it (false: up to date from an earlier run).
+    /// Whether this run executed it (false: up to date from an earlier run). A run that
+    /// executes nothing and finds every step as recorded leaves `campaign.json` as it was.
     pub ran: bool,
 }
 

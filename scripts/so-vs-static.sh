@@ -11,11 +11,16 @@
 #   so-objs       the campaign object's own .o files linked statically
 #   so-nomap      those objects as a .so without the export map (all internal calls via PLT)
 #   so            the campaign's .so itself, called from the same C loop
+#   so-<order>    each other link order of the campaign's object (`layouts=` on the time
+#                 step: so-reversed, so-shuffle-1, ...), called from the same C loop; with
+#                 them the script also prints the mean of `so` and these ratios: what the
+#                 campaign's figure (the mean over its layouts) is to this static build
 #   so-shuf-K     the campaign's objects linked as a .so (with its export map) in shuffled
 #                 order K (K = 1..4, seeded by K)
 #   static-shuf-K the same objects linked statically in shuffled order K
 # Prints the median per-round ratio (variant / reference) with quartiles, per variant.
 # Usage: scripts/so-vs-static.sh [outputs/x86_1] [ml-kem/ML-KEM-768-clean] [keygen] [cpu 1]
+# VARIANTS="so so-reversed ..." times only those (default: all).
 # Run `ngcc-pipe run pipelines/x86_1.kdl --only '<instance>/build'` first. Quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +52,8 @@ for o in $objs; do
 done
 defs="-DNGCC_KEYPAIR=${ns}crypto_kem_keypair -DNGCC_ENC=${ns}crypto_kem_enc -DNGCC_DEC=${ns}crypto_kem_dec -DNGCC_PK=$pk -DNGCC_SK=$sk -DNGCC_CT=$ct -DNGCC_SS=$ss"
 ml=kem-native/c/minimal_loop.c
+layouts=$(jq -r '.data.layouts // [] | .[] | "\(.name) \(.object)"' "$rec")
+layout_variants=$(echo "$layouts" | awk 'NF { printf "so-%s ", $1 }')
 # The loop calling the campaign object: randomness installed through its ngcc hook.
 sed 's/^int main(int argc, char \*\*argv) {/void ngcc_set_randombytes(int (*f)(uint8_t *, size_t));\nint main(int argc, char **argv) {\n    ngcc_set_randombytes(ngcc_getrandom);/' \
     "$ml" >"$work/hooked.c"
@@ -64,6 +71,11 @@ cd "$work"
     gcc $flags -shared -o nomap.so $objs
     gcc $flags $defs -DNGCC_DRNG=ngcc_getrandom -o so-nomap hooked.c ./nomap.so -Wl,-rpath,"$work"
     gcc $flags $defs -DNGCC_DRNG=ngcc_getrandom -o so hooked.c "$so" -Wl,-rpath,"$(dirname "$so")"
+    while read -r name obj; do
+        [ -n "$name" ] || continue
+        gcc $flags $defs -DNGCC_DRNG=ngcc_getrandom -o "so-$name" hooked.c "$out/$obj" \
+            -Wl,-rpath,"$(dirname "$out/$obj")"
+    done <<<"$layouts"
     for k in 1 2 3 4; do
         order=$(echo $objs | tr ' ' '\n' | shuf --random-source=<(yes "$k") | tr '\n' ' ')
         gcc $flags -shared -Wl,--version-script="$map" -o "shuf$k.so" $order
@@ -103,7 +115,15 @@ print(f"{var:<13} {statistics.median(vals[1]):>12.0f} {statistics.median(vals[0]
 EOF
 echo "$inst $op, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "variant       cycles/op    reference    variant/reference (quartiles)"
-for v in static-again static-rev static-pic pie so-objs so-nomap so \
-    so-shuf-1 so-shuf-2 so-shuf-3 so-shuf-4 static-shuf-1 static-shuf-2 static-shuf-3 static-shuf-4; do
-    python3 pair.py "$op" "$cpu" ./reference "./$v"
+all="static-again static-rev static-pic pie so-objs so-nomap so ${layout_variants} \
+so-shuf-1 so-shuf-2 so-shuf-3 so-shuf-4 static-shuf-1 static-shuf-2 static-shuf-3 static-shuf-4"
+: >ratios
+for v in ${VARIANTS:-$all}; do
+    python3 pair.py "$op" "$cpu" ./reference "./$v" | tee -a ratios
 done
+if [ -n "$layout_variants" ]; then
+    # The campaign's figure is the mean over its layouts: `so` (listed) and so-<order>.
+    awk -v want="so $layout_variants" 'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) keep[w[i]] = 1 }
+        { v = $1; sub(/^\.\//, "", v) } (v in keep) { s += $4; k++ }
+        END { if (k) printf "campaign layouts (%d), mean of their ratios: %.4f\n", k, s / k }' ratios
+fi

@@ -179,9 +179,9 @@ enum BenchCmd {
         repeats: usize,
     },
     /// kem-runner on the campaign's object against an independent static executable of the
-    /// same sources and flags with a minimal rdtsc loop, linked in four orders (keygen, enc,
-    /// dec): one short batch of each per round, shuffled, `--rounds` rounds, all contained;
-    /// the instance must be built first.
+    /// same sources and flags with a minimal rdtsc loop, linked in the object's link orders
+    /// and anchored like it (keygen, enc, dec): one short batch of each per round, shuffled,
+    /// `--rounds` rounds, all contained; the instance must be built first.
     Fidelity(FidelityArgs),
 }
 

@@ -256,6 +256,9 @@ pub struct StepParams {
     pub min_iters: u64,
     /// time: single-call samples recorded for the distribution (`samples=101`).
     pub samples: u32,
+    /// time: link orders of every instance timed together, each batch the mean over them
+    /// (`layouts=4`; 1, the default, times the object as listed only).
+    pub layouts: u32,
     /// profile: iterations per operation (`iters=20`).
     pub iters: u64,
     /// kat: which KAT modes to generate (`modes="single all"`).
@@ -362,6 +365,7 @@ impl Default for StepParams {
             trial: Duration::from_secs(1),
             min_iters: 20,
             samples: 101,
+            layouts: 1,
             iters: 20,
             kat_modes: vec![KatMode::Single],
             memory: None,

@@ -174,12 +174,31 @@ pub struct BuildData {
     /// The provided primitives' objects (shared between instances).
     #[serde(default)]
     pub primitive_objects: Vec<PathBuf>,
-    /// Sum of PT_LOAD segment memory sizes of the plain object.
+    /// Sum of PT_LOAD segment memory sizes of the plain object, linked without the anchor's
+    /// page padding for this measurement.
     pub static_bytes: Option<u64>,
     pub api: ApiSizes,
     /// api.h of the instance, absolute.
     pub api_h: PathBuf,
     pub namespace: String,
+    /// `ngcc_anchor.o`, linked before the KEM's objects in every object of this build (see
+    /// `run::steps::link`), relative to the output folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_object: Option<PathBuf>,
+    /// The same objects linked in other orders (`layouts=` on the time step), timed in
+    /// every batch together with the plain object, which is the order `listed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layouts: Vec<LayoutObject>,
+}
+
+/// One more link order of a build's objects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutObject {
+    /// `reversed`, `shuffle-1`, ... (`run::steps::link::name`).
+    pub name: String,
+    /// Relative to the output folder.
+    pub object: PathBuf,
+    pub object_sha256: String,
 }
 
 /// KAT outcome of one mode.
@@ -500,7 +519,8 @@ pub struct CampaignStep {
     /// Record path relative to the output folder.
     pub record: PathBuf,
     /// Whether this run executed it (false: up to date from an earlier run). A run that
-    /// executes nothing and finds every step as recorded leaves `campaign.json` as it was.
+    /// executes nothing and finds every step as recorded keeps the rest of `campaign.json`
+    /// (command, environment, times) as the run before it wrote it.
     pub ran: bool,
 }
 

@@ -446,7 +446,7 @@ fn wrapped_ml_kem_768_counts_calls_reproducibly() {
 /// `--wrap` wrappers every call of a declared primitive and exports only the API and hooks.
 #[test]
 fn local_binding_keeps_every_wrapped_call_and_exports_only_the_api() {
-    use ngcc_pipe::run::steps::build::{export_map, CODEGEN_FLAGS};
+    use ngcc_pipe::run::steps::link::{export_map, CODEGEN_FLAGS};
     use object::{Object, ObjectSymbol};
     let root = pqclean("pqcrypto-mlkem-0.1.1");
     let tmp = tempfile::tempdir().unwrap();
@@ -877,9 +877,14 @@ fn fidelity_reference_is_a_separate_static_executable() {
     let tmp = tempfile::tempdir().unwrap();
     let mut sources = c_files(&inst);
     sources.push(root.join("common/fips202.c"));
+    // The build record's flags and code-generation flags, as `bench fidelity` passes them.
+    let flags: Vec<String> = std::iter::once("-O2")
+        .chain(ngcc_pipe::run::steps::link::CODEGEN_FLAGS.iter().copied())
+        .map(String::from)
+        .collect();
     let spec = ReferenceSpec {
         cc: "gcc".into(),
-        flags: vec!["-O2".into()],
+        flags: flags.clone(),
         includes: vec![
             format!("-I{}", inst.display()),
             format!("-I{}", root.join("common").display()),
@@ -917,6 +922,50 @@ fn fidelity_reference_is_a_separate_static_executable() {
     // A dynamically linked executable (this test) is refused.
     let own = std::env::current_exe().unwrap();
     assert!(static_elf_kind(&own).is_err());
+
+    // The anchor: the same sources linked as the campaign links its shared objects (the
+    // anchor first, then the sources in the same order) sit at the same addresses modulo
+    // 4096 as in the reference.
+    let anchor = tmp.path().join("anchor.c");
+    std::fs::write(&anchor, ngcc_pipe::run::steps::link::ANCHOR_C).unwrap();
+    let so = tmp.path().join("kem.so");
+    let status = Command::new("gcc")
+        .args(&flags)
+        .args(&spec.includes)
+        .arg("-shared")
+        .arg("-o")
+        .arg(&so)
+        .arg(&anchor)
+        .args(&spec.sources)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let kem_functions = |path: &std::path::Path| -> BTreeMap<String, u64> {
+        use object::{Object, ObjectSymbol, SymbolKind};
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        file.symbols()
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+            .filter_map(|s| Some((s.name().ok()?.to_string(), s.address())))
+            // Cold parts go to `.text.unlikely`, before `.text` and the anchor.
+            .filter(|(n, _)| {
+                (n.starts_with("PQCLEAN_MLKEM768_CLEAN_") || n == "KeccakF1600_StatePermute")
+                    && !n.contains(".cold")
+            })
+            .collect()
+    };
+    let (in_exe, in_so) = (kem_functions(&exe), kem_functions(&so));
+    assert!(in_exe.len() >= 20, "{in_exe:?}");
+    assert!(
+        in_exe.contains_key("KeccakF1600_StatePermute"),
+        "{in_exe:?}"
+    );
+    for (name, addr) in &in_exe {
+        let other = in_so
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} not in the .so"));
+        assert_eq!(addr % 4096, other % 4096, "{name}: {addr:#x} vs {other:#x}");
+    }
 
     // It serves batches: `ready`, then one `cycles C` per batch size sent, until stdin ends.
     for op in ["keygen", "enc", "dec"] {

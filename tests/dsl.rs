@@ -904,6 +904,30 @@ error_case!(matrix_variable_flags_is_reserved, 1, manifest: ("impl=\"clean avx2\
 error_case!(instances_setting_nothing, 1, pipeline: ("step \"kat\" needs=\"build\"", "step \"kat\" needs=\"build\" {\n    instances \"a/*\"\n}"));
 error_case!(instances_all_count_on_time, 1, pipeline: ("trial=\"1s\"", "trial=\"1s\" {\n    instances \"a/A-3-*\" all-count=2\n}"));
 
+// `layouts` on time: at most 8, and above 1 only in the timing session (issue #9).
+error_case!(layouts_above_the_maximum, 1, pipeline: ("trial=\"1s\"", "trial=\"1s\" exclusive=#true layouts=9"));
+error_case!(layouts_outside_the_session, 1, pipeline: ("trial=\"1s\"", "trial=\"1s\" layouts=4"));
+
+#[test]
+fn time_layouts_are_read_and_default_to_one() {
+    let step = |pipeline: &str| {
+        let c = load_campaign_with(
+            Path::new("/c/pipelines/p.kdl"),
+            &campaign_fs(pipeline, MANIFEST),
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        let time = c.steps.iter().find(|s| s.kind == StepKind::Time).unwrap();
+        time.params.layouts
+    };
+    assert_eq!(step(PIPELINE), 1);
+    let four = edit(
+        PIPELINE,
+        "trial=\"1s\"",
+        "trial=\"1s\" exclusive=#true layouts=4",
+    );
+    assert_eq!(step(&four), 4);
+}
+
 #[test]
 fn profile_iters_and_time_samples_per_instance() {
     let pipeline = edit(

@@ -1659,3 +1659,83 @@ fn check_names_planted_mistakes_at_their_lines() {
     );
     assert!(r.stdout.contains("planted/good-ref: kem.c"), "{}", r.show());
 }
+
+/// Issue #9: `layouts=3` links the instance in three orders, each after the page anchor,
+/// and the session times all of them in every batch: the build record names the objects,
+/// the time record lists them and each batch's share, and each batch is the sum of them.
+#[test]
+fn layouts_are_linked_after_the_anchor_and_timed_in_every_batch() {
+    let tmp = tempdir();
+    let kems = repo().join("tests/fixtures/kems");
+    let pipeline = tmp.path().join("layouts.kdl");
+    let text = fixture_pipeline("engine-layouts", &kems, &["good"], "single", "5ms").replacen(
+        "samples=11",
+        "samples=11 layouts=3",
+        1,
+    );
+    std::fs::write(&pipeline, &text).unwrap();
+    let out = tmp.path().join("out");
+    let r = run(&["run", &s(&pipeline), "--outputs", &s(&out)]);
+    assert_eq!(r.code, 0, "{}", r.show());
+
+    let build = rec(&out, StepKind::Build, "good", Some("good"), None);
+    let Some(StepData::Build(b)) = &build.data else {
+        panic!("no build data: {build:?}");
+    };
+    let names: Vec<&str> = b.layouts.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["reversed", "shuffle-1"]);
+    let anchor = b.anchor_object.as_ref().expect("the anchor is recorded");
+    assert!(out.join(anchor).is_file());
+    for l in &b.layouts {
+        let bytes = std::fs::read(out.join(&l.object)).unwrap();
+        assert_eq!(sha256_hex(&bytes), l.object_sha256, "{}", l.name);
+    }
+    // Two objects (kem.o, toyhash.o): reversed is another link order, another object.
+    assert_ne!(b.layouts[0].object_sha256, b.object_sha256);
+    // The link commands put the anchor first and the objects in each layout's order.
+    let log = std::fs::read_to_string(out.join(&build.logs[0])).unwrap();
+    // (`<id>.unanchored.so` is linked only to measure the static size without the padding.)
+    let links: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" -shared ") && !l.contains("unanchored"))
+        .collect();
+    assert!(links.len() >= 3, "{log}");
+    for l in &links {
+        let anchor_at = l.find("ngcc_anchor.o").expect(l);
+        assert!(anchor_at < l.find("kem.o").expect(l), "{l}");
+        assert!(anchor_at < l.find("toyhash.o").expect(l), "{l}");
+    }
+    let reversed = links
+        .iter()
+        .find(|l| l.contains("good.reversed.so"))
+        .expect("the reversed layout's link");
+    assert!(
+        reversed.find("toyhash.o") < reversed.find("kem.o"),
+        "{reversed}"
+    );
+
+    for op in OPS {
+        let t = rec(&out, StepKind::Time, "good", Some("good"), Some(op));
+        assert_eq!(t.status, Status::Ok, "{op:?}: {:?}", t.reason);
+        let Some(StepData::Time(td)) = &t.data else {
+            panic!("{op:?}: no time data");
+        };
+        let o = &td.output;
+        assert_eq!(o.layouts.len(), 3, "{op:?}: {:?}", o.layouts);
+        assert!(o.layouts[0].ends_with("good.so"), "{:?}", o.layouts);
+        assert!(
+            o.layouts[1].ends_with("good.reversed.so"),
+            "{:?}",
+            o.layouts
+        );
+        assert!(!o.trials.is_empty());
+        for tr in &o.trials {
+            assert_eq!(tr.layout_cycles.len(), 3, "{op:?}");
+            assert!(tr.layout_cycles.iter().all(|&c| c > 0), "{op:?}: {tr:?}");
+            assert_eq!(tr.layout_cycles.iter().sum::<u64>(), tr.cycles, "{op:?}");
+            assert_eq!(tr.iters % 3, 0, "{op:?}: the same calls in every layout");
+        }
+        // The samples are shared between the layouts: 11 = 4 + 4 + 3.
+        assert_eq!(o.samples.len(), 11, "{op:?}");
+    }
+}

@@ -21,9 +21,9 @@ use ngcc_pipe::model::{
 };
 use ngcc_pipe::record::{
     self, ApiSizes, BuildData, CampaignRecord, CampaignStep, EnvWarning, Environment, KatData,
-    KatModeResult, KatStatus, OwnSymbol, ProfileData, ProfileKatCheck, ProfileOutput, RspDiff,
-    SizesData, SourceData, SourceHit, Status, StepData, StepRecord, SurveyData, SymbolProfile,
-    TimeData, Verdict,
+    KatModeResult, KatStatus, LayoutObject, OwnSymbol, ProfileData, ProfileKatCheck, ProfileOutput,
+    RspDiff, SizesData, SourceData, SourceHit, Status, StepData, StepRecord, SurveyData,
+    SymbolProfile, TimeData, Verdict,
 };
 use ngcc_pipe::report::{self, CampaignView};
 
@@ -347,16 +347,31 @@ fn time_output(
     arm: bool,
 ) -> TimeOutput {
     let per_op_ns = base / ghz;
-    let iters = ((1e9 / per_op_ns).ceil() as u64).max(20);
+    // x86: four link orders of the object in every trial (`layouts=4`), each a little
+    // faster or slower; arm: one.
+    let orders: &[f64] = if arm {
+        &[1.0]
+    } else {
+        &[0.98, 1.03, 0.99, 1.0]
+    };
+    let k = orders.len() as u64;
+    let iters = ((1e9 / per_op_ns).ceil() as u64)
+        .max(20)
+        .next_multiple_of(k);
     let trials = jitter
         .iter()
         .map(|j| {
             let c = base * (1.0 + j);
+            let shares: Vec<u64> = orders
+                .iter()
+                .map(|f| (c * f * (iters / k) as f64).round() as u64)
+                .collect();
             Trial {
                 iters,
-                cycles: (c * iters as f64).round() as u64,
+                cycles: shares.iter().sum(),
                 ns: (c / ghz * iters as f64).round() as u64,
                 core_cycles: None,
+                layout_cycles: if arm { Vec::new() } else { shares },
             }
         })
         .collect();
@@ -386,6 +401,14 @@ fn time_output(
             min_iters: 20,
         },
         warmup_iters: iters / 10,
+        layouts: if arm {
+            Vec::new()
+        } else {
+            ["", ".reversed", ".shuffle-1", ".shuffle-2"]
+                .iter()
+                .map(|o| format!("/fixture/build/{op}{o}.so", op = op.name()))
+                .collect()
+        },
         trials,
         samples,
         overhead: Overhead {
@@ -457,6 +480,19 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         api: i.api.clone(),
         api_h: PathBuf::from(format!("/fixture/src/{id}/api.h")),
         namespace: format!("NS_{id}_"),
+        anchor_object: Some(PathBuf::from(format!("build/{sub}/ngcc_anchor.o"))),
+        layouts: (if ctx.arm {
+            &[][..]
+        } else {
+            &["reversed", "shuffle-1", "shuffle-2"][..]
+        })
+        .iter()
+        .map(|name| LayoutObject {
+            name: name.to_string(),
+            object: PathBuf::from(format!("build/{sub}/{id}.{name}.so")),
+            object_sha256: hexish(&format!("{id}.{name}.so")),
+        })
+        .collect(),
     };
     let mut r = base_record(
         ctx.arm,

@@ -56,6 +56,10 @@ pub struct TimeOutput {
     pub core_cycles: CoreCycles,
     pub calibration: Calibration,
     pub warmup_iters: u64,
+    /// The objects timed when there are several layouts of the same code (`serve
+    /// --layout`): `--lib` first, then each `--layout`; every trial times all of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layouts: Vec<String>,
     /// Every trial, in the order run.
     pub trials: Vec<Trial>,
     /// Single calls timed one by one (counter ticks per call), in the order run.
@@ -121,6 +125,10 @@ pub struct Trial {
     pub ns: u64,
     /// perf core cycles for the whole trial, when available.
     pub core_cycles: Option<u64>,
+    /// With several layouts (`serve --layout`): counter ticks of each one's share of the
+    /// trial (`iters / layouts` calls each), in the order of [`TimeOutput::layouts`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layout_cycles: Vec<u64>,
 }
 
 /// Cost of the measurement loop itself, per call (zero until measured).

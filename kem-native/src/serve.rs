@@ -12,6 +12,11 @@
 //! finish   -> done {TimeOutput}    single-call samples, loop overhead, stack, peak RSS; exit 0
 //! ```
 //!
+//! Layouts: with `--layout` objects besides `--lib` (the same code linked in other orders),
+//! every batch times each of them in turn, [`per_layout`] calls each, starting with a
+//! different one each batch; the answer sums them (so its cycles per call are the mean
+//! over the layouts) and lists each one's ticks.
+//!
 //! Calibration: warm-up (at least 2 calls and half a batch), then
 //! [`timing::calibrate`](crate::timing::calibrate) with one batch as the trial: a batch is
 //! doubled until it lasts a tenth of `batch_ns`, and the median of five batches of that size
@@ -24,7 +29,7 @@
 
 use crate::error::KemError;
 use crate::output::Calibration;
-use crate::timing::{calibrate, check_rc, Batch, Op, OpCall};
+use crate::timing::{calibrate, check_rc, Op, OpCall};
 use serde::{Deserialize, Serialize};
 
 /// Prefix of the line sent once the runner is calibrated.
@@ -63,6 +68,15 @@ pub struct BatchReply {
     pub ns: u64,
     pub core_cycles: Option<u64>,
     pub own: OwnSched,
+    /// With several layouts: ticks of each one's share (see [`per_layout`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layout_cycles: Vec<u64>,
+}
+
+/// Calls each of `layouts` layouts makes in a batch of `iters` calls (at least one): a
+/// batch then lasts about as long as with one layout, and each layout gets the same share.
+pub fn per_layout(iters: u64, layouts: usize) -> u64 {
+    iters.div_ceil(layouts.max(1) as u64).max(1)
 }
 
 /// A snapshot of the calling thread's scheduler counters.
@@ -123,25 +137,41 @@ pub fn warm_and_calibrate(
     batch_ns: u64,
     min_iters: u64,
 ) -> Result<(u64, Calibration), KemError> {
-    let check = |b: &Batch, phase: &str| check_rc(op, b.rc_or, phase);
+    let warm = warm_up(op, call, batch_ns)?;
+    let calibration = calibrate(batch_ns, min_iters, |n| {
+        let b = call.batch(false, n);
+        check_rc(op, b.rc_or, "calibration").map(|_| b.ns)
+    })?;
+    Ok((warm, calibration))
+}
+
+/// Run the operation in doubling batches until at least 2 calls and `batch_ns / 2` have
+/// passed; returns the calls made, or the first nonzero return code.
+pub fn warm_up(op: Op, call: &OpCall, batch_ns: u64) -> Result<u64, KemError> {
     let (mut warm, mut warm_ns, mut n) = (0u64, 0u64, 1u64);
     while warm < 2 || warm_ns < batch_ns / 2 {
         let b = call.batch(false, n);
-        check(&b, "warm-up")?;
+        check_rc(op, b.rc_or, "warm-up")?;
         warm += n;
         warm_ns += b.ns;
         n = (n * 2).min(1 << 20);
     }
-    let calibration = calibrate(batch_ns, min_iters, |n| {
-        let b = call.batch(false, n);
-        check(&b, "calibration").map(|_| b.ns)
-    })?;
-    Ok((warm, calibration))
+    Ok(warm)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layouts_share_a_batch_evenly() {
+        assert_eq!(per_layout(100, 1), 100);
+        assert_eq!(per_layout(100, 4), 25);
+        assert_eq!(per_layout(101, 4), 26);
+        // A slow operation calibrated to one call still runs once in every layout.
+        assert_eq!(per_layout(1, 4), 1);
+        assert_eq!(per_layout(0, 0), 1);
+    }
 
     #[test]
     fn parses_thread_counters() {

@@ -127,7 +127,7 @@ extern "C" fn empty3(_: *mut u8, _: *mut u8, _: *const u8) -> c_int {
 }
 
 /// Ticks, ns and OR of return codes of one batch.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Batch {
     /// Counter ticks.
     pub ticks: u64,
@@ -462,6 +462,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
             cycles: b.ticks,
             ns: b.ns,
             core_cycles: cc,
+            layout_cycles: Vec::new(),
         });
         if let Err(e) =
             check_rc(op, b.rc_or, &format!("trial {t}")).and_then(|_| guard_check("the trials"))

@@ -1013,3 +1013,73 @@ fn load_and_usage_errors_exit_2_with_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }
+
+/// `serve --layout`: every batch times each layout, the same calls each; a layout that
+/// cannot be loaded ends the runner before `ready` with a record naming the object.
+#[test]
+fn serve_times_every_layout_in_every_batch() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some((so, api)) = mlkem768() else {
+        return;
+    };
+    let copy = work_dir("layouts").join("copy.so");
+    std::fs::copy(&so, &copy).unwrap();
+    let args = |layout: &Path| {
+        let mut c = runner_command();
+        c.args(["serve", "--lib", s(&so), "--api", s(&api)])
+            .args(["--ns", "PQCLEAN_MLKEM768_CLEAN_", "--op", "enc"])
+            .args([
+                "--batch-ns",
+                "2000000",
+                "--samples",
+                "5",
+                "--layout",
+                s(layout),
+            ]);
+        c
+    };
+    let mut child = args(&copy)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kem-runner serve");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("a line").expect("utf-8");
+    assert!(next().starts_with("ready {"));
+    for _ in 0..3 {
+        writeln!(stdin, "batch").unwrap();
+        let line = next();
+        let b: kem_native::serve::BatchReply =
+            serde_json::from_str(line.strip_prefix("batch ").unwrap()).unwrap();
+        assert_eq!(b.layout_cycles.len(), 2, "{line}");
+        assert_eq!(b.layout_cycles.iter().sum::<u64>(), b.cycles, "{line}");
+        assert!(b.layout_cycles.iter().all(|&c| c > 0), "{line}");
+        assert_eq!(b.iters % 2, 0, "{line}");
+    }
+    writeln!(stdin, "finish").unwrap();
+    let line = next();
+    let rec: TimeOutput = serde_json::from_str(line.strip_prefix("done ").unwrap()).unwrap();
+    assert_eq!(rec.failure, None);
+    assert_eq!(rec.layouts, [s(&so), s(&copy)]);
+    assert_eq!((rec.trials.len(), rec.samples.len()), (3, 5));
+    assert!(child.wait().unwrap().success());
+
+    let missing = work_dir("layouts").join("missing.so");
+    let o = args(&missing)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run kem-runner serve");
+    assert_ne!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("done "))
+        .expect(&out);
+    let rec: TimeOutput = serde_json::from_str(line).unwrap();
+    let failure = rec.failure.unwrap_or_default();
+    assert!(
+        failure.starts_with("layout ") && failure.contains("missing.so"),
+        "{failure}"
+    );
+}

@@ -2,26 +2,25 @@
 //! build of the same sources would?
 //!
 //! The reference is a separately compiled program: the instance's sources, the provided
-//! primitives and the build record's flags compiled again with a minimal C loop
+//! primitives and the build record's flags (its code-generation flags too, so both sides run
+//! the same instructions) compiled again with a minimal C loop
 //! (`kem-native/c/minimal_loop.c`) and linked with `gcc -static` — no `.so`, no dlopen,
 //! nothing of kem-runner. Both stay alive, pinned to the bench core and contained, and are
 //! asked for one short batch each per round, in a freshly shuffled order, the reference
-//! with kem-runner's calibrated calls per batch. The ratio is the median of the per-round
-//! ratios with its 95% bootstrap interval: two batches tens of milliseconds apart see the
-//! same host, which two processes timed one after the other for a second each do not (this
-//! VM's host moves ML-KEM-768-avx2 between ~25 k and ~37 k cycles from one second to the
-//! next). Every round's values go to `fidelity.csv` beside the reference.
+//! with kem-runner's calls per batch. The ratio is the median of the per-round ratios with
+//! its 95% bootstrap interval: two batches tens of milliseconds apart see the same host,
+//! which two processes timed one after the other for a second each do not (this VM's host
+//! moves ML-KEM-768-avx2 between ~25 k and ~37 k cycles from one second to the next).
+//! Every round's values go to `fidelity.csv` beside the reference.
 //!
-//! A static build is not one number: the order in which the linker lays out the same
-//! objects moves code made of many small functions by several percent (ML-KEM-768 clean:
-//! static builds of the same sources in four shuffled link orders ran 1.005–1.094 times the
-//! listed order on this project's VM, `scripts/so-vs-static.sh`; Mytkowicz et al.,
-//! "Producing wrong data without doing anything obviously wrong", ASPLOS 2009, showed link
-//! order and environment size alone flipping conclusions). So the reference is built in
-//! [`LAYOUTS`] link orders (the sources as listed,
-//! reversed, and two seeded shuffles), all timed in every round; kem-runner is compared
-//! with the per-round median of the layouts, and the table shows how far the layouts
-//! themselves spread.
+//! Placement is held equal, so that what is compared is the harness: the reference links
+//! the anchor before the KEM's objects like the campaign's object does, in the same order,
+//! so the same code sits at the same addresses modulo 4096 on both sides
+//! ([`crate::run::steps::link`]; without it the link order alone moved ML-KEM-768 clean by
+//! up to 9% between two static builds). When the campaign times several layouts
+//! (`layouts=` on the time step), the reference is built in each of them; kem-runner times
+//! all of them in every batch, the references get the same calls each, and both sides are
+//! the mean over the layouts; the table shows each layout's own ratio too.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
+
+use crate::run::steps::link;
 
 use crate::error::Error;
 use crate::measure::stats::{self, Estimate};
@@ -46,11 +47,13 @@ const MINIMAL_LOOP_C: &str = include_str!("../../kem-native/c/minimal_loop.c");
 pub struct ReferenceSpec {
     /// C compiler.
     pub cc: String,
-    /// The build record's flags (the profile's and the instance's `cflags`).
+    /// The build record's flags (the profile's and the instance's `cflags`) and its
+    /// code-generation flags.
     pub flags: Vec<String>,
     /// `-I` options: the instance folder and the primitives' include folders.
     pub includes: Vec<String>,
-    /// Instance sources, then primitive sources.
+    /// Instance sources, then primitive sources, in the link order wanted (linked after
+    /// the anchor, [`link::ANCHOR_C`]).
     pub sources: Vec<PathBuf>,
     /// Namespace of `crypto_kem_*`.
     pub namespace: String,
@@ -71,6 +74,8 @@ pub fn build_reference(
     let src = dir.join("minimal_loop.c");
     let exe = dir.join("minimal_loop");
     std::fs::write(&src, MINIMAL_LOOP_C).map_err(Error::io(src.display()))?;
+    let anchor = dir.join("ngcc_anchor.c");
+    std::fs::write(&anchor, link::ANCHOR_C).map_err(Error::io(anchor.display()))?;
     let ns = &spec.namespace;
     let mut args: Vec<String> = vec!["-static".into()];
     args.extend(spec.flags.iter().cloned());
@@ -87,6 +92,7 @@ pub fn build_reference(
         "-o".into(),
         exe.display().to_string(),
         src.display().to_string(),
+        anchor.display().to_string(),
     ]);
     args.extend(spec.sources.iter().map(|p| p.display().to_string()));
     // The compiler reads submission-controlled sources and flags: it runs contained, like
@@ -172,70 +178,75 @@ pub fn static_elf_kind(path: &Path) -> Result<String, Error> {
     ))
 }
 
-/// Link orders of the static reference: the sources as listed, reversed, two shuffles.
-pub const LAYOUTS: [&str; 4] = ["listed", "reversed", "shuffle-1", "shuffle-2"];
-
-/// The reference's sources in the link order named `layout` (one of [`LAYOUTS`]; the
-/// shuffles are seeded, so a layout is the same on every run).
-pub fn layout_sources(sources: &[PathBuf], layout: &str) -> Vec<PathBuf> {
-    let mut v = sources.to_vec();
-    match layout {
-        "reversed" => v.reverse(),
-        "shuffle-1" | "shuffle-2" => {
-            let seed = if layout == "shuffle-1" { 1 } else { 2 };
-            v.shuffle(&mut rand::rngs::ChaCha8Rng::seed_from_u64(seed));
-        }
-        _ => {}
-    }
-    v
-}
-
 /// Longest wait for a runner or the reference to start (warm-up, calibration) or to answer.
 const ANSWER: Duration = Duration::from_secs(120);
 
 /// The accepted range of the median ratio kem-runner / reference (issue 9).
 pub const FIDELITY_RANGE: (f64, f64) = (0.98, 1.02);
 
-/// One operation's fidelity result: cycles per call of each round's batch, kem-runner and
-/// every layout of the reference.
+/// One operation's fidelity result: cycles per call of each round's batch, kem-runner's and
+/// the reference's, per layout (one layout: the campaign's object as listed).
 pub struct FidelityRow {
     pub op: Op,
-    /// Calls per batch (kem-runner's calibration; the references got the same).
+    /// Calls per layout in a batch (kem-runner's calibration shared between its layouts;
+    /// each reference got the same).
     pub iters: u64,
-    pub runner: Vec<f64>,
-    /// Per layout (in [`LAYOUTS`] order), per round.
-    pub layouts: Vec<Vec<f64>>,
+    /// Per layout, per round: kem-runner.
+    pub runner: Vec<Vec<f64>>,
+    /// Per layout, per round: the static reference in the same link order.
+    pub reference: Vec<Vec<f64>>,
 }
 
 impl FidelityRow {
-    /// Per round, the median of the layouts' values: "a static build" of that round.
-    pub fn static_median(&self) -> Vec<f64> {
-        (0..self.runner.len())
+    /// Rounds measured.
+    pub fn rounds(&self) -> usize {
+        self.runner.first().map_or(0, Vec::len)
+    }
+
+    /// Per round, the mean over the layouts of `side`.
+    fn mean(side: &[Vec<f64>], rounds: usize) -> Vec<f64> {
+        (0..rounds)
             .map(|r| {
-                let v: Vec<f64> = self
-                    .layouts
-                    .iter()
-                    .filter_map(|l| l.get(r).copied())
-                    .collect();
-                stats::median(&v).unwrap_or(f64::NAN)
+                let v: Vec<f64> = side.iter().filter_map(|l| l.get(r).copied()).collect();
+                v.iter().sum::<f64>() / v.len().max(1) as f64
             })
             .collect()
     }
 
-    /// Median and 95% bootstrap interval of the per-round ratios runner / static median.
+    /// Per round, kem-runner's mean over its layouts (what its batch measured).
+    pub fn runner_mean(&self) -> Vec<f64> {
+        Self::mean(&self.runner, self.rounds())
+    }
+
+    /// Per round, the references' mean over the layouts: "a static build" of that round.
+    pub fn static_mean(&self) -> Vec<f64> {
+        Self::mean(&self.reference, self.rounds())
+    }
+
+    /// Median and 95% bootstrap interval of the per-round ratios runner / static, both
+    /// means over the layouts.
     pub fn ratio(&self, seed: u64) -> Option<Estimate> {
         stats::median_ci(
-            &stats::paired_ratios(&self.static_median(), &self.runner),
+            &stats::paired_ratios(&self.static_mean(), &self.runner_mean()),
             seed,
             stats::BOOTSTRAP_RESAMPLES,
         )
     }
 
-    /// Each layout's median per-round ratio to the static median: how far the static
-    /// builds spread.
+    /// Per layout, the median per-round ratio kem-runner / reference in that layout.
     pub fn layout_ratios(&self) -> Vec<f64> {
-        let m = self.static_median();
-        self.layouts
+        self.runner
+            .iter()
+            .zip(&self.reference)
+            .map(|(a, b)| stats::median(&stats::paired_ratios(b, a)).unwrap_or(f64::NAN))
+            .collect()
+    }
+
+    /// Per layout, the median per-round ratio of its reference to the references' mean:
+    /// how far the link orders themselves spread.
+    pub fn layout_spread(&self) -> Vec<f64> {
+        let m = self.static_mean();
+        self.reference
             .iter()
             .map(|l| stats::median(&stats::paired_ratios(&m, l)).unwrap_or(f64::NAN))
             .collect()
@@ -246,9 +257,11 @@ impl FidelityRow {
 pub struct Fidelity {
     /// Paths of the static reference executables, one per layout.
     pub references: Vec<PathBuf>,
+    /// The layouts' names (`listed`, `reversed`, ...).
+    pub layouts: Vec<String>,
     /// Their ELF kind ([`static_elf_kind`]; the same for all).
     pub reference_kind: String,
-    /// The campaign's object kem-runner timed.
+    /// The campaign's object kem-runner timed (and its other layouts, if any).
     pub object: PathBuf,
     /// Core every side ran on.
     pub cpu: usize,
@@ -318,7 +331,12 @@ pub fn fidelity(
     );
     let spec = ReferenceSpec {
         cc: ctx.campaign.system.cc.clone(),
-        flags: build.flags.clone(),
+        flags: build
+            .flags
+            .iter()
+            .chain(&build.codegen_flags)
+            .cloned()
+            .collect(),
         includes,
         sources,
         namespace: build.namespace.clone(),
@@ -326,14 +344,20 @@ pub fn fidelity(
         api: build.api.clone(),
     };
     let dir = ctx.out.join("bench").join(instance.replace('/', "__"));
+    // The campaign's layouts: the object as listed, then the build's other link orders.
+    let object = ctx.out.join(&build.object);
+    let objects: Vec<PathBuf> = std::iter::once(object.clone())
+        .chain(build.layouts.iter().map(|l| ctx.out.join(&l.object)))
+        .collect();
+    let layouts: Vec<String> = (0..objects.len()).map(link::name).collect();
     let mut references = Vec::new();
     let mut reference_kind = String::new();
-    for layout in LAYOUTS {
+    for (j, name) in layouts.iter().enumerate() {
         let spec = ReferenceSpec {
-            sources: layout_sources(&spec.sources, layout),
+            sources: link::order(&spec.sources, j),
             ..spec.clone()
         };
-        let (exe, _) = build_reference(&spec, &dir.join(layout), &ctx.sandbox)?;
+        let (exe, _) = build_reference(&spec, &dir.join(name), &ctx.sandbox)?;
         reference_kind = static_elf_kind(&exe)?;
         references.push(exe);
     }
@@ -341,9 +365,9 @@ pub fn fidelity(
     // Children inherit this thread's affinity: the reference runs on the bench core too.
     kem_native::sys::set_thread_affinity(&[cpu])
         .map_err(Error::io(format_args!("pinning to core {cpu}")))?;
-    let object = ctx.out.join(&build.object);
     // Both sides run the submission's code: contained like the campaign's timing steps.
     let mut jail = Jail::runner(&ctx.runner, &object, &build.api_h, &dir, DEFAULT_MEMORY);
+    jail.read.extend(objects.iter().skip(1).cloned());
     jail.read.extend(references.iter().cloned());
     let seed = crate::run::session::fresh_seed();
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
@@ -351,7 +375,7 @@ pub fn fidelity(
     for op in Op::ALL {
         let log_path = dir.join(format!("{}.log", op.name()));
         let mut log = exec::open_log(&log_path).map_err(Error::io(log_path.display()))?;
-        let runner_args: Vec<String> = [
+        let mut runner_args: Vec<String> = [
             "serve",
             "--lib",
             &object.display().to_string(),
@@ -374,6 +398,9 @@ pub fn fidelity(
         ]
         .map(String::from)
         .to_vec();
+        for o in &objects[1..] {
+            runner_args.extend(["--layout".to_string(), o.display().to_string()]);
+        }
         let mut runner = Side::start(
             ctx.sandbox.command(&ctx.runner, &runner_args, &jail),
             &ctx.runner,
@@ -383,10 +410,11 @@ pub fn fidelity(
             &log_path,
         )?;
         let ready = runner.answer(&[READY, DONE], "kem-runner", &mut log)?;
-        let iters = serde_json::from_str::<Ready>(&ready)
+        let calibrated = serde_json::from_str::<Ready>(&ready)
             .map_err(|e| Error::Tool(format!("kem-runner serve: unreadable `ready` line: {e}")))?
             .calibration
             .iters;
+        let per = kem_native::serve::per_layout(calibrated, objects.len());
         let ref_args = vec![op.name().to_string()];
         let mut sides = Vec::new();
         for exe in &references {
@@ -403,12 +431,12 @@ pub fn fidelity(
         }
         let mut row = FidelityRow {
             op,
-            iters,
-            runner: Vec::with_capacity(rounds),
-            layouts: vec![Vec::with_capacity(rounds); references.len()],
+            iters: per,
+            runner: vec![Vec::with_capacity(rounds); objects.len()],
+            reference: vec![Vec::with_capacity(rounds); references.len()],
         };
         for _ in 0..rounds {
-            // Position 0 is kem-runner, 1.. the layouts.
+            // Position 0 is kem-runner (all its layouts in one batch), 1.. the references.
             let mut order: Vec<usize> = (0..=sides.len()).collect();
             order.shuffle(&mut rng);
             for who in order {
@@ -418,10 +446,16 @@ pub fn fidelity(
                     let b: BatchReply = serde_json::from_str(&json).map_err(|e| {
                         Error::Tool(format!("kem-runner serve: unreadable `batch` line: {e}"))
                     })?;
-                    row.runner.push(b.cycles as f64 / b.iters.max(1) as f64);
+                    if b.layout_cycles.is_empty() {
+                        row.runner[0].push(b.cycles as f64 / b.iters.max(1) as f64);
+                    } else {
+                        for (l, c) in row.runner.iter_mut().zip(&b.layout_cycles) {
+                            l.push(*c as f64 / per as f64);
+                        }
+                    }
                 } else {
                     let side = &mut sides[who - 1];
-                    side.ask(&iters.to_string())?;
+                    side.ask(&per.to_string())?;
                     let cycles: u64 = side
                         .answer(&["cycles"], "minimal_loop", &mut log)?
                         .trim()
@@ -429,7 +463,7 @@ pub fn fidelity(
                         .map_err(|e| {
                             Error::Tool(format!("minimal_loop: unreadable answer: {e}"))
                         })?;
-                    row.layouts[who - 1].push(cycles as f64 / iters.max(1) as f64);
+                    row.reference[who - 1].push(cycles as f64 / per as f64);
                 }
             }
         }
@@ -440,15 +474,17 @@ pub fn fidelity(
         rows.push(row);
     }
     let values = dir.join("fidelity.csv");
-    let mut csv = String::from("op,round,calls,runner_cycles_per_op");
-    for layout in LAYOUTS {
-        let _ = write!(csv, ",static_{}_cycles_per_op", layout.replace('-', "_"));
+    let mut csv = String::from("op,round,calls_per_layout");
+    for side in ["runner", "static"] {
+        for name in &layouts {
+            let _ = write!(csv, ",{side}_{}_cycles_per_op", name.replace('-', "_"));
+        }
     }
     csv.push('\n');
     for r in &rows {
-        for (i, a) in r.runner.iter().enumerate() {
-            let _ = write!(csv, "{},{},{},{a:.1}", r.op.name(), i + 1, r.iters);
-            for l in &r.layouts {
+        for i in 0..r.rounds() {
+            let _ = write!(csv, "{},{},{}", r.op.name(), i + 1, r.iters);
+            for l in r.runner.iter().chain(&r.reference) {
                 let _ = write!(csv, ",{:.1}", l.get(i).copied().unwrap_or(f64::NAN));
             }
             csv.push('\n');
@@ -457,6 +493,7 @@ pub fn fidelity(
     std::fs::write(&values, csv).map_err(Error::io(values.display()))?;
     Ok(Fidelity {
         references,
+        layouts,
         reference_kind,
         object,
         cpu,
@@ -531,26 +568,44 @@ pub fn fidelity_table(instance: &str, fid: &Fidelity) -> String {
         .and_then(|p| p.parent())
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    let n = fid.layouts.len();
+    let (linked, ratio, per_layout) = if n == 1 {
+        (
+            "linked in the object's order, anchored like it".to_string(),
+            "kem-runner / the static reference, per round",
+            String::new(),
+        )
+    } else {
+        (
+            format!("linked in the object's {n} orders, anchored like them"),
+            "kem-runner / the static reference, each the mean over the layouts, per round; \
+             per layout: kem-runner / reference in that layout, and the reference / the references' mean",
+            format!("  per layout ({}): runner/static, static/mean", fid.layouts.join(" ")),
+        )
+    };
     let mut out = format!(
         "bench fidelity: {instance}, kem-runner on the campaign's object vs an independent static reference\n\
          object:     {}\n\
-         reference:  {dir}/{{{}}}/minimal_loop ({}; the same sources and flags, compiled again, \
-         linked in {} orders)\n\
+         reference:  {dir}/{{{}}}/minimal_loop ({}; the same sources and flags, compiled again, {linked})\n\
          randomness: getrandom(2) on every call on all sides\n\
          rounds:     one batch of each per round, shuffled order (seed {}), all on core {}\n\
          values:     {}\n\
-         ratio:      kem-runner / the round's median of the static layouts; layouts: each one / that median\n\
-         op       rounds  calls/batch  runner cycles/op  static cycles/op  ratio (95% CI)                     layouts ({})\n",
+         ratio:      {ratio}\n\
+         op       rounds  calls/layout  runner cycles/op  static cycles/op  ratio (95% CI){per_layout}\n",
         fid.object.display(),
-        LAYOUTS.join(","),
+        fid.layouts.join(","),
         fid.reference_kind,
-        LAYOUTS.len(),
         fid.seed,
         fid.cpu,
         fid.values.display(),
-        LAYOUTS.join(" ")
     );
     let med = |v: &[f64]| stats::median(v).unwrap_or(f64::NAN);
+    let three = |v: Vec<f64>| {
+        v.iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     for r in &fid.rows {
         let Some(e) = r.ratio(fid.seed) else {
             let _ = writeln!(out, "{:<8} no rounds", r.op.name());
@@ -561,20 +616,23 @@ pub fn fidelity_table(instance: &str, fid: &Fidelity) -> String {
         } else {
             format!("OUTSIDE {lo}-{hi}")
         };
-        let layouts = r
-            .layout_ratios()
-            .iter()
-            .map(|x| format!("{x:.3}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let layouts = if n == 1 {
+            String::new()
+        } else {
+            format!(
+                "  {}, {}",
+                three(r.layout_ratios()),
+                three(r.layout_spread())
+            )
+        };
         let _ = writeln!(
             out,
-            "{:<8} {:>6}  {:>11}  {:>16.0}  {:>16.0}  {:.4} ({:.4}-{:.4}) {verdict:<17}  {layouts}",
+            "{:<8} {:>6}  {:>12}  {:>16.0}  {:>16.0}  {:.4} ({:.4}-{:.4}) {verdict:<17}{layouts}",
             r.op.name(),
-            r.runner.len(),
+            r.rounds(),
             r.iters,
-            med(&r.runner),
-            med(&r.static_median()),
+            med(&r.runner_mean()),
+            med(&r.static_mean()),
             e.median,
             e.ci_low,
             e.ci_high
@@ -588,49 +646,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn layouts_are_fixed_permutations_of_the_sources() {
-        let sources: Vec<PathBuf> = (0..8).map(|i| PathBuf::from(format!("{i}.c"))).collect();
-        let orders: Vec<Vec<PathBuf>> = LAYOUTS
-            .iter()
-            .map(|l| layout_sources(&sources, l))
-            .collect();
-        assert_eq!(orders[0], sources);
-        assert_eq!(orders[1], sources.iter().rev().cloned().collect::<Vec<_>>());
-        for (layout, order) in LAYOUTS.iter().zip(&orders) {
-            let mut sorted = order.clone();
-            sorted.sort();
-            assert_eq!(sorted, sources, "{layout} is a permutation");
-            // Seeded: the same order on every run.
-            assert_eq!(&layout_sources(&sources, layout), order, "{layout}");
-        }
-        // Four different link orders.
-        for i in 0..orders.len() {
-            for j in i + 1..orders.len() {
-                assert_ne!(orders[i], orders[j], "{} vs {}", LAYOUTS[i], LAYOUTS[j]);
-            }
-        }
-    }
-
-    #[test]
-    fn runner_is_compared_with_the_median_of_the_layouts_round_by_round() {
+    fn runner_and_reference_are_compared_round_by_round_as_means_over_layouts() {
         let row = FidelityRow {
             op: Op::Keygen,
             iters: 10,
-            runner: vec![100.0, 200.0, 100.0],
             // Round 2 ran on a host twice as slow: every side doubled.
-            layouts: vec![
-                vec![90.0, 180.0, 90.0],
-                vec![100.0, 200.0, 100.0],
-                vec![110.0, 220.0, 110.0],
-                vec![120.0, 240.0, 120.0],
-            ],
+            runner: vec![vec![100.0, 200.0, 100.0], vec![120.0, 240.0, 120.0]],
+            reference: vec![vec![100.0, 200.0, 100.0], vec![100.0, 200.0, 100.0]],
         };
-        assert_eq!(row.static_median(), vec![105.0, 210.0, 105.0]);
+        assert_eq!(row.rounds(), 3);
+        assert_eq!(row.runner_mean(), vec![110.0, 220.0, 110.0]);
+        assert_eq!(row.static_mean(), vec![100.0, 200.0, 100.0]);
         let e = row.ratio(7).unwrap();
-        assert!((e.median - 100.0 / 105.0).abs() < 1e-12, "{e:?}");
+        assert!((e.median - 1.1).abs() < 1e-12, "{e:?}");
         assert!((e.ci_low - e.ci_high).abs() < 1e-12, "{e:?}");
-        let spread = row.layout_ratios();
-        assert!((spread[0] - 90.0 / 105.0).abs() < 1e-12);
-        assert!((spread[3] - 120.0 / 105.0).abs() < 1e-12);
+        let per = row.layout_ratios();
+        assert!(
+            (per[0] - 1.0).abs() < 1e-12 && (per[1] - 1.2).abs() < 1e-12,
+            "{per:?}"
+        );
+        assert_eq!(row.layout_spread(), vec![1.0, 1.0]);
     }
 }

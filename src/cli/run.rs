@@ -138,27 +138,30 @@ fn run_campaign(
         None => rec.finished = Some(now),
     }
     // A run that ran nothing and found every step as the last run left it adds no evidence:
-    // the campaign record (its command, environment and `ran` flags) and the reports stay
-    // those of the run that measured (rendering them again took 0.7 of the 1.2 s of a
-    // no-op re-run of the corpus campaign).
+    // the campaign record keeps the command, environment and times of the run whose
+    // evidence the records are, only its `ran` flags say that this run ran nothing; the
+    // reports, which do not show those flags, are already what rendering would give
+    // (rendering them again took 0.7 of the 1.2 s of a no-op re-run of the corpus campaign).
+    let previous = previous
+        .as_deref()
+        .and_then(|b| serde_json::from_slice::<CampaignRecord>(b).ok());
     let unchanged = !summary.interrupted
         && !summary.outcomes.values().any(|o| o.ran)
         && ctx.out.join("reports").is_dir()
-        && previous
-            .as_deref()
-            .and_then(|b| serde_json::from_slice::<CampaignRecord>(b).ok())
-            .is_some_and(|p| {
-                p.steps.len() == rec.steps.len()
-                    && p.steps
-                        .iter()
-                        .zip(&rec.steps)
-                        .all(|(a, b)| (&a.id, a.status, &a.reason) == (&b.id, b.status, &b.reason))
-            });
-    match (&previous, unchanged) {
-        (Some(bytes), true) => record::write_atomic(&campaign_json, bytes),
-        _ => record::write_json(&campaign_json, &rec),
+        && previous.as_ref().is_some_and(|p| {
+            p.steps.len() == rec.steps.len()
+                && p.steps
+                    .iter()
+                    .zip(&rec.steps)
+                    .all(|(a, b)| (&a.id, a.status, &a.reason) == (&b.id, b.status, &b.reason))
+        });
+    if let (true, Some(mut p)) = (unchanged, previous) {
+        for st in &mut p.steps {
+            st.ran = false;
+        }
+        rec = p;
     }
-    .map_err(Error::io(campaign_json.display()))?;
+    record::write_json(&campaign_json, &rec).map_err(Error::io(campaign_json.display()))?;
 
     // Re-render every report now that the campaign's end is known; the index covers
     // everything with a record, not only this run's steps.

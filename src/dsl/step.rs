@@ -179,6 +179,29 @@ pub(super) fn lower_step<'n>(
     {
         params.samples = v;
     }
+    if let Some(e) = props.get("layouts") {
+        let max = crate::run::steps::link::MAX_LAYOUTS;
+        match cx.expect_int_as::<u32>(e, "layouts", 1) {
+            Some(v) if v > max => {
+                let span = cx.value_span(e);
+                cx.error(
+                    span,
+                    "too many",
+                    format!("`layouts` is at most {max} (link orders timed in every batch)"),
+                );
+            }
+            Some(v) if v > 1 && !exclusive => {
+                let span = cx.value_span(e);
+                cx.error(
+                    span,
+                    "needs the timing session",
+                    "`layouts` above 1 needs `exclusive=#true`: the link orders are timed together in the timing session",
+                );
+            }
+            Some(v) => params.layouts = v,
+            None => {}
+        }
+    }
     if let Some(v) = props
         .get("iters")
         .and_then(|e| cx.expect_int_as::<u64>(e, "iters", 1))

@@ -24,7 +24,7 @@ h1{font-size:1.5rem;margin:.6rem 0}h2{font-size:1.25rem;margin-top:2rem;border-b
 .scroll{overflow-x:auto;margin:.6rem 0}table{border-collapse:collapse;font-size:.88rem}th,td{border:1px solid #d5dae1;padding:.25rem .5rem;text-align:left;vertical-align:top}\
 th{background:#eef1f5}tbody tr:nth-child(even){background:#f8f9fb}code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em;background:#f1f3f6;padding:0 .2em;border-radius:3px}td code{white-space:nowrap}\
 .crumb{color:#5b6575;font-size:.9rem}.systems{display:flex;gap:2rem;overflow-x:auto;align-items:flex-start}.systems>section{flex:1 1 0;min-width:640px}\
-figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#5b6575;margin-top:.3rem}\
+figure{margin:1.2rem 0;overflow-x:auto}figcaption{font-size:.85rem;color:#5b6575;margin-top:.3rem}\
 svg.chart{display:block;font-family:inherit;background:#fff;width:100%;height:auto}svg.narrow{display:none}svg .ebar{stroke:#1d2430;stroke-width:1.2;fill:none}svg .grid{stroke:#e3e7ec;stroke-width:1}svg .axis{stroke:#8a94a3}svg .gline{stroke:#8a94a3;stroke-width:2}svg .leader{stroke:#8a94a3;stroke-width:.8}\
 svg .tick{fill:#4a5260}svg .lbl{fill:#1d2430}svg .grp{font-weight:600;fill:#1d2430}svg .ct{font-weight:600;fill:#1d2430}\
 @media (max-width:719.98px){body{padding:.5rem .75rem}h1{font-size:1.3rem}.systems{display:block}.systems>section{min-width:0}svg.wide{display:none}svg.narrow{display:block}table{font-size:.82rem}th,td{white-space:nowrap}td.long{white-space:normal;min-width:16rem}}";

@@ -197,6 +197,10 @@ impl Results {
                                 .map(|b| b.flags_profile.clone())
                                 .or_else(|| inst.flags_profile(&view.build_flags)),
                             static_bytes: static_bytes(inst),
+                            layouts: inst
+                                .record(StepKind::Build)
+                                .and_then(view::build_data)
+                                .map(|b| 1 + b.layouts.len() as u32),
                             pk,
                             sk,
                             ct,

@@ -32,6 +32,7 @@ are counter ticks per operation; times are nanoseconds per operation.
       "kat": "PASS" | "MISMATCH" | "NOKAT" | "FAIL" | "skipped" | "failed" | ... | null,
       "kat_modes": [ { "mode": "single", "status": "PASS" } ],
       "build_flags": "guide" | null, "static_bytes": 12345 | null,
+      "layouts": link orders of the object every timing figure is the mean over | null,
       "pk": 800, "sk": 1632, "ct": 768, "ss": 32,          (each | null)
       "survey": "provided-only" | "bypass" | "mixed" | null,
       "ops": [ {
@@ -95,6 +96,9 @@ pub struct ResultInstance {
     pub kat_modes: Vec<KatModeStatus>,
     pub build_flags: Option<String>,
     pub static_bytes: Option<u64>,
+    /// Link orders of the object the timing figures are the mean over (the build record's).
+    #[serde(default)]
+    pub layouts: Option<u32>,
     pub pk: Option<u64>,
     pub sk: Option<u64>,
     pub ct: Option<u64>,

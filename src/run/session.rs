@@ -65,6 +65,9 @@ pub struct Member {
     /// For messages: `ml-kem/ML-KEM-512-clean/time:keygen`.
     pub label: String,
     pub object: PathBuf,
+    /// The same code linked in other orders, timed in every batch with `object` (the
+    /// build's `layouts`; see `run::steps::link`).
+    pub layouts: Vec<PathBuf>,
     pub api_h: PathBuf,
     pub namespace: String,
     pub op: String,
@@ -354,7 +357,13 @@ pub fn run(
             "--samples".into(),
             l.m.samples.to_string(),
         ]
-        .into();
+        .into_iter()
+        .chain(
+            l.m.layouts
+                .iter()
+                .flat_map(|p| ["--layout".to_string(), p.display().to_string()]),
+        )
+        .collect();
         let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
             .chain(args.iter().cloned())
             .collect();

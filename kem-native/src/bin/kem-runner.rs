@@ -51,7 +51,9 @@ use kem_native::output::{
 use kem_native::profile::{profile_op, ProfileApi};
 use kem_native::serve::{self, BatchReply, Ready, SchedSnapshot};
 use kem_native::timer;
-use kem_native::timing::{check_rc, measure_overhead, prepare, time_op, Op, OpCall, TimeConfig};
+use kem_native::timing::{
+    check_rc, measure_overhead, prepare, time_op, Batch, Op, OpCall, TimeConfig,
+};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, Write as _};
@@ -63,7 +65,7 @@ const USAGE: &str =
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
-serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
+serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...]; \
 count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
 ct: --op keygen|enc|dec [--runs N])";
 
@@ -85,7 +87,15 @@ const JOBS: &[(&str, &[&str])] = &[
     ("profile", &["op", "cpu", "iters", "rng"]),
     (
         "serve",
-        &["op", "cpu", "batch-ns", "min-iters", "samples", "rng"],
+        &[
+            "op",
+            "cpu",
+            "batch-ns",
+            "min-iters",
+            "samples",
+            "rng",
+            "layout",
+        ],
     ),
     ("count", &["op", "rng", "iters", "seed"]),
     ("ct", &["op", "runs"]),
@@ -98,6 +108,8 @@ const OBJECT: &[&str] = &["lib", "api", "ns"];
 struct Args {
     job: &'static str,
     values: HashMap<&'static str, String>,
+    /// `--layout`, the one option that may repeat (`serve`).
+    layouts: Vec<String>,
 }
 
 impl Args {
@@ -108,6 +120,7 @@ impl Args {
             .find(|(name, _)| name == word)
             .ok_or_else(|| UsageError::UnknownJob(word.clone()))?;
         let mut values = HashMap::new();
+        let mut layouts = Vec::new();
         let mut it = argv[1..].iter();
         while let Some(flag) = it.next() {
             let key = flag
@@ -124,11 +137,17 @@ impl Args {
             let value = it
                 .next()
                 .ok_or_else(|| UsageError::NoValue(key.to_string()))?;
-            if values.insert(key, value.clone()).is_some() {
+            if key == "layout" {
+                layouts.push(value.clone());
+            } else if values.insert(key, value.clone()).is_some() {
                 return Err(UsageError::Twice(key.to_string()));
             }
         }
-        Ok(Args { job, values })
+        Ok(Args {
+            job,
+            values,
+            layouts,
+        })
     }
 
     fn get(&self, key: &'static str) -> Result<&str, UsageError> {
@@ -295,6 +314,7 @@ fn time_start(
         },
         calibration,
         warmup_iters: 0,
+        layouts: Vec::new(),
         trials: Vec::new(),
         samples: Vec::new(),
         overhead: Overhead::default(),
@@ -365,7 +385,8 @@ fn say(channel: &mut File, word: &str, json: &str) -> Result<(), SysError> {
 }
 
 /// `serve`: the protocol lines go to `channel`, the record channel; whatever the KEM writes
-/// to file descriptor 1 lands on stderr.
+/// to file descriptor 1 lands on stderr. With `--layout` objects, every batch times all of
+/// them (see `kem_native::serve`).
 fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
     let op = args.op()?;
     let cpu: Option<usize> = args.opt_num("cpu")?;
@@ -375,9 +396,19 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
     let rng = args.timing_rng()?;
     let mut channel = channel.try_clone().map_err(SysError::ShareChannel)?;
     let kem = args.load()?;
+    let layouts = args.layouts.clone();
+    let names: Vec<String> = if layouts.is_empty() {
+        Vec::new()
+    } else {
+        std::iter::once(args.get("lib")?.to_string())
+            .chain(layouts.iter().cloned())
+            .collect()
+    };
+    let ns = args.get("ns")?.to_string();
     let out = run_on_big_stack(move || -> Result<TimeOutput, RunnerError> {
         let calibration = Calibration::unmeasured(batch_ns, min_iters);
         let (mut record, mut bufs) = time_start(op, &kem, cpu, rng, calibration)?;
+        record.layouts = names;
         let perf = timer::PerfCycles::open();
         record.core_cycles = match &perf {
             Ok(_) => CoreCycles::Available,
@@ -389,8 +420,8 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
             record.failure = Some(e.to_string());
             return Ok(record);
         }
-        let call = OpCall::new(op, &kem, &mut bufs);
-        let (warm, cal) = match serve::warm_and_calibrate(op, &call, batch_ns, min_iters)
+        let first = OpCall::new(op, &kem, &mut bufs);
+        let (warm, cal) = match serve::warm_and_calibrate(op, &first, batch_ns, min_iters)
             .and_then(|c| bufs.check_all(op.c_name()).map(|_| c))
         {
             Ok(c) => c,
@@ -399,7 +430,37 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
                 return Ok(record);
             }
         };
-        let iters = cal.iters;
+        // The other layouts: loaded once the listed object has run, so that the peak RSS
+        // is that of one object, as without layouts; every layout runs on the same buffers
+        // (the same code, linked in another order).
+        let single_peak = (!layouts.is_empty()).then(|| status_kib("VmHWM"));
+        let mut others = Vec::new();
+        for l in &layouts {
+            match Kem::load(Path::new(l), &ns, kem.sizes.clone()) {
+                Ok(k) => others.push(k),
+                Err(e) => {
+                    record.failure = Some(format!("layout {l}: {e}"));
+                    return Ok(record);
+                }
+            }
+        }
+        let calls: Vec<OpCall> = std::iter::once(first)
+            .chain(others.iter().map(|k| OpCall::new(op, k, &mut bufs)))
+            .collect();
+        let k = calls.len();
+        let per = serve::per_layout(cal.iters, k);
+        let mut warm = warm;
+        for (j, c) in calls.iter().enumerate().skip(1) {
+            match serve::warm_up(op, c, batch_ns / k as u64)
+                .and_then(|w| bufs.check_all(op.c_name()).map(|_| w))
+            {
+                Ok(w) => warm += w,
+                Err(e) => {
+                    record.failure = Some(format!("layout {}: {e}", record.layouts[j]));
+                    return Ok(record);
+                }
+            }
+        }
         record.warmup_iters = warm;
         record.calibration = cal.clone();
         say(
@@ -427,22 +488,42 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
             match line.trim() {
                 "batch" => {
                     let before = SchedSnapshot::read();
-                    let (b, cc) = match perf.as_mut() {
+                    // Each layout in turn, starting with a different one each batch.
+                    let start = record.trials.len() % k;
+                    let run_all = || {
+                        let mut each = vec![Batch::default(); k];
+                        for step in 0..k {
+                            let j = (start + step) % k;
+                            each[j] = calls[j].batch(false, per);
+                        }
+                        each
+                    };
+                    let (each, cc) = match perf.as_mut() {
                         Some(p) => {
                             p.reset_enable();
-                            let b = call.batch(false, iters);
-                            (b, p.disable_read())
+                            let each = run_all();
+                            (each, p.disable_read())
                         }
-                        None => (call.batch(false, iters), None),
+                        None => (run_all(), None),
                     };
                     let own = SchedSnapshot::read().since(&before);
+                    let iters = per * k as u64;
+                    let cycles: u64 = each.iter().map(|b| b.ticks).sum();
+                    let ns: u64 = each.iter().map(|b| b.ns).sum();
+                    let rc_or = each.iter().fold(0, |a, b| a | b.rc_or);
+                    let layout_cycles: Vec<u64> = if k > 1 {
+                        each.iter().map(|b| b.ticks).collect()
+                    } else {
+                        Vec::new()
+                    };
                     record.trials.push(kem_native::output::Trial {
                         iters,
-                        cycles: b.ticks,
-                        ns: b.ns,
+                        cycles,
+                        ns,
                         core_cycles: cc,
+                        layout_cycles: layout_cycles.clone(),
                     });
-                    let checked = check_rc(op, b.rc_or, &format!("batch {}", record.trials.len()))
+                    let checked = check_rc(op, rc_or, &format!("batch {}", record.trials.len()))
                         .and_then(|_| {
                             bufs.check_all(op.c_name())
                                 .map_err(|e| e.during("during the batches"))
@@ -456,10 +537,11 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
                         serve::BATCH,
                         &to_json(&BatchReply {
                             iters,
-                            cycles: b.ticks,
-                            ns: b.ns,
+                            cycles,
+                            ns,
                             core_cycles: cc,
                             own,
+                            layout_cycles,
                         })?,
                     )?;
                 }
@@ -467,15 +549,25 @@ fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
                 other => return Err(UsageError::Command(other.to_string()).into()),
             }
         }
-        let mut single = vec![0u64; samples as usize];
-        let rc = call.samples(false, &mut single);
+        // The single-call samples, layout by layout, the same number each (to within one).
+        let mut single = Vec::with_capacity(samples as usize);
+        let mut rc = 0;
+        for (j, c) in calls.iter().enumerate() {
+            let n = samples as usize / k + usize::from(j < samples as usize % k);
+            let mut part = vec![0u64; n];
+            rc |= c.samples(false, &mut part);
+            single.extend(part);
+        }
         record.samples = single;
         if let Err(e) = check_rc(op, rc, "the single-call samples") {
             record.failure = Some(e.to_string());
             return Ok(record);
         }
-        record.overhead = measure_overhead(&call);
-        finish_memory(op, &call, &bufs, &mut record);
+        record.overhead = measure_overhead(&calls[0]);
+        finish_memory(op, &calls[0], &bufs, &mut record);
+        if single_peak.is_some() {
+            record.memory.peak_rss_kib = single_peak.flatten();
+        }
         Ok(record)
     })??;
     Outcome::of(&format!("{} ", serve::DONE), &out, &out.failure)

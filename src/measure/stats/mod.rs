@@ -331,6 +331,7 @@ mod tests {
                 min_iters: 20,
             },
             warmup_iters: 1,
+            layouts: Vec::new(),
             trials: trials
                 .iter()
                 .map(|&(iters, cycles, ns)| Trial {
@@ -338,6 +339,7 @@ mod tests {
                     cycles,
                     ns,
                     core_cycles: None,
+                    layout_cycles: Vec::new(),
                 })
                 .collect(),
             samples: samples.to_vec(),

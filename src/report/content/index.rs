@@ -375,6 +375,7 @@ mod tests {
                 .collect(),
             build_flags: None,
             static_bytes: None,
+            layouts: None,
             pk: None,
             sk: None,
             ct: None,

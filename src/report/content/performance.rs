@@ -219,6 +219,7 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
             }
         }
     }
+    layout_spread(doc, sub);
     super::profiles::profiles_compared(doc, sub);
     super::counts::instructions_table(doc, sub);
     build_commands(doc, sub);
@@ -234,10 +235,63 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
     }
 }
 
+/// How far the link orders of the timed objects spread (`layouts=`): per instance and
+/// operation, each order's median per-call cycles over its shares of the batches, the
+/// widest (max - min) / mean said in one sentence.
+fn layout_spread(doc: &mut Doc, sub: &SubmissionView) {
+    let med = |v: Vec<f64>| crate::measure::stats::median(&v).unwrap_or(f64::NAN);
+    let mut widest: Option<(f64, String)> = None;
+    let (mut timed, mut orders) = (0, 0);
+    for inst in &sub.instances {
+        for (op, r) in inst.ops(StepKind::Time) {
+            let Some(t) = r.and_then(view::time_data) else {
+                continue;
+            };
+            let k = t.output.layouts.len();
+            let trials: Vec<_> = t
+                .output
+                .trials
+                .iter()
+                .filter(|tr| tr.layout_cycles.len() == k && tr.iters >= k as u64)
+                .collect();
+            if k < 2 || trials.is_empty() {
+                continue;
+            }
+            let each: Vec<f64> = (0..k)
+                .map(|j| {
+                    med(trials
+                        .iter()
+                        .map(|tr| tr.layout_cycles[j] as f64 / (tr.iters / k as u64) as f64)
+                        .collect())
+                })
+                .collect();
+            let mean = each.iter().sum::<f64>() / k as f64;
+            let lo = each.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = each.iter().copied().fold(0.0, f64::max);
+            let spread = (hi - lo) / mean;
+            timed += 1;
+            orders = k;
+            if widest.as_ref().is_none_or(|(w, _)| spread > *w) {
+                widest = Some((spread, format!("{} {}", code(&inst.id), op.name())));
+            }
+        }
+    }
+    if let Some((w, what)) = widest {
+        doc.p(format!(
+            "Link orders: every figure above is the mean over {orders} link orders of the \
+             object, timed in every batch (listed below). Each order's median over its \
+             shares of the batches spreads, from the fastest to the slowest, by up to {:.1}% \
+             of their mean over the {timed} operations ({what}); the time records keep every \
+             batch's share per order (`layout_cycles`).",
+            w * 100.0
+        ));
+    }
+}
+
 /// The compile and link flags the timed objects were really built with, from the build
 /// records (the generated version script named by its file name, not its path).
 pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
-    let mut combos: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut combos: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
     for inst in &sub.instances {
         let Some(b) = inst.record(StepKind::Build).and_then(view::build_data) else {
             continue;
@@ -256,10 +310,25 @@ pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
                 ),
                 None => f.clone(),
             });
+        // Where the linker put the KEM's code (run::steps::link).
+        let placement = match (&b.anchor_object, b.layouts.len()) {
+            (None, _) => String::new(),
+            (Some(_), 0) => ", the KEM's objects after `ngcc_anchor.o` (page-anchored)".into(),
+            (Some(_), n) => format!(
+                ", the KEM's objects after `ngcc_anchor.o` (page-anchored) in {} link orders \
+                 ({}), all timed in every batch: a figure is the mean over them",
+                n + 1,
+                std::iter::once("listed")
+                    .chain(b.layouts.iter().map(|l| l.name.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         combos
             .entry((
                 format!("{} {}", b.cc, compile.collect::<Vec<_>>().join(" ")),
                 link.collect::<Vec<_>>().join(" "),
+                placement,
             ))
             .or_default()
             .push(inst.id.clone());
@@ -271,14 +340,14 @@ pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
     doc.list(
         combos
             .into_iter()
-            .map(|((compile, link), ids)| {
+            .map(|((compile, link, placement), ids)| {
                 let link = if link.is_empty() {
                     "flags not recorded".to_string()
                 } else {
                     code(&link)
                 };
                 format!(
-                    "{}: compiled with {}, linked with {}",
+                    "{}: compiled with {}, linked with {}{placement}",
                     ids.iter().map(|i| code(i)).collect::<Vec<_>>().join(", "),
                     code(&compile),
                     link

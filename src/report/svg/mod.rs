@@ -185,13 +185,19 @@ impl Layout {
 
 /// `<svg>` opening tag: scales to its box's width, never wider than drawn.
 fn svg_open(s: &mut String, layout: Layout, width: f64, height: f64, label: &str) {
+    // Never scaled below MIN_SCALE: a chart wider than its page (a corpus of 106 instances
+    // is a 5000 px wide one) scrolls in its figure instead of shrinking its labels to 3 px.
     let _ = write!(
         s,
-        r#"<svg class="{}" viewBox="0 0 {width:.0} {height:.0}" width="{width:.0}" height="{height:.0}" style="max-width:{width:.0}px" role="img" aria-label="{}">"#,
+        r#"<svg class="{}" viewBox="0 0 {width:.0} {height:.0}" width="{width:.0}" height="{height:.0}" style="max-width:{width:.0}px;min-width:{:.0}px" role="img" aria-label="{}">"#,
         layout.class(),
+        (width * MIN_SCALE).ceil(),
         esc(label)
     );
 }
+
+/// Smallest scale a chart is drawn at: its smallest text, [`LABEL_PX`], stays at 9.9 px.
+const MIN_SCALE: f64 = 0.9;
 
 /// `text` as one line if it fits `width` at `size` px, else split at the last space that
 /// makes the first line fit.

@@ -14,6 +14,7 @@ pub mod error;
 mod index;
 mod kat;
 mod kind;
+pub mod link;
 mod profile;
 mod report;
 pub mod runner_job;
@@ -491,6 +492,7 @@ fn yardstick_gauge(ctx: &Ctx) -> Option<super::session::Gauge> {
         member: super::session::Member {
             label: "yardstick".into(),
             object: built.object.clone(),
+            layouts: Vec::new(),
             api_h: built.api_h.clone(),
             namespace: yardstick::NAMESPACE.into(),
             op: "keygen".into(),

@@ -43,7 +43,15 @@ impl KindSpec for Kind {
     }
 
     fn props(&self) -> &'static [&'static str] {
-        &["ops", "trials", "trial", "min-iters", "samples", "memory"]
+        &[
+            "ops",
+            "trials",
+            "trial",
+            "min-iters",
+            "samples",
+            "layouts",
+            "memory",
+        ]
     }
 
     fn inputs(
@@ -233,11 +241,18 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
     let object = ctx.out.join(&build.object);
     // The session starts the runner itself (`serve`); the job gives it its scratch and jail.
     let job = RunnerJob::new(step, "serve", &name, &object, &build)?;
-    let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
+    let (scratch, mut jail) = (job.scratch().to_path_buf(), job.jail(step));
+    let layouts: Vec<PathBuf> = build
+        .layouts
+        .iter()
+        .map(|l| ctx.out.join(&l.object))
+        .collect();
+    jail.read.extend(layouts.iter().cloned());
     step.contained = true;
     let member = Member {
         label: step.node.id.clone(),
         object,
+        layouts,
         api_h: build.api_h.clone(),
         namespace: build.namespace.clone(),
         op: op.name().to_string(),

@@ -191,6 +191,13 @@ pub struct BuildData {
     pub layouts: Vec<LayoutObject>,
 }
 
+impl BuildData {
+    /// The other layouts' objects under the output folder `out`.
+    pub fn layout_objects(&self, out: &Path) -> Vec<PathBuf> {
+        self.layouts.iter().map(|l| out.join(&l.object)).collect()
+    }
+}
+
 /// One more link order of a build's objects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutObject {

@@ -347,7 +347,7 @@ pub fn fidelity(
     // The campaign's layouts: the object as listed, then the build's other link orders.
     let object = ctx.out.join(&build.object);
     let objects: Vec<PathBuf> = std::iter::once(object.clone())
-        .chain(build.layouts.iter().map(|l| ctx.out.join(&l.object)))
+        .chain(build.layout_objects(&ctx.out))
         .collect();
     let layouts: Vec<String> = (0..objects.len()).map(link::name).collect();
     let mut references = Vec::new();

@@ -82,7 +82,7 @@ fn run_campaign(
     }
     let campaign_json = ctx.out.join("campaign.json");
     // The campaign record the last run left, kept when this one turns out to change nothing.
-    let previous = std::fs::read(&campaign_json).ok();
+    let previous: Option<CampaignRecord> = record::read_json(&campaign_json).ok().flatten();
     let mut rec = CampaignRecord {
         schema: RECORD_SCHEMA,
         system: ctx.campaign.system.name.clone(),
@@ -142,9 +142,6 @@ fn run_campaign(
     // evidence the records are, only its `ran` flags say that this run ran nothing; the
     // reports, which do not show those flags, are already what rendering would give
     // (rendering them again took 0.7 of the 1.2 s of a no-op re-run of the corpus campaign).
-    let previous = previous
-        .as_deref()
-        .and_then(|b| serde_json::from_slice::<CampaignRecord>(b).ok());
     let unchanged = !summary.interrupted
         && !summary.outcomes.values().any(|o| o.ran)
         && ctx.out.join("reports").is_dir()

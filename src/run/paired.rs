@@ -175,19 +175,13 @@ pub fn measure(
         let (sub, inst, op) = k;
         for (side, (object, build, _)) in [("a", &ta[k]), ("b", &tb[k]), ("aa", &ta[k])] {
             let dir = scratch(b, sub, inst, &format!("{side}__{op}"))?;
-            let mut jail = Jail::runner(runner, object, &build.api_h, &dir, DEFAULT_MEMORY);
+            let jail = Jail::runner(runner, object, &build.api_h, &dir, DEFAULT_MEMORY);
             // The object's other link orders, timed with it as in the run that timed it.
             let folder = if side == "b" { b } else { a };
-            let layouts: Vec<PathBuf> = build
-                .layouts
-                .iter()
-                .map(|l| folder.join(&l.object))
-                .collect();
-            jail.read.extend(layouts.iter().cloned());
             members.push(Member {
                 label: format!("{sub}/{inst} {op} {side}"),
                 object: object.clone(),
-                layouts,
+                layouts: build.layout_objects(folder),
                 api_h: build.api_h.clone(),
                 namespace: build.namespace.clone(),
                 op: op.name().to_string(),

@@ -66,7 +66,7 @@ pub struct Member {
     pub label: String,
     pub object: PathBuf,
     /// The same code linked in other orders, timed in every batch with `object` (the
-    /// build's `layouts`; see `run::steps::link`).
+    /// build's `layouts`; see `run::steps::link`); the session lets the runner read them.
     pub layouts: Vec<PathBuf>,
     pub api_h: PathBuf,
     pub namespace: String,
@@ -368,6 +368,7 @@ pub fn run(
             .chain(args.iter().cloned())
             .collect();
         l.commands.push(shown.clone());
+        l.m.jail.read.extend(l.m.layouts.iter().cloned());
         let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
         match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
             Ok(mut served) => {

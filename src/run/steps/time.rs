@@ -241,18 +241,12 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
     let object = ctx.out.join(&build.object);
     // The session starts the runner itself (`serve`); the job gives it its scratch and jail.
     let job = RunnerJob::new(step, "serve", &name, &object, &build)?;
-    let (scratch, mut jail) = (job.scratch().to_path_buf(), job.jail(step));
-    let layouts: Vec<PathBuf> = build
-        .layouts
-        .iter()
-        .map(|l| ctx.out.join(&l.object))
-        .collect();
-    jail.read.extend(layouts.iter().cloned());
+    let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
     step.contained = true;
     let member = Member {
         label: step.node.id.clone(),
         object,
-        layouts,
+        layouts: build.layout_objects(&ctx.out),
         api_h: build.api_h.clone(),
         namespace: build.namespace.clone(),
         op: op.name().to_string(),

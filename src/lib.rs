@@ -25,6 +25,7 @@ pub mod report;
 pub mod rsp;
 pub mod run;
 pub mod sizes;
+pub mod sources;
 pub mod survey;
 
 /// "ngcc-pipe 0.1.0 (git 3650e3d2f1a0)": the tool's version and the commit it was built

@@ -314,13 +314,9 @@ pub fn fidelity(
         .instance(node)
         .ok_or_else(|| Error::Input("build is per instance".into()))?;
     let root = &source.root;
-    let mut sources = crate::run::steps::build::instance_sources(
-        root,
-        &inst.dir,
-        &inst.exclude,
-        &inst.extra_sources,
-    )
-    .map_err(|e| Error::Input(e.to_string()))?;
+    let mut sources =
+        crate::sources::instance_sources(root, &inst.dir, &inst.exclude, &inst.extra_sources)
+            .map_err(|e| Error::Input(e.to_string()))?;
     sources.extend(sub.primitives.sources.iter().map(|s| root.join(s)));
     let mut includes = vec![format!("-I{}", root.join(&inst.dir).display())];
     includes.extend(

@@ -113,7 +113,7 @@ pub fn deep_check(
                     }
                 }
             }
-            match crate::run::steps::build::instance_sources(
+            match crate::sources::instance_sources(
                 root,
                 &inst.dir,
                 &inst.exclude,

@@ -1,5 +1,5 @@
 //! Lowering of the `step` nodes of a pipeline: the kind, its properties (which ones a
-//! kind takes comes from its [`crate::run::steps::KindSpec`]), then `needs`, checked for
+//! kind takes comes from its [`crate::model::KindTable`]), then `needs`, checked for
 //! unknown steps and cycles.
 
 use std::collections::BTreeMap;
@@ -27,16 +27,13 @@ pub(super) struct StepDraft<'n> {
 /// The properties a step of `kind` takes: the common ones, then its own.
 fn allowed_props(kind: StepKind) -> Vec<&'static str> {
     let mut v = COMMON_PROPS.to_vec();
-    v.extend_from_slice(kind.describe().props());
+    v.extend_from_slice(kind.table().props);
     v
 }
 
 /// Whether some step kind takes property `k` (to tell "does not apply" from "unknown").
 fn is_step_prop(k: &str) -> bool {
-    COMMON_PROPS.contains(&k)
-        || StepKind::ALL
-            .iter()
-            .any(|s| s.describe().props().contains(&k))
+    COMMON_PROPS.contains(&k) || StepKind::ALL.iter().any(|s| s.table().props.contains(&k))
 }
 
 pub(super) fn lower_step<'n>(
@@ -125,7 +122,7 @@ pub(super) fn lower_step<'n>(
         }
     }
     params.instances = lower_instances(cx, n, kind);
-    for p in kind.describe().required_props() {
+    for p in kind.table().required_props {
         if !props.contains_key(p) {
             cx.missing_prop(n, p, &on);
         }
@@ -180,7 +177,7 @@ pub(super) fn lower_step<'n>(
         params.samples = v;
     }
     if let Some(e) = props.get("layouts") {
-        let max = crate::run::steps::link::MAX_LAYOUTS;
+        let max = crate::model::MAX_LAYOUTS;
         match cx.expect_int_as::<u32>(e, "layouts", 1) {
             Some(v) if v > max => {
                 let span = cx.value_span(e);

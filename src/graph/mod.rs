@@ -121,15 +121,15 @@ impl Plan {
         }
         for spec in &campaign.steps {
             let mut needs: Vec<StepKind> = spec.needs.clone();
-            needs.extend_from_slice(spec.kind.describe().data_needs());
-            if spec.kind.describe().collects() {
+            needs.extend_from_slice(spec.kind.table().data_needs);
+            if spec.kind.table().collects {
                 // A report renders whatever the submission measured.
                 needs.extend(
                     campaign
                         .steps
                         .iter()
                         .map(|s| s.kind)
-                        .filter(|k| !k.describe().collects()),
+                        .filter(|k| !k.table().collects),
                 );
             }
             for (si, _) in campaign.submissions.iter().enumerate() {

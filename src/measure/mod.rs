@@ -2,4 +2,5 @@
 
 pub mod env;
 pub mod interference;
+pub mod rounds;
 pub mod stats;

@@ -10,7 +10,7 @@
 //! gives the instruction ratio B/A: exact, no noise to test (counts are deterministic).
 //!
 //! Where both sides timed the same yardstick object in their rounds
-//! ([`crate::run::yardstick`]), the row also gives the host's speed ratio (yardstick median
+//! (`run/yardstick.rs`), the row also gives the host's speed ratio (yardstick median
 //! B/A) and the comparison **adjusted** for it: the same test on each round's cycles divided
 //! by the yardstick's cycles in that round, so that a host that ran slower during B than
 //! during A is not taken for slower code.

@@ -143,7 +143,7 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         drng_share_instr: n.map(|n| n.drng_share),
         yardstick_cycles: y.map(|y| y.estimate.median),
         per_yardstick: y.map(|y| y.relative.median),
-        yardstick_id: y.map(crate::run::session::Yardstick::id),
+        yardstick_id: y.map(crate::record::rounds::Yardstick::id),
         yardstick_trial_cycles: y.map(|y| y.values.clone()).unwrap_or_default(),
     }
 }

@@ -163,7 +163,7 @@ pub struct ResultOp {
     pub hash_share_instr: Option<f64>,
     #[serde(default)]
     pub drng_share_instr: Option<f64>,
-    /// The yardstick timed in the same rounds ([`crate::run::yardstick`]): its median
+    /// The yardstick timed in the same rounds (`run/yardstick.rs`): its median
     /// cycles, the median per-round ratio of this operation to it, which yardstick object
     /// (`name sha256:<hex>`), and its per-call cycles in every round (as `trial_cycles`).
     #[serde(default)]

@@ -143,7 +143,7 @@ impl CampaignView {
         let reported = |scope: StepScope| {
             StepKind::ALL
                 .into_iter()
-                .filter(move |k| k.scope() == scope && k.describe().reported())
+                .filter(move |k| k.scope() == scope && k.table().reported)
         };
         let instance_slots: Vec<Slot> = reported(StepScope::Instance)
             .map(|k| (k, None))

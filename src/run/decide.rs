@@ -126,7 +126,7 @@ fn is_forced(ctx: &Ctx, ix: NodeIndex, force: &[GlobMatcher]) -> bool {
 
 /// Estimated bench-lane time of an exclusive step (see [`super::steps::KindSpec::estimate`]).
 pub fn estimate(ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
-    ctx.node(ix).kind.describe().estimate(ctx, ix)
+    super::steps::behaviour(ctx.node(ix).kind).estimate(ctx, ix)
 }
 
 fn fmt_duration(d: Duration) -> String {

@@ -148,7 +148,7 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
         params.flags = Some(p.to_string());
     }
     m.insert("params".into(), json(&params));
-    node.kind.describe().inputs(c, node, spec, facts, &mut m);
+    super::steps::behaviour(node.kind).inputs(c, node, spec, facts, &mut m);
     m
 }
 

@@ -47,7 +47,7 @@ pub struct Row {
     pub threshold: f64,
     pub verdict: Verdict,
     /// Rounds of the session, and those where one of the three was interfered (left out
-    /// of the estimate when at least [`session::MIN_ROUNDS`] clean rounds remain).
+    /// of the estimate when at least [`crate::measure::rounds::MIN_ROUNDS`] clean rounds remain).
     pub rounds: usize,
     pub interfered: usize,
 }
@@ -197,7 +197,7 @@ pub fn measure(
         runner: runner.to_path_buf(),
         sandbox: sandbox.clone(),
         bench_cpu,
-        precision: session::DEFAULT_PRECISION,
+        precision: crate::measure::rounds::DEFAULT_PRECISION,
         batch: session::DEFAULT_BATCH,
         timeout,
     };
@@ -232,7 +232,7 @@ pub fn measure(
         }
         let n = three.iter().map(|o| o.values.len()).min().unwrap_or(0);
         let (used, clean_count) =
-            session::rounds_used(n, |r| three.iter().any(|o| o.interfered[r]));
+            crate::measure::rounds::rounds_used(n, |r| three.iter().any(|o| o.interfered[r]));
         let pick =
             |o: &session::Outcome| -> Vec<f64> { used.iter().map(|&r| o.values[r]).collect() };
         let (va, vb, vaa) = (pick(&three[0]), pick(&three[1]), pick(&three[2]));

@@ -36,22 +36,16 @@ use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use serde::{Deserialize, Serialize};
 
 use super::exec::{self, NoLine, Served};
 use super::sandbox::{self, Jail, Sandbox};
 use super::steps::Stop;
 use crate::measure::interference;
+use crate::measure::rounds::{rounds_used, MIN_ROUNDS};
 use crate::measure::stats::{self, Estimate};
+pub use crate::record::rounds::{Rounds, Stopped, Yardstick};
 use crate::record::TimeOutput;
 use kem_native::serve::{BatchReply, BATCH, DONE, READY};
-
-/// Rounds before the precision is first checked, and clean rounds needed before
-/// interfered ones are left out of the estimate.
-pub const MIN_ROUNDS: usize = 10;
-
-/// Target CI half-width of a campaign's session: 1% of the median.
-pub const DEFAULT_PRECISION: f64 = 0.01;
 
 /// Length of one batch (shorter when the step's `trial` is).
 pub const DEFAULT_BATCH: Duration = Duration::from_millis(20);
@@ -98,66 +92,6 @@ pub struct Gauge {
     pub member: Member,
     pub name: String,
     pub object_sha256: String,
-}
-
-/// What a member's record keeps of the yardstick timed in the same rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Yardstick {
-    /// The workload (`ngcc-yardstick-1`) and the SHA-256 of the object timed: records are
-    /// divided by it only against the same object.
-    pub name: String,
-    pub object_sha256: String,
-    /// Its per-call cycles in every round (index = round, as the member's trials).
-    pub values: Vec<f64>,
-    /// Its median over the rounds this member's estimate used, with the 95% CI.
-    pub estimate: Estimate,
-    /// Median over those rounds of (member / yardstick) per round, with the 95% CI.
-    pub relative: Estimate,
-}
-
-impl Yardstick {
-    /// `name sha256:<hex>`: records are divided by yardsticks with the same id only.
-    pub fn id(&self) -> String {
-        format!("{} sha256:{}", self.name, self.object_sha256)
-    }
-}
-
-/// Why the rounds stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Stopped {
-    /// Every member reached the precision.
-    Precision,
-    /// The measured batch time reached the budget first.
-    Budget,
-    /// No member was left (all failed).
-    NoMembers,
-}
-
-/// What a record keeps of the session it was measured in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rounds {
-    pub session: String,
-    pub seed: u64,
-    /// Runners of the session: the members and the yardstick, if any.
-    pub members: usize,
-    /// This member's position (0-based) in each round's order (yardstick included);
-    /// `trials[i]` is round i's batch.
-    pub positions: Vec<u32>,
-    /// Per round: why the batch counts as interfered (empty: clean).
-    pub interference: Vec<Vec<String>>,
-    /// Whether the estimate uses the clean rounds only (enough of them) or all rounds.
-    pub clean_only: bool,
-    /// Median per-op cycles over the rounds used, with its 95% bootstrap interval.
-    pub estimate: Estimate,
-    /// Target CI half-width (fraction) and whether this member reached it.
-    pub precision: f64,
-    pub reached: bool,
-    pub stopped: Stopped,
-    pub budget_s: f64,
-    /// The yardstick timed in the same rounds (absent when the session had none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub yardstick: Option<Yardstick>,
 }
 
 /// One member's end of the session.
@@ -262,18 +196,6 @@ impl Live {
                 stats::BOOTSTRAP_RESAMPLES,
             )?,
         })
-    }
-}
-
-/// The rounds an estimate uses out of `n`: those not `interfered` when at least
-/// [`MIN_ROUNDS`] such rounds exist, else all; and how many were clean.
-pub fn rounds_used(n: usize, interfered: impl Fn(usize) -> bool) -> (Vec<usize>, usize) {
-    let clean: Vec<usize> = (0..n).filter(|&r| !interfered(r)).collect();
-    let clean_count = clean.len();
-    if clean_count >= MIN_ROUNDS {
-        (clean, clean_count)
-    } else {
-        ((0..n).collect(), clean_count)
     }
 }
 

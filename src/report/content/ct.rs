@@ -3,8 +3,8 @@
 //! on the method and its limits. Present only when the pipeline declares a `ct` step.
 
 use crate::model::StepKind;
+use crate::record::ct::CtData;
 use crate::record::{Status, StepData, StepRecord};
-use crate::run::steps::ct::CtData;
 
 use super::{did_not_run, status_text};
 use crate::report::doc::{code, Doc, Table};

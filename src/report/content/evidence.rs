@@ -1,10 +1,12 @@
 //! Section 7: the raw evidence index (records, logs, KAT responses of one submission): the
-//! rows each kind gives for its records ([`crate::run::steps::KindSpec::evidence`]).
+//! rows each kind gives for its records ([`rows`]).
+
+use std::path::PathBuf;
 
 use crate::model::{Op, StepKind};
-use crate::record::{record_path, StepRecord};
+use crate::record::{record_path, StepData, StepRecord};
 use crate::report::doc::{code, link, Doc, Table};
-use crate::report::format::DASH;
+use crate::report::format::{short_hash, DASH};
 use crate::report::view::{CampaignView, SubmissionView};
 
 pub(super) fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
@@ -31,7 +33,7 @@ pub(super) fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView)
     for (kind, r) in &sub.by_kind {
         let Some(r) = r else { continue };
         let p = record_path(*kind, &sub.id, None, None);
-        for (item, f) in kind.describe().evidence(r, None, p) {
+        for (item, f) in rows(*kind, r, None, p) {
             t.row(vec![DASH.into(), item, file(&f)]);
         }
     }
@@ -50,7 +52,7 @@ pub(super) fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView)
             recs.sort_by_key(|(op, _)| op.map(Op::name));
             for (op, r) in recs {
                 let p = record_path(kind, &sub.id, Some(&inst.id), op);
-                for (item, f) in kind.describe().evidence(r, op, p) {
+                for (item, f) in rows(kind, r, op, p) {
                     t.row(vec![id.clone(), item, file(&f)]);
                 }
             }
@@ -61,4 +63,69 @@ pub(super) fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView)
     } else {
         doc.table(t);
     }
+}
+
+/// Rows of the index for one record of `kind` at `path` (relative to the output folder):
+/// item text (Markdown) and file.
+fn rows(kind: StepKind, rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
+    let op_name = op.map_or("", Op::name);
+    let status = rec.status.name();
+    match kind {
+        StepKind::Build => {
+            let mut rows = vec![(format!("build record ({status})"), path)];
+            rows.extend(
+                rec.logs
+                    .iter()
+                    .map(|l| ("build log".to_string(), l.clone())),
+            );
+            rows
+        }
+        StepKind::Kat => kat_rows(rec, path),
+        StepKind::Sizes | StepKind::Survey => vec![(kind.name().to_string(), path)],
+        StepKind::Time => vec![(format!("timing {op_name}"), path)],
+        StepKind::Profile => vec![(format!("hash profile {op_name}"), path)],
+        StepKind::Count => vec![(format!("instruction count {op_name} ({status})"), path)],
+        StepKind::Ct => {
+            let mut rows = vec![(format!("constant-time check {op_name}"), path)];
+            if let Some(StepData::Ct(d)) = &rec.data {
+                rows.push((format!("memcheck XML {op_name}"), d.raw_log.clone()));
+            }
+            rows
+        }
+        StepKind::Source | StepKind::Report | StepKind::Index => {
+            vec![(format!("{kind} record ({status})"), path)]
+        }
+    }
+}
+
+/// A KAT record, its logs (the `.log` with its hash) and the responses of each mode.
+fn kat_rows(rec: &StepRecord, path: PathBuf) -> Vec<(String, PathBuf)> {
+    let mut rows = vec![(format!("KAT record ({})", rec.status.name()), path)];
+    let data = match &rec.data {
+        Some(StepData::Kat(d)) => Some(d),
+        _ => None,
+    };
+    for l in &rec.logs {
+        let item = match data {
+            Some(d) if l.extension().is_some_and(|e| e == "log") => {
+                format!("KAT log (sha256 {})", code(&short_hash(&d.log_sha256)))
+            }
+            _ => "KAT log".to_string(),
+        };
+        rows.push((item, l.clone()));
+    }
+    for m in data.iter().flat_map(|d| &d.modes) {
+        if let Some(rsp) = &m.rsp {
+            let item = match &m.actual_sha256 {
+                Some(h) => format!(
+                    "KAT {} response (sha256 {})",
+                    m.mode.name(),
+                    code(&short_hash(h))
+                ),
+                None => format!("KAT {} response", m.mode.name()),
+            };
+            rows.push((item, rsp.clone()));
+        }
+    }
+    rows
 }

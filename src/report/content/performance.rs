@@ -196,7 +196,7 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
                  confidence interval; rounds marked interfered (steal, irq, or waiting \
                  for the bench core over 1% of the batch) are left out when at least {} clean rounds \
                  exist; trials are the rounds.{}",
-                crate::run::session::MIN_ROUNDS,
+                crate::measure::rounds::MIN_ROUNDS,
                 if not_reached {
                     " \"CI wider than the precision\": the time budget ran out first."
                 } else {

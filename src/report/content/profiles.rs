@@ -1,20 +1,20 @@
 //! Section 4, flag profiles compared: an instance the pipeline builds with several flag
 //! profiles (`<id>@<profile>`, see `dsl/profiles.rs`) has its profiles compared paired,
-//! round by round, as `compare --measure` does ([`crate::run::paired`]).
+//! round by round, as `compare --measure` does (`run/paired.rs`).
 //!
 //! The `time` steps of a campaign are measured in one interleaved session, so round `i` of
 //! profile A and round `i` of profile B saw the same moment of the host. The ratio is the
 //! median of the per-round ratios B/A with its 95% bootstrap CI
 //! ([`stats::median_ci`] over [`stats::paired_ratios`]); rounds where either was interfered are
-//! left out when enough clean ones remain ([`crate::run::session::rounds_used`]). A campaign session has
+//! left out when enough clean ones remain ([`crate::measure::rounds::rounds_used`]). A campaign session has
 //! no A/A pair, so the threshold is the floor, [`stats::MIN_THRESHOLD`] (1%), and the verdict
 //! is [`stats::paired_verdict`]'s.
 
 use super::*;
 use crate::measure::stats::{self, Estimate, Verdict};
 use crate::model::{Op, PROFILE_VAR};
+use crate::record::rounds::Rounds;
 use crate::record::TimeData;
-use crate::run::session::Rounds;
 use view::InstanceView;
 
 /// One operation of one instance, profile B against profile A.
@@ -40,8 +40,9 @@ pub(super) fn pair_rounds(
 ) -> Option<ProfilePair> {
     let n = a.len().min(b.len());
     let marked = |v: &[bool], r: usize| v.get(r).copied().unwrap_or(false);
-    let (used, clean) =
-        crate::run::session::rounds_used(n, |r| marked(a_interfered, r) || marked(b_interfered, r));
+    let (used, clean) = crate::measure::rounds::rounds_used(n, |r| {
+        marked(a_interfered, r) || marked(b_interfered, r)
+    });
     let va: Vec<f64> = used.iter().map(|&r| a[r]).collect();
     let vb: Vec<f64> = used.iter().map(|&r| b[r]).collect();
     let ratio = stats::median_ci(
@@ -166,7 +167,7 @@ pub(super) fn profiles_compared(doc: &mut Doc, sub: &SubmissionView) {
          out when at least {} clean rounds remain. A campaign session has no A/A pair, so the \
          threshold is the {} floor: `slower`/`faster` only when the whole CI lies beyond \
          1 ± {}.",
-        crate::run::session::MIN_ROUNDS,
+        crate::measure::rounds::MIN_ROUNDS,
         fmt::share(stats::MIN_THRESHOLD),
         fmt::share(stats::MIN_THRESHOLD),
     ));

@@ -8,19 +8,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use globset::Glob;
-
 use std::collections::BTreeMap;
 
-use super::error::SourcesError;
 use super::link::{self, export_map, CODEGEN_FLAGS};
 use super::{Done, KindSpec, Step, StepError};
 use crate::graph::Node;
-use crate::model::{Campaign, Op, Source, StepKind, StepScope, StepSpec};
-use crate::record::{BuildData, LayoutObject, Status, StepData, StepRecord};
+use crate::model::{Campaign, Source, StepKind, StepSpec};
+use crate::record::{BuildData, LayoutObject, Status, StepData};
 use crate::run::exec::{self, Exit};
 use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, value, Facts};
 use crate::run::sandbox::Jail;
+use crate::sources::instance_sources;
 
 /// The objects compiled for one key, once: filled by the first caller, awaited by the rest.
 type ObjectsCell = Arc<OnceLock<Result<Vec<PathBuf>, String>>>;
@@ -45,62 +43,6 @@ impl SharedObjects {
         };
         cell.get_or_init(make).clone()
     }
-}
-
-/// Source files compiled for an instance: its folder's `.c`/`.S`/`.s` minus `exclude`,
-/// plus its extra sources.
-pub fn instance_sources(
-    root: &Path,
-    dir: &str,
-    exclude: &[String],
-    extra: &[String],
-) -> Result<Vec<PathBuf>, SourcesError> {
-    let inst_dir = root.join(dir);
-    let excl = exclude
-        .iter()
-        .map(|p| {
-            Glob::new(p)
-                .map(|g| g.compile_matcher())
-                .map_err(|source| SourcesError::BadExclude {
-                    pattern: p.clone(),
-                    source,
-                })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let entries = std::fs::read_dir(&inst_dir).map_err(|source| SourcesError::ReadDir {
-        dir: inst_dir.clone(),
-        source,
-    })?;
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .filter(|p| {
-            matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("c" | "S" | "s")
-            )
-        })
-        .filter(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            !excl.iter().any(|m| m.is_match(&name))
-        })
-        .collect();
-    files.sort();
-    for e in extra {
-        let p = root.join(e);
-        if !p.is_file() {
-            return Err(SourcesError::MissingExtra(p));
-        }
-        files.push(p);
-    }
-    if files.is_empty() {
-        return Err(SourcesError::Empty(inst_dir));
-    }
-    Ok(files)
 }
 
 /// The generated C file that forwards the declared DRNG symbol to the runner's generator.
@@ -204,26 +146,6 @@ impl Compiler<'_, '_> {
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "build"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Instance
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Source]
-    }
-
-    fn props(&self) -> &'static [&'static str] {
-        &["flags", "memory"]
-    }
-
-    fn required_props(&self) -> &'static [&'static str] {
-        &["flags"]
-    }
-
     fn inputs(
         &self,
         c: &Campaign,
@@ -280,16 +202,6 @@ impl KindSpec for Kind {
 
     fn run(&self, step: &mut Step) -> Done {
         run(step)
-    }
-
-    fn evidence(&self, rec: &StepRecord, _op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
-        let mut rows = vec![(format!("build record ({})", rec.status.name()), path)];
-        rows.extend(
-            rec.logs
-                .iter()
-                .map(|l| ("build log".to_string(), l.clone())),
-        );
-        rows
     }
 }
 

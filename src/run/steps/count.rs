@@ -20,37 +20,15 @@ use super::valgrind_object::valgrind;
 use super::{exec, Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
 use crate::count::{self, valgrind_log, Declared};
 use crate::graph::Node;
-use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
+use crate::model::{Campaign, Op, StepSpec};
 use crate::profile::DRNG_FAMILY;
-use crate::record::{CountData, CountOutput, Status, StepData, StepRecord};
+use crate::record::{CountData, CountOutput, Status, StepData};
 use crate::run::keys::{native, Facts};
 
 /// The `count` kind: per instance and operation, parallel; its records under `count/`.
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "count"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Operation
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Build]
-    }
-
-    fn props(&self) -> &'static [&'static str] {
-        &["ops", "iters", "memory"]
-    }
-
-    fn record_dir(&self) -> &'static str {
-        "count"
-    }
-
-    /// Counts depend on the object (the build's key), the runner, valgrind and the
-    /// submission's KAT generator; not on the machine's load or timing environment.
     fn inputs(
         &self,
         c: &Campaign,
@@ -77,17 +55,6 @@ impl KindSpec for Kind {
 
     fn run(&self, step: &mut Step) -> Done {
         run(step)
-    }
-
-    fn evidence(&self, rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
-        vec![(
-            format!(
-                "instruction count {} ({})",
-                op.map_or("", Op::name),
-                rec.status.name()
-            ),
-            path,
-        )]
     }
 }
 

@@ -6,17 +6,15 @@
 //! is `unsupported`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 use super::runner_job::record;
 use super::valgrind_object::valgrind;
 use super::{Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
-use crate::ct::Finding;
 use crate::graph::Node;
-use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
-use crate::record::{Status, StepData, StepRecord};
+use crate::model::{Campaign, StepSpec};
+pub use crate::record::ct::CtData;
+use crate::record::{Status, StepData};
 use crate::run::keys::Facts;
 
 /// The `ct` kind: per instance and operation, on the valgrind object; its records under
@@ -24,26 +22,6 @@ use crate::run::keys::Facts;
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "ct"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Operation
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Build]
-    }
-
-    fn props(&self) -> &'static [&'static str] {
-        &["ops", "iters", "memory"]
-    }
-
-    fn record_dir(&self) -> &'static str {
-        "ct"
-    }
-
     fn inputs(
         &self,
         c: &Campaign,
@@ -73,41 +51,6 @@ impl KindSpec for Kind {
     fn run(&self, step: &mut Step) -> Done {
         run(step).unwrap_or_else(Done::from)
     }
-
-    fn evidence(&self, rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
-        let op = op.map_or("", Op::name);
-        let mut rows = vec![(format!("constant-time check {op}"), path)];
-        if let Some(StepData::Ct(d)) = &rec.data {
-            rows.push((format!("memcheck XML {op}"), d.raw_log.clone()));
-        }
-        rows
-    }
-}
-
-/// What a `ct` record holds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CtData {
-    /// Operations run under memcheck with the secrets marked.
-    pub runs: u32,
-    /// What was secret and what declassified, in words (from kem-runner).
-    pub marked: String,
-    /// The valgrind object, relative to the output folder, and its flags.
-    pub object: PathBuf,
-    pub flags: Vec<String>,
-    /// `valgrind --version`.
-    pub valgrind: String,
-    /// memcheck's XML output, relative to the output folder.
-    pub raw_log: PathBuf,
-    /// Secret-dependent branches and indexes inside the object, by location.
-    pub findings: Vec<Finding>,
-    /// `no secret-dependent branch or index found` / `N locations` (with the benign count).
-    pub verdict: String,
-    /// Other memcheck errors inside the run (invalid reads, ...), by kind.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub other_errors: BTreeMap<String, u64>,
-    /// Secret-dependent reports with no frame in the object (the runner's own code).
-    #[serde(default)]
-    pub outside_object: u64,
 }
 
 /// memcheck's options: XML to `xml`, every error reported, inlined frames named.

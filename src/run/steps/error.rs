@@ -87,7 +87,7 @@ pub enum StepError {
     },
     /// The instance's sources cannot be listed.
     #[error(transparent)]
-    Sources(#[from] SourcesError),
+    Sources(#[from] crate::sources::SourcesError),
     /// A program cannot be started (`kem-runner`, `valgrind`, `cargo`).
     #[error("cannot run {tool}: {source}")]
     Spawn {
@@ -155,33 +155,6 @@ impl From<StepError> for Stop {
             e => Stop::failed(e.to_string()),
         }
     }
-}
-
-/// Why an instance's source files cannot be listed.
-#[derive(Debug, thiserror::Error)]
-pub enum SourcesError {
-    /// An `exclude` pattern that is not a glob.
-    #[error("bad exclude `{pattern}`: {source}")]
-    BadExclude {
-        /// The pattern.
-        pattern: String,
-        /// Why.
-        source: globset::Error,
-    },
-    /// The instance folder cannot be read.
-    #[error("cannot read instance folder {}: {source}", dir.display())]
-    ReadDir {
-        /// The folder.
-        dir: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// An extra source that is not there.
-    #[error("extra source {} does not exist", .0.display())]
-    MissingExtra(PathBuf),
-    /// Nothing to compile.
-    #[error("no .c/.S/.s sources in {}", .0.display())]
-    Empty(PathBuf),
 }
 
 /// How a kem-runner job ended when it left no usable record. `under` names the tool it ran

@@ -3,25 +3,12 @@
 //! (its dependencies).
 
 use super::{Done, KindSpec, Step};
-use crate::model::StepScope;
 use crate::record::{ReportData, StepData};
 
 /// The `index` kind: once per campaign.
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "index"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Campaign
-    }
-
-    fn collects(&self) -> bool {
-        true
-    }
-
     fn run(&self, step: &mut Step) -> Done {
         let ctx = step.ctx;
         let view = match crate::report::CampaignView::load(&ctx.campaign, &ctx.out) {
@@ -35,9 +22,5 @@ impl KindSpec for Kind {
         let files: Vec<_> = files.into_iter().map(|(p, _)| p).collect();
         step.artefacts.extend(files.iter().cloned());
         Done::ok(StepData::Report(ReportData { files }))
-    }
-
-    fn reported(&self) -> bool {
-        false
     }
 }

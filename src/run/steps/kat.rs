@@ -11,15 +11,10 @@ use std::path::{Path, PathBuf};
 use super::runner_job::parse_runner;
 use super::{Done, JobError, KindSpec, RunnerJob, Step, StepError};
 use crate::graph::Node;
-use crate::model::{
-    Campaign, Instance, KatMode, KatRng, Op, StepKind, StepScope, StepSpec, Submission,
-};
+use crate::model::{Campaign, Instance, KatMode, KatRng, StepKind, StepSpec, Submission};
 use crate::record::{
     BuildData, KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
-    StepRecord,
 };
-use crate::report::doc::code;
-use crate::report::format::short_hash;
 use crate::run::exec::Exit;
 use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, Facts};
 use crate::run::Ctx;
@@ -286,22 +281,6 @@ pub fn rng_name(rng: KatRng) -> &'static str {
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "kat"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Instance
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Build]
-    }
-
-    fn props(&self) -> &'static [&'static str] {
-        &["modes", "memory"]
-    }
-
     fn inputs(
         &self,
         c: &Campaign,
@@ -328,38 +307,6 @@ impl KindSpec for Kind {
 
     fn run(&self, step: &mut Step) -> Done {
         kat(step).unwrap_or_else(Done::from)
-    }
-
-    /// The record, its logs (the KAT log with its hash) and the generated responses.
-    fn evidence(&self, rec: &StepRecord, _op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
-        let mut rows = vec![(format!("KAT record ({})", rec.status.name()), path)];
-        let data = match &rec.data {
-            Some(StepData::Kat(d)) => Some(d),
-            _ => None,
-        };
-        for l in &rec.logs {
-            let item = match data {
-                Some(d) if l.extension().is_some_and(|e| e == "log") => {
-                    format!("KAT log (sha256 {})", code(&short_hash(&d.log_sha256)))
-                }
-                _ => "KAT log".to_string(),
-            };
-            rows.push((item, l.clone()));
-        }
-        for m in data.iter().flat_map(|d| &d.modes) {
-            if let Some(rsp) = &m.rsp {
-                let item = match &m.actual_sha256 {
-                    Some(h) => format!(
-                        "KAT {} response (sha256 {})",
-                        m.mode.name(),
-                        code(&short_hash(h))
-                    ),
-                    None => format!("KAT {} response", m.mode.name()),
-                };
-                rows.push((item, rsp.clone()));
-            }
-        }
-        rows
     }
 }
 

@@ -57,8 +57,7 @@ pub fn export_map(namespace: &str) -> String {
     )
 }
 
-/// Most link orders a `time` step may ask for.
-pub const MAX_LAYOUTS: u32 = 8;
+pub use crate::model::MAX_LAYOUTS;
 
 /// The C source of `ngcc_anchor.o` (top-level assembly: the compiler adds the usual
 /// non-executable-stack note). Padding instead of an empty aligned section, so the next

@@ -25,33 +25,8 @@ pub mod time;
 pub mod valgrind_object;
 
 pub use error::{JobError, StepError};
-pub use kind::KindSpec;
+pub use kind::{behaviour, KindSpec};
 pub use runner_job::{RunnerJob, RunnerRecord, Wrapper};
-
-kind::step_kinds! {
-    /// Resolve where a submission's code is (per submission).
-    Source => source::Kind,
-    /// Compile an instance into a shared object (per instance).
-    Build => build::Kind,
-    /// Generate and check known-answer tests (per instance).
-    Kat => kat::Kind,
-    /// pk/sk/ct/ss sizes and the size audit (per instance).
-    Sizes => sizes::Kind,
-    /// Cycle and time measurement (per instance and operation, exclusive).
-    Time => time::Kind,
-    /// Hash/XOF and DRNG share with link-time wrappers (per instance and operation, exclusive).
-    Profile => profile::Kind,
-    /// Instructions per operation counted by callgrind (per instance and operation).
-    Count => count::Kind,
-    /// Which symmetric code the object really contains (per instance).
-    Survey => survey::Kind,
-    /// Secret-dependent branches and indexes under memcheck (per instance and operation).
-    Ct => ct::Kind,
-    /// Per-submission report (per submission).
-    Report => report::Kind,
-    /// Campaign index, results.csv/json and the site's front page (once per campaign).
-    Index => index::Kind,
-}
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -63,7 +38,7 @@ use petgraph::graph::NodeIndex;
 use super::sandbox::Jail;
 use super::{exec, Ctx};
 use crate::graph::Node;
-use crate::model::{Campaign, Instance, InstanceSettings, StepSpec, Submission};
+use crate::model::{Campaign, Instance, InstanceSettings, StepKind, StepSpec, Submission};
 use crate::record::{BuildData, SourceData, Status, StepData, StepRecord, RECORD_SCHEMA};
 
 /// What one step produced; the scheduler adds ids, keys and times.
@@ -419,7 +394,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             .first()
             .map_or_else(|| ctx.sandbox.clone(), |&ix| ctx.sandbox_for(ix)),
         bench_cpu: ctx.campaign.system.bench_cpu,
-        precision: super::session::DEFAULT_PRECISION,
+        precision: crate::measure::rounds::DEFAULT_PRECISION,
         batch: super::session::DEFAULT_BATCH.min(spec.params.trial),
         // The longest of the members' timeouts (`instances` entries may raise some).
         timeout: steps
@@ -520,7 +495,7 @@ pub fn run(ctx: &Ctx, ix: NodeIndex) -> StepRecord {
     let done = match (refused(&step), emulation_refuses(ctx, node.kind)) {
         (Some(refusal), _) => refusal,
         (None, Some(why)) => Done::unsupported(why),
-        (None, None) => node.kind.describe().run(&mut step),
+        (None, None) => behaviour(node.kind).run(&mut step),
     };
     record_of(step, done)
 }

@@ -7,15 +7,14 @@
 //! cycles of the same operation by more than [`MAX_DISAGREEMENT`] is flagged.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use petgraph::graph::NodeIndex;
 
 use super::{runner_job, Done, KindSpec, Step, StepError};
 use crate::graph::Node;
-use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
-use crate::record::{ProfileData, ProfileOutput, ProfileRepeat, Status, StepData, StepRecord};
+use crate::model::{Campaign, StepKind, StepSpec};
+use crate::record::{ProfileData, ProfileOutput, ProfileRepeat, Status, StepData};
 use crate::run::keys::Facts;
 use crate::run::Ctx;
 
@@ -23,26 +22,6 @@ use crate::run::Ctx;
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "profile"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Operation
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Build]
-    }
-
-    fn props(&self) -> &'static [&'static str] {
-        &["ops", "iters", "memory"]
-    }
-
-    fn record_dir(&self) -> &'static str {
-        "profile"
-    }
-
     fn inputs(
         &self,
         c: &Campaign,
@@ -57,7 +36,6 @@ impl KindSpec for Kind {
         }
     }
 
-    /// Known once the operation has been timed.
     fn estimate(&self, ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
         let node = ctx.node(ix);
         let iters = iters_of(ctx, node)?;
@@ -67,10 +45,6 @@ impl KindSpec for Kind {
 
     fn run(&self, step: &mut Step) -> Done {
         run(step)
-    }
-
-    fn evidence(&self, _rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
-        vec![(format!("hash profile {}", op.map_or("", Op::name)), path)]
     }
 }
 

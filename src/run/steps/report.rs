@@ -3,25 +3,12 @@
 //! final.)
 
 use super::{Done, KindSpec, Step};
-use crate::model::StepScope;
 use crate::record::{ReportData, StepData};
 
 /// The `report` kind: per submission, after every other step of it.
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "report"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Submission
-    }
-
-    fn collects(&self) -> bool {
-        true
-    }
-
     fn inputs(
         &self,
         c: &crate::model::Campaign,
@@ -38,10 +25,6 @@ impl KindSpec for Kind {
 
     fn run(&self, step: &mut Step) -> Done {
         run(step)
-    }
-
-    fn reported(&self) -> bool {
-        false
     }
 }
 

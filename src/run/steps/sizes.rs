@@ -2,30 +2,17 @@
 //! lengths the KAT actually produced, with an audit of every disagreement.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use super::{Done, KindSpec, Step};
 use crate::graph::Node;
-use crate::model::{Campaign, KatMode, Op, StepKind, StepScope, StepSpec};
-use crate::record::{StepData, StepRecord};
+use crate::model::{Campaign, KatMode, StepKind, StepSpec};
+use crate::record::StepData;
 use crate::run::keys::{json, Facts};
 
 /// The `sizes` kind: per instance.
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "sizes"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Instance
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Build]
-    }
-
     fn inputs(
         &self,
         c: &Campaign,
@@ -41,15 +28,6 @@ impl KindSpec for Kind {
 
     fn run(&self, step: &mut Step) -> Done {
         run(step)
-    }
-
-    fn evidence(
-        &self,
-        _rec: &StepRecord,
-        _op: Option<Op>,
-        path: PathBuf,
-    ) -> Vec<(String, PathBuf)> {
-        vec![("sizes".to_string(), path)]
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::{Done, KindSpec, Step};
 use crate::graph::Node;
-use crate::model::{Campaign, Source, StepScope, StepSpec};
+use crate::model::{Campaign, Source, StepSpec};
 use crate::record::{SourceData, StepData};
 use crate::run::keys::{json, Facts};
 
@@ -17,14 +17,6 @@ use crate::run::keys::{json, Facts};
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "source"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Submission
-    }
-
     fn inputs(
         &self,
         c: &Campaign,

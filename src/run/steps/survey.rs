@@ -5,37 +5,15 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use super::{Done, KindSpec, Step, StepError};
-use crate::model::{Op, StepKind, StepScope};
-use crate::record::{StepData, StepRecord};
+use crate::record::StepData;
 use crate::survey::SurveyInput;
 
 /// The `survey` kind: per instance.
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "survey"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Instance
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Build]
-    }
-
     fn run(&self, step: &mut Step) -> Done {
         run(step)
-    }
-
-    fn evidence(
-        &self,
-        _rec: &StepRecord,
-        _op: Option<Op>,
-        path: PathBuf,
-    ) -> Vec<(String, PathBuf)> {
-        vec![("survey".to_string(), path)]
     }
 }
 

@@ -20,7 +20,7 @@ use petgraph::graph::NodeIndex;
 
 use super::{runner_job, Done, KindSpec, RunnerJob, Step, StepError, Stop};
 use crate::graph::Node;
-use crate::model::{Campaign, Op, StepKind, StepScope, StepSpec};
+use crate::model::{Campaign, StepKind, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
 use crate::run::keys::{native, Facts};
 use crate::run::session::{Member, Rounds};
@@ -30,30 +30,6 @@ use crate::run::Ctx;
 pub struct Kind;
 
 impl KindSpec for Kind {
-    fn name(&self) -> &'static str {
-        "time"
-    }
-
-    fn scope(&self) -> StepScope {
-        StepScope::Operation
-    }
-
-    fn data_needs(&self) -> &'static [StepKind] {
-        &[StepKind::Build]
-    }
-
-    fn props(&self) -> &'static [&'static str] {
-        &[
-            "ops",
-            "trials",
-            "trial",
-            "min-iters",
-            "samples",
-            "layouts",
-            "memory",
-        ]
-    }
-
     fn inputs(
         &self,
         c: &Campaign,
@@ -68,8 +44,6 @@ impl KindSpec for Kind {
         }
     }
 
-    /// Calibration and warm-up take about half a trial; a slow op may need min-iters x its
-    /// time per trial.
     fn estimate(&self, ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
         let node = ctx.node(ix);
         let p = &ctx.spec(node.kind)?.params;
@@ -81,10 +55,6 @@ impl KindSpec for Kind {
 
     fn run(&self, step: &mut Step) -> Done {
         run(step)
-    }
-
-    fn evidence(&self, _rec: &StepRecord, op: Option<Op>, path: PathBuf) -> Vec<(String, PathBuf)> {
-        vec![(format!("timing {}", op.map_or("", Op::name)), path)]
     }
 }
 

@@ -184,8 +184,12 @@ pub struct FlagProfile {
     pub flags: Vec<String>,
 }
 
-/// The step kinds, registered (and described) in [`crate::run::steps`].
-pub use crate::run::steps::StepKind;
+pub mod kind;
+
+/// Most link orders a `time` step may ask for.
+pub const MAX_LAYOUTS: u32 = 8;
+
+pub use kind::{KindTable, StepKind};
 
 /// How many graph nodes one step declaration becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod ct;
+pub mod rounds;
+
 pub use kem_native::output::{
     ApiSizes, CountOutput, KatOutput, ProfileOutput, SymbolProfile, TimeOutput, Trial,
 };
@@ -128,7 +131,7 @@ pub enum StepData {
     Count(Box<CountData>),
     Survey(SurveyData),
     Report(ReportData),
-    Ct(crate::run::steps::ct::CtData),
+    Ct(ct::CtData),
 }
 
 /// Where a submission's code was found.
@@ -332,7 +335,7 @@ pub struct TimeData {
     pub environment: Environment,
     /// The timing session this was measured in (absent for a block of trials).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rounds: Option<crate::run::session::Rounds>,
+    pub rounds: Option<rounds::Rounds>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -580,7 +583,7 @@ pub fn record_path(
     instance: Option<&str>,
     op: Option<Op>,
 ) -> PathBuf {
-    let dir = kind.describe().record_dir();
+    let dir = kind.table().record_dir;
     let file = match (instance, op) {
         (Some(i), Some(op)) => format!("{i}__{op}.json"),
         (Some(i), None) => format!("{i}__{kind}.json"),

@@ -93,7 +93,7 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, Error> {
         let t0 = Instant::now();
         let c = crate::dsl::load_campaign(&pipeline).map_err(Error::Campaign)?;
         let plan = Plan::build(&c);
-        let inputs = keys::all_inputs(&c, &plan, &facts);
+        let inputs = keys::all_inputs(&c, &plan, &facts, &crate::run::steps::kind_inputs);
         let order = plan.execution_order();
         rounds.push(t0.elapsed());
         let n: usize = c.submissions.iter().map(|s| s.instances.len()).sum();

@@ -25,6 +25,7 @@ mod profiles;
 mod reader;
 mod step;
 mod template;
+mod values;
 
 use std::path::Path;
 

@@ -21,6 +21,17 @@ pub fn kat_word(inst: &InstanceView) -> Option<String> {
     }
 }
 
+/// The verdict cell of one record: the step's verdict, or `not checked: why`.
+pub fn ct_verdict(r: Option<&StepRecord>) -> String {
+    match r {
+        Some(r) => match (&r.data, r.status) {
+            (Some(crate::record::StepData::Ct(d)), Status::Ok) => d.verdict.clone(),
+            _ => format!("not checked: {}", super::format::status_text(r)),
+        },
+        None => "not checked: no record".to_string(),
+    }
+}
+
 /// The constant-time verdict of one operation's record.
 fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
     let data = r
@@ -31,7 +42,7 @@ fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
         });
     ResultCt {
         op,
-        verdict: crate::report::content::ct_verdict(r),
+        verdict: ct_verdict(r),
         locations: data.map(|d| crate::ct::unexplained(&d.findings)),
         benign: data.map(|d| d.findings.len() - crate::ct::unexplained(&d.findings)),
     }

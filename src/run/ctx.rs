@@ -43,7 +43,7 @@ impl Ctx {
             env.sandbox = Some(Box::new(sandbox.info.clone()));
         }
         let plan = Plan::build(&campaign);
-        let inputs = keys::all_inputs(&campaign, &plan, &facts);
+        let inputs = keys::all_inputs(&campaign, &plan, &facts, &super::steps::kind_inputs);
         let system = &campaign.system;
         let slurm = match &campaign.system.executor {
             Executor::Slurm(o) if runs => Some(Slurm::new(o).map_err(Error::ToolMissing)?),

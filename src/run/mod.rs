@@ -12,6 +12,7 @@ pub mod sandbox;
 mod scheduler;
 pub mod session;
 pub mod steps;
+pub mod stop;
 pub mod yardstick;
 
 pub use scheduler::{execute, RunOptions, Summary};

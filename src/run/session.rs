@@ -39,7 +39,7 @@ use rand::SeedableRng;
 
 use super::exec::{self, NoLine, Served};
 use super::sandbox::{self, Jail, Sandbox};
-use super::steps::Stop;
+use super::stop::Stop;
 use crate::measure::interference;
 use crate::measure::rounds::{rounds_used, MIN_ROUNDS};
 use crate::measure::stats::{self, Estimate};

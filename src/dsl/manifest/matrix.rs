@@ -10,9 +10,9 @@ use super::super::cflags::flag_problem;
 use super::super::cpu_flags;
 use super::super::diag::line_col;
 use super::super::diag::{backticked, did_you_mean};
-use super::super::pipeline::words;
 use super::super::reader::{name, name_span, NodeReader};
 use super::super::template::{parse_template, undefined_var, Template};
+use super::super::values::words;
 use super::{check_id, id_problem, plain_node};
 use crate::model::{Instance, Origin, Pos, PROFILE_VAR};
 

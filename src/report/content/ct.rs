@@ -6,8 +6,9 @@ use crate::model::StepKind;
 use crate::record::ct::CtData;
 use crate::record::{Status, StepData, StepRecord};
 
-use super::{did_not_run, status_text};
+use super::did_not_run;
 use crate::report::doc::{code, Doc, Table};
+use crate::report::results::ct_verdict as verdict_of;
 use crate::report::view::{CampaignView, SubmissionView};
 
 /// The method in one line (shown under the heading).
@@ -24,17 +25,6 @@ fn ct_data(r: &StepRecord) -> Option<&CtData> {
     match &r.data {
         Some(StepData::Ct(d)) if r.status == Status::Ok => Some(d),
         _ => None,
-    }
-}
-
-/// The verdict cell of one record: the step's verdict, or `not checked: why`.
-pub fn verdict_of(r: Option<&StepRecord>) -> String {
-    match r {
-        Some(r) => match ct_data(r) {
-            Some(d) => d.verdict.clone(),
-            None => format!("not checked: {}", status_text(r)),
-        },
-        None => "not checked: no record".to_string(),
     }
 }
 

@@ -22,15 +22,15 @@ mod primitives;
 mod profiles;
 mod resources;
 
-pub use ct::verdict_of as ct_verdict;
 pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
 
 use std::collections::BTreeMap;
 
 use crate::model::StepKind;
-use crate::record::{KatStatus, Status, StepRecord};
+use crate::record::{KatStatus, Status};
 
 use super::doc::{code, link, Doc, Table};
+pub(super) use super::format::status_text;
 use super::format::{self as fmt, DASH};
 use super::results;
 use super::view::{self, CampaignView, SubmissionView};
@@ -104,13 +104,6 @@ pub(super) fn sentence(s: &str) -> String {
         s.to_string()
     } else {
         format!("{s}.")
-    }
-}
-
-pub(super) fn status_text(r: &StepRecord) -> String {
-    match &r.reason {
-        Some(reason) => format!("{}: {}", r.status.name(), reason),
-        None => r.status.name().to_string(),
     }
 }
 

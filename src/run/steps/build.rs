@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use std::collections::BTreeMap;
 
+pub(super) use super::compiler::Compiler;
 use super::link::{self, export_map, CODEGEN_FLAGS};
 use super::{Done, KindSpec, Step, StepError};
 use crate::graph::Node;
 use crate::model::{Campaign, Source, StepKind, StepSpec};
 use crate::record::{BuildData, LayoutObject, Status, StepData};
-use crate::run::exec::{self, Exit};
 use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, value, Facts};
 use crate::run::sandbox::Jail;
 use crate::sources::instance_sources;
@@ -81,65 +81,6 @@ pub fn load_segments_size(path: &Path) -> Result<u64, StepError> {
         .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
         .map(|ph| ph.p_memsz(endian))
         .sum())
-}
-
-/// The compiler, run in the sandbox: it reads the source tree and writes only the
-/// instance's build folder and the shared primitives' folder.
-pub(super) struct Compiler<'s, 'a> {
-    pub(super) step: &'s mut Step<'a>,
-    pub(super) cc: String,
-    pub(super) log: exec::Log,
-    pub(super) jail: Jail,
-}
-
-impl Compiler<'_, '_> {
-    /// Compile one source into `obj`; a compile error becomes the step's reason.
-    pub(super) fn compile(
-        &mut self,
-        src: &Path,
-        obj: &Path,
-        flags: &[String],
-    ) -> Result<(), StepError> {
-        let mut args = flags.to_vec();
-        args.extend(CODEGEN_FLAGS.iter().map(|f| f.to_string()));
-        args.extend([
-            "-c".to_string(),
-            src.display().to_string(),
-            "-o".to_string(),
-            obj.display().to_string(),
-        ]);
-        self.run(args, || format!("compile error in {}", src.display()))
-    }
-
-    pub(super) fn run(
-        &mut self,
-        args: Vec<String>,
-        what: impl FnOnce() -> String,
-    ) -> Result<(), StepError> {
-        let out = self
-            .step
-            .exec_contained(
-                Path::new(&self.cc),
-                &args,
-                &self.jail,
-                &mut self.log,
-                &|_| {},
-            )
-            .map_err(|source| StepError::Cc {
-                cc: self.cc.clone(),
-                source,
-            })?;
-        match out.exit {
-            Exit::Code(0) => Ok(()),
-            Exit::TimedOut => Err(StepError::TimedOut(self.step.timeout_text())),
-            other => Err(StepError::Tool {
-                what: what(),
-                exit: other.describe(),
-                limits: matches!(other, Exit::Signal(_)).then(|| self.step.limits_note()),
-                tail: exec::tail(&out.stderr, 6),
-            }),
-        }
-    }
 }
 
 /// The `build` kind: per instance.

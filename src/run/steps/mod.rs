@@ -8,6 +8,7 @@
 //! payload also adds its variant to [`StepData`].
 
 pub mod build;
+mod compiler;
 mod count;
 pub mod ct;
 pub mod error;
@@ -25,7 +26,7 @@ pub mod time;
 pub mod valgrind_object;
 
 pub use error::{JobError, StepError};
-pub use kind::{behaviour, KindSpec};
+pub use kind::{behaviour, kind_inputs, KindSpec};
 pub use runner_job::{RunnerJob, RunnerRecord, Wrapper};
 
 use std::io::Write as _;
@@ -74,27 +75,7 @@ impl Done {
     }
 }
 
-/// Why a step stopped before producing data: failed or timed out, with the reason.
-pub struct Stop {
-    pub status: Status,
-    pub reason: String,
-}
-
-impl Stop {
-    pub fn failed(reason: impl Into<String>) -> Stop {
-        Stop {
-            status: Status::Failed,
-            reason: reason.into(),
-        }
-    }
-
-    pub fn timed_out(reason: impl Into<String>) -> Stop {
-        Stop {
-            status: Status::TimedOut,
-            reason: reason.into(),
-        }
-    }
-}
+pub use super::stop::Stop;
 
 impl From<Stop> for Done {
     fn from(s: Stop) -> Done {

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::build::Compiler;
+use super::compiler::Compiler;
 use super::StepError;
 use crate::model::Campaign;
 use crate::run::exec::Exit;

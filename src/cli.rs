@@ -214,6 +214,11 @@ enum ListWhat {
 }
 
 /// Entry point; returns the process exit code.
+/// The command line's definition, for checking examples against it (`tests/docs.rs`).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 pub fn main() -> i32 {
     let cli = Cli::parse();
     match dispatch(cli.command, cli.outputs.as_deref()) {

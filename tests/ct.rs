@@ -4,36 +4,16 @@
 //! marked `LEAK`, the constant-time one has no finding, and a second run gives the same
 //! findings.
 //!
-//! Needs valgrind. Without it the tests fail with a message saying so, unless
-//! `NGCC_SKIP_VALGRIND_TESTS=1` says to skip them.
+//! Needs valgrind (group `valgrind`, see `tests/common/require.rs`).
 
 mod common;
 
 use std::path::Path;
 
-use common::{rec, repo, run, s, tempdir};
+use common::{rec, repo, require_valgrind, run, s, tempdir};
 use ngcc_pipe::ct::Finding;
 use ngcc_pipe::model::{Op, StepKind};
 use ngcc_pipe::record::{Status, StepData};
-
-/// False (skip) only when valgrind is missing and the environment says to skip.
-fn valgrind_or_skip() -> bool {
-    let found = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return true;
-    }
-    if std::env::var("NGCC_SKIP_VALGRIND_TESTS").as_deref() == Ok("1") {
-        eprintln!("valgrind missing: skipped (NGCC_SKIP_VALGRIND_TESTS=1)");
-        return false;
-    }
-    panic!(
-        "valgrind is not installed (Debian package `valgrind`); install it, or set \
-         NGCC_SKIP_VALGRIND_TESTS=1 to skip the constant-time tests"
-    );
-}
 
 /// The line of `kem.c` of fixture `name` that holds the `LEAK` marker.
 fn leak_line(name: &str) -> u32 {
@@ -69,7 +49,7 @@ fn findings(out: &Path) -> Vec<(String, Op, Vec<Finding>)> {
 
 #[test]
 fn leaky_fixtures_are_caught_at_their_lines_and_findings_repeat() {
-    if !valgrind_or_skip() {
+    if !require_valgrind() {
         return;
     }
     let tmp = tempdir();

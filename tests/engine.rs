@@ -79,7 +79,7 @@ fn fixture_pipeline(
         .collect();
     format!(
         r#"system "{name}" {{
-    bench-cpu 0
+    bench-cpu {cpu}
     cc "gcc"
 }}
 flags "fixture" "-O2"
@@ -99,7 +99,8 @@ step "report" needs="kat time sizes profile survey"
 step "index" needs="report"
 "#,
         manifests.join(" "),
-        s(kems)
+        s(kems),
+        cpu = bench_cpu(),
     )
 }
 
@@ -130,12 +131,12 @@ const WORKING: [&str; 4] = ["good", "own-keccak", "dead-keccak", "size-mismatch"
 fn fault_fixtures_fail_alone_with_their_reasons() {
     let tmp = tempdir();
     let out = tmp.path().join("out");
-    let r = run(&[
-        "run",
+    let pipeline = pipeline_copy(
         "tests/fixtures/kems/faults.kdl",
-        "--outputs",
-        &s(&out),
-    ]);
+        &tmp.path().join("faults.kdl"),
+        &[],
+    );
+    let r = run(&["run", &s(&pipeline), "--outputs", &s(&out)]);
     eprintln!("faults campaign: {:.1} s", r.secs);
     let ctx = r.show();
     let mut c = Checks::default();
@@ -774,29 +775,26 @@ fn graph_exports_every_instance_in_every_format() {
             "{inst}"
         );
     }
-    match Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Err(e) => {
-            eprintln!("NOTICE: graphviz `dot` is not installed ({e}); dot -Tsvg check skipped")
-        }
-        Ok(mut child) => {
-            let mut stdin = child.stdin.take().unwrap();
-            let text = dot.stdout.clone();
-            let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
-            let o = child.wait_with_output().unwrap();
-            writer.join().unwrap().unwrap();
-            assert!(
-                o.status.success(),
-                "dot -Tsvg rejected the graph: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            assert!(String::from_utf8_lossy(&o.stdout).contains("<svg"));
-        }
+    // Graphviz accepts it (group `graphviz`; the rest of the test runs without it).
+    if require_tool("graphviz", "dot", "graphviz") {
+        let mut child = Command::new("dot")
+            .arg("-Tsvg")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dot starts");
+        let mut stdin = child.stdin.take().unwrap();
+        let text = dot.stdout.clone();
+        let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+        let o = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(
+            o.status.success(),
+            "dot -Tsvg rejected the graph: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).contains("<svg"));
     }
 
     let mermaid = run(&["graph", "pipelines/x86_1.kdl", "--format", "mermaid"]);
@@ -1317,6 +1315,9 @@ fn meta_nistkat(meta: &Path) -> String {
 /// one in the submission's `kat.sha256` and, independently, PQClean's META.yml.
 #[test]
 fn example_kems_pass_their_kats() {
+    if !require_crates(&[MLKEM_CRATE, FRODO_CRATE]) {
+        return;
+    }
     let tmp = tempdir();
     let out = tmp.path().join("out");
     let r = run(&[
@@ -1433,24 +1434,6 @@ const ABSENT_CPU_FLAG: &str = if cfg!(target_arch = "x86_64") {
     "avx512f"
 };
 
-/// Every file under `dir`, relative, sorted.
-fn tree(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
 /// Issue #10: `..` ids, a crate version with `/../`, `-wrapper`, a catalog outside the
 /// manifest's folder, an absurd trial. Each is refused at its line by `check` (exit 2) and
 /// by `run` (exit 2), nothing is written, and the catalog's content is not shown.
@@ -1550,6 +1533,21 @@ fn second_run_on_locked_outputs_exits_2() {
     drop(held);
 }
 
+/// Whether the diagnostics `text` say `what`, however they were wrapped: the renderer wraps
+/// at a fixed width, so where a line breaks depends on the length of the paths in it (on
+/// where the clone lives). Compared without whitespace and without the gutter (`×`, `│`)
+/// that starts a continued line.
+fn said(text: &str, what: &str) -> bool {
+    let squeeze = |s: &str| -> String {
+        s.lines()
+            .map(|l| l.trim_start().trim_start_matches(['×', '│']))
+            .flat_map(|l| l.chars())
+            .filter(|c| !c.is_whitespace())
+            .collect()
+    };
+    squeeze(text).contains(&squeeze(what))
+}
+
 /// Issue #12: planted mistakes are named at their manifest lines, all in one go: a typo'd
 /// kat key and a gcc-style CPU flag by `check`; a wrong namespace and a wrong `dir` by
 /// `check --deep` (which reads the sources).
@@ -1600,22 +1598,14 @@ fn check_names_planted_mistakes_at_their_lines() {
         (format!("{m}:9:31"), "`bmi` is not a CPU feature name"),
     ] {
         assert!(
-            r.stderr.contains(&at) && r.stderr.contains(what),
+            said(&r.stderr, &at) && said(&r.stderr, what),
             "{at} {what}\n{}",
             r.show()
         );
     }
-    assert!(
-        r.stderr.contains("did you mean `good-opt`?"),
-        "{}",
-        r.show()
-    );
-    assert!(
-        r.stderr.contains("did you mean `pclmulqdq`?"),
-        "{}",
-        r.show()
-    );
-    assert!(r.stderr.contains("did you mean `bmi1`?"), "{}", r.show());
+    assert!(said(&r.stderr, "did you mean `good-opt`?"), "{}", r.show());
+    assert!(said(&r.stderr, "did you mean `pclmulqdq`?"), "{}", r.show());
+    assert!(said(&r.stderr, "did you mean `bmi1`?"), "{}", r.show());
 
     // 2. With sources: a wrong namespace and a wrong folder.
     std::fs::write(
@@ -1642,18 +1632,17 @@ fn check_names_planted_mistakes_at_their_lines() {
     let ns_line = "    instance \"good-ref\" dir=\"good\" namespace=\"FIX_GOD_\"";
     let dir_line = "    instance \"good-opt\" dir=\"goood\" namespace=\"FIX_GOOD_\"";
     let ns_at = format!("{m}:6:{}", col(ns_line, "\"FIX_GOD_"));
-    assert!(r.stderr.contains(&ns_at), "{ns_at}\n{}", r.show());
+    assert!(said(&r.stderr, &ns_at), "{ns_at}\n{}", r.show());
     assert!(
-        r.stderr.contains("namespace `FIX_GOD_` not found in")
-            && r.stderr.contains("it uses")
-            && r.stderr.contains("`FIX_GOOD_`"),
+        said(&r.stderr, "namespace `FIX_GOD_` not found in")
+            && said(&r.stderr, "it uses `FIX_GOOD_`"),
         "{}",
         r.show()
     );
     let dir_at = format!("{m}:7:{}", col(dir_line, "\"goood"));
-    assert!(r.stderr.contains(&dir_at), "{dir_at}\n{}", r.show());
+    assert!(said(&r.stderr, &dir_at), "{dir_at}\n{}", r.show());
     assert!(
-        r.stderr.contains("folder `goood` does not exist"),
+        said(&r.stderr, "folder `goood` does not exist"),
         "{}",
         r.show()
     );

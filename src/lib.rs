@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod archive;
 pub mod bench;
 pub mod cli;
 pub mod count;

@@ -14,6 +14,7 @@ pub mod archive;
 pub mod bench;
 pub mod cli;
 pub mod count;
+pub mod csource;
 pub mod ct;
 pub mod dsl;
 pub mod error;

@@ -543,6 +543,7 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         } else {
             None
         },
+        submitted: None,
     };
     let kat_ok = i.kat != KatStatus::Fail;
     let kat = KatData {

@@ -10,8 +10,6 @@ mod primitives;
 mod source;
 mod wide;
 
-pub(crate) use source::root_path_problem;
-pub(crate) use wide::library_problem;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

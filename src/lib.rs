@@ -19,6 +19,7 @@ pub mod ct;
 pub mod dsl;
 pub mod error;
 pub mod graph;
+pub mod import;
 pub mod measure;
 pub mod model;
 pub mod profile;

@@ -10,6 +10,8 @@ mod primitives;
 mod source;
 mod wide;
 
+pub(crate) use wide::library_problem;
+
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -226,6 +228,11 @@ fn lower_doc(
         None => (Vec::new(), false),
     };
     let (instances, ids_complete) = instances;
+    // `when ... { kat-submitted ... }` alone also makes the package's files the answer.
+    let mut kat = kat;
+    if let Some(k) = &mut kat {
+        k.submitted |= instances.iter().any(|i| i.kat_submitted.is_some());
+    }
     // Catalog keys are checked against the instances when they all expanded.
     if ids_complete {
         if let Some(kat) = &kat {

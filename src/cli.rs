@@ -17,6 +17,7 @@ mod check;
 mod compare;
 mod explain;
 mod graph;
+mod import;
 mod list;
 mod report;
 mod run;
@@ -57,6 +58,12 @@ enum Cmd {
         after_help = "Examples:\n  ngcc-pipe check pipelines/x86_1.kdl\n  ngcc-pipe check --deep pipelines/x86_1.kdl"
     )]
     Check(CheckArgs),
+    /// Turn a NIST-round submission package (folder, .tar.gz or .zip) into a submission
+    /// folder: manifest.kdl, kat.sha256 and sizes.csv.
+    #[command(
+        after_help = "Examples:\n  ngcc-pipe import pkgs/Kyber --into submissions\n  ngcc-pipe import pkgs/FrodoKEM.tar.gz --into submissions --name frodokem-nist"
+    )]
+    Import(ImportArgs),
     /// Export the step graph.
     #[command(
         after_help = "Examples:\n  ngcc-pipe graph pipelines/x86_1.kdl --format dot | dot -Tsvg > graph.svg\n  ngcc-pipe graph pipelines/x86_1.kdl --format mermaid --level step\n  ngcc-pipe graph pipelines/x86_1.kdl --format json --only 'ml-kem/ML-KEM-768-clean/*'"
@@ -132,6 +139,25 @@ struct CheckArgs {
     /// Also fetch the sources: instance folders, api.h namespaces, the files a build compiles.
     #[arg(long)]
     deep: bool,
+}
+
+// `import`'s options.
+#[derive(Args)]
+struct ImportArgs {
+    /// The package: a folder, or a .tar, .tar.gz, .tgz or .zip archive.
+    package: PathBuf,
+    /// Where the submission's folder is made (`DIR/<name>/manifest.kdl`).
+    #[arg(long, value_name = "DIR")]
+    into: PathBuf,
+    /// The submission id (default: the package's folder or archive name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Replace an existing manifest.kdl.
+    #[arg(long)]
+    force: bool,
+    /// The C compiler that evaluates api.h sizes defined through other macros.
+    #[arg(long, default_value = "cc")]
+    cc: String,
 }
 
 // `graph`'s options.
@@ -242,6 +268,7 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<(), Error> {
         Cmd::Run(args) => run::exec(args, outputs),
         Cmd::Check(args) => check::exec(args, outputs),
         Cmd::Graph(args) => graph::exec(args, outputs),
+        Cmd::Import(args) => import::exec(args),
         Cmd::List(args) => list::exec(args, outputs),
         Cmd::Explain { pipeline, step } => explain::exec(&pipeline, &step, outputs),
         Cmd::Report { pipeline } => report::exec(&pipeline, outputs),

@@ -13,13 +13,16 @@
 #![cfg_attr(not(test), forbid(unsafe_code))]
 #![cfg_attr(test, deny(unsafe_code))]
 
+pub mod archive;
 pub mod bench;
 pub mod cli;
 pub mod count;
+pub mod csource;
 pub mod ct;
 pub mod dsl;
 pub mod error;
 pub mod graph;
+pub mod import;
 pub mod measure;
 pub mod model;
 pub mod profile;

@@ -75,6 +75,8 @@ fn instance(id: &str, level: &str, imp: Option<&str>) -> Instance {
         extra_sources: vec![],
         requires_cpu: vec![],
         exclude: vec![],
+        libraries: vec![],
+        kat_submitted: None,
         vars,
         origin: Default::default(),
         // as the bundled manifests give them (ML-KEM-512 and qube-128 are category 1, ...)
@@ -145,10 +147,12 @@ fn submission(id: &str, algorithm: &str, instances: Vec<Instance>) -> Submission
             manifest: dir.join("kat.sha256"),
             all_count: 100,
             reference_dir: None,
+            submitted: false,
         },
         sizes: BTreeMap::new(),
         instances,
         ct_benign: Vec::new(),
+        api: Default::default(),
     }
 }
 
@@ -539,6 +543,7 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         } else {
             None
         },
+        submitted: None,
     };
     let kat_ok = i.kat != KatStatus::Fail;
     let kat = KatData {

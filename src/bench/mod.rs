@@ -86,6 +86,7 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, Error> {
     let facts = keys::Facts {
         cc_version: "bench".into(),
         env_fingerprint: "bench".into(),
+        libraries: Default::default(),
     };
     let mut rounds: Vec<Duration> = Vec::new();
     let mut shape = String::new();

@@ -192,6 +192,33 @@ pub struct BuildData {
     /// every batch together with the plain object, which is the order `listed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layouts: Vec<LayoutObject>,
+    /// System libraries linked (`link "crypto"`), as resolved for this build.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libraries: Vec<LinkedLibrary>,
+    /// Files of the instance's folder left out because they define a function the harness
+    /// provides (`api "nist"`: `main`, `randombytes`, `randombytes_init`), with those
+    /// functions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<(PathBuf, Vec<String>)>,
+    /// The sizes were evaluated by the compiler (api.h defines them through other macros
+    /// or headers), and `api_h` is the header the engine wrote with their values.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub api_evaluated: bool,
+}
+
+/// A system library an object links, as found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkedLibrary {
+    /// `crypto`.
+    pub name: String,
+    /// The file the compiler links (`/usr/lib/x86_64-linux-gnu/libcrypto.so`).
+    pub file: PathBuf,
+    /// That file with links resolved (`.../libcrypto.so.3`).
+    pub real: PathBuf,
+    /// `libcrypto 3.0.17` (pkg-config), or the resolved file's name.
+    pub version: String,
+    /// SHA-256 of the resolved file.
+    pub sha256: String,
 }
 
 impl BuildData {
@@ -242,6 +269,22 @@ pub struct KatModeResult {
     pub rsp: Option<PathBuf>,
     pub reason: Option<String>,
     pub diff: Option<RspDiff>,
+    /// The submitted KAT file this mode was compared with (`kat submitted=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted: Option<SubmittedKat>,
+}
+
+/// A package's own KAT file, as a KAT mode compared with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmittedKat {
+    /// Relative to the source root (`KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp`).
+    pub file: String,
+    /// SHA-256 of the whole file.
+    pub sha256: String,
+    /// Counts the file holds.
+    pub counts: u32,
+    /// Counts compared (the first ones): the mode's.
+    pub compared: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

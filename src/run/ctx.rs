@@ -38,6 +38,7 @@ impl Ctx {
         let facts = keys::Facts {
             cc_version: cc_version(&campaign.system.cc),
             env_fingerprint: env::fingerprint(&env),
+            libraries: super::libs::resolve_all(&campaign),
         };
         if runs {
             env.sandbox = Some(Box::new(sandbox.info.clone()));

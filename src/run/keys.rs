@@ -26,6 +26,8 @@ pub struct Facts {
     pub cc_version: String,
     /// Environment fingerprint (CPU model, governor, kernel, ...).
     pub env_fingerprint: String,
+    /// The system libraries instances link (`link "crypto"`), resolved once (`run/libs.rs`).
+    pub libraries: BTreeMap<String, Result<crate::record::LinkedLibrary, String>>,
 }
 
 /// Lower-case hex SHA-256.
@@ -190,6 +192,7 @@ mod tests {
 
     fn facts() -> Facts {
         Facts {
+            libraries: BTreeMap::new(),
             cc_version: "gcc 12".into(),
             env_fingerprint: "fp".into(),
         }

@@ -5,6 +5,7 @@ pub mod ctx;
 pub mod decide;
 pub mod exec;
 pub mod keys;
+pub mod libs;
 pub mod lock;
 pub mod paired;
 pub mod progress;

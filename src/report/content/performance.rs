@@ -291,7 +291,7 @@ fn layout_spread(doc: &mut Doc, sub: &SubmissionView) {
 /// The compile and link flags the timed objects were really built with, from the build
 /// records (the generated version script named by its file name, not its path).
 pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
-    let mut combos: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+    let mut combos: BTreeMap<(String, String, String, String), Vec<String>> = BTreeMap::new();
     for inst in &sub.instances {
         let Some(b) = inst.record(StepKind::Build).and_then(view::build_data) else {
             continue;
@@ -324,11 +324,38 @@ pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
                     .join(", ")
             ),
         };
+        // System libraries (`link "crypto"`), and files the harness's own functions replace.
+        let mut extra = String::new();
+        if !b.libraries.is_empty() {
+            extra.push_str(&format!(
+                ", against {}",
+                b.libraries
+                    .iter()
+                    .map(|l| format!("{} ({})", code(&l.real.display().to_string()), l.version))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !b.left_out.is_empty() {
+            extra.push_str(&format!(
+                "; left out, as they define functions the harness provides: {}",
+                b.left_out
+                    .iter()
+                    .map(|(f, defs)| format!(
+                        "{} ({})",
+                        code(&f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+                        defs.join(", ")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         combos
             .entry((
                 format!("{} {}", b.cc, compile.collect::<Vec<_>>().join(" ")),
                 link.collect::<Vec<_>>().join(" "),
                 placement,
+                extra,
             ))
             .or_default()
             .push(inst.id.clone());
@@ -340,14 +367,14 @@ pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
     doc.list(
         combos
             .into_iter()
-            .map(|((compile, link, placement), ids)| {
+            .map(|((compile, link, placement, extra), ids)| {
                 let link = if link.is_empty() {
                     "flags not recorded".to_string()
                 } else {
                     code(&link)
                 };
                 format!(
-                    "{}: compiled with {}, linked with {}{placement}",
+                    "{}: compiled with {}, linked with {}{extra}{placement}",
                     ids.iter().map(|i| code(i)).collect::<Vec<_>>().join(", "),
                     code(&compile),
                     link

@@ -12,8 +12,10 @@ mod compiler;
 mod count;
 pub mod ct;
 pub mod error;
+pub mod harness;
 mod index;
 mod kat;
+pub mod kat_submitted;
 mod kind;
 pub mod link;
 mod profile;
@@ -209,6 +211,10 @@ impl<'a> Step<'a> {
     /// writes only `scratch`.
     pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
         let mut jail = Jail::runner(&self.ctx.runner, object, api_h, scratch, self.memory());
+        // The system libraries objects link (`link "crypto"`): the loader maps them.
+        for l in self.ctx.facts.libraries.values().flatten() {
+            jail.read.extend([l.file.clone(), l.real.clone()]);
+        }
         // The emulator and the folders it names (`-L` sysroot) must be readable inside.
         for a in self.ctx.emulator.iter().flatten() {
             if Path::new(a).is_absolute() {

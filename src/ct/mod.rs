@@ -14,6 +14,7 @@
 //! checked is the compiler's output at these flags; a secret-dependent branch inside a
 //! function memcheck cannot see into (a system call, say) is not a finding.
 
+pub mod latency;
 pub mod memcheck;
 
 use serde::{Deserialize, Serialize};

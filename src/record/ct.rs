@@ -1,10 +1,12 @@
-//! What a `ct` record holds: memcheck's findings with the secrets marked.
+//! What a `ct` record holds: memcheck's findings with the secrets marked, and the
+//! variable-latency scan of the same object.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ct::latency::Latency;
 use crate::ct::Finding;
 
 /// What a `ct` record holds.
@@ -31,4 +33,18 @@ pub struct CtData {
     /// Secret-dependent reports with no frame in the object (the runner's own code).
     #[serde(default)]
     pub outside_object: u64,
+    /// The variable-latency scan of the object from this operation's API function (absent
+    /// in records written before the scan existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+}
+
+impl CtData {
+    /// How many variable-latency instructions the scan found in the instance's own code
+    /// and in the provided primitives (`None`: not scanned).
+    pub fn variable_latency(&self) -> Option<(usize, usize)> {
+        let s = self.latency.as_ref().and_then(Latency::scanned)?;
+        let (own, provided) = crate::ct::latency::split(s);
+        Some((own.len(), provided.len()))
+    }
 }

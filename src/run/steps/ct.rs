@@ -2,7 +2,9 @@
 //! job runs the operation `iters` times on the build's valgrind object under
 //! `valgrind --tool=memcheck`, with the secrets marked undefined (see `kem_native::ct`);
 //! memcheck's XML output becomes findings ([`crate::ct`]) labelled with the manifest's
-//! `ct-benign` reasons. The raw XML is kept beside the step's log. Without valgrind the step
+//! `ct-benign` reasons. The raw XML is kept beside the step's log. Then the same object is
+//! disassembled and every instruction with operand-dependent latency reachable from the
+//! operation's API function is listed ([`crate::ct::latency`]). Without valgrind the step
 //! is `unsupported`.
 
 use std::collections::BTreeMap;
@@ -11,8 +13,9 @@ use std::path::Path;
 use super::runner_job::record;
 use super::valgrind_object::valgrind;
 use super::{Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
+use crate::ct::latency::{self, Latency, LatencyError};
 use crate::graph::Node;
-use crate::model::{Campaign, StepSpec};
+use crate::model::{Campaign, Op, StepSpec};
 pub use crate::record::ct::CtData;
 use crate::record::{Status, StepData};
 use crate::run::keys::Facts;
@@ -20,6 +23,20 @@ use crate::run::keys::Facts;
 /// The `ct` kind: per instance and operation, on the valgrind object; its records under
 /// `ct/` (`ct/<sub>/<instance>__<op>.json`).
 pub struct Kind;
+
+/// The step's own logic version, part of its key: records written by an older logic are
+/// re-run (2: the variable-latency scan and the source-line labels).
+pub const CT_LOGIC: &str = "2";
+
+/// The API function an operation is scanned from: `<ns>crypto_kem_keypair/enc/dec`.
+pub fn api_function(namespace: &str, op: Op) -> String {
+    let f = match op {
+        Op::Keygen => "keypair",
+        Op::Enc => "enc",
+        Op::Dec => "dec",
+    };
+    format!("{namespace}crypto_kem_{f}")
+}
 
 impl KindSpec for Kind {
     fn inputs(
@@ -30,6 +47,7 @@ impl KindSpec for Kind {
         _facts: &Facts,
         m: &mut BTreeMap<String, String>,
     ) {
+        m.insert("ct logic".into(), CT_LOGIC.into());
         m.insert("kem-native".into(), crate::run::keys::native());
         m.insert(
             "valgrind".into(),
@@ -129,6 +147,7 @@ fn run(step: &mut Step) -> Result<Done, StepError> {
         &step.submission().ct_benign,
         &build.namespace,
     );
+    let latency = scan(step, &object, &object_rel, op, &findings, &build.namespace)?;
     let unexplained = crate::ct::unexplained(&findings);
     let reason = (unexplained > 0).then(|| {
         format!(
@@ -150,8 +169,50 @@ fn run(step: &mut Step) -> Result<Done, StepError> {
             findings,
             other_errors: m.other,
             outside_object: m.outside_object,
+            latency: Some(latency),
         })),
     })
+}
+
+/// The variable-latency scan of the checked object from the operation's API function,
+/// annotated with memcheck's findings and the manifest's `ct-benign` reasons.
+fn scan(
+    step: &Step,
+    object: &Path,
+    object_rel: &Path,
+    op: Op,
+    findings: &[crate::ct::Finding],
+    namespace: &str,
+) -> Result<Latency, StepError> {
+    let bytes = std::fs::read(object).map_err(StepError::io(object_rel))?;
+    let error = |source| StepError::Latency {
+        object: object_rel.display().to_string(),
+        source,
+    };
+    match latency::scan(&bytes, &api_function(namespace, op)) {
+        Ok(mut s) => {
+            let root = std::path::absolute(step.source()?.root).map_err(StepError::File)?;
+            let sub = step.submission();
+            let provided: Vec<_> = sub
+                .primitives
+                .sources
+                .iter()
+                .map(|p| root.join(p))
+                .collect();
+            let known = latency::Known {
+                findings,
+                benign: &sub.ct_benign,
+                namespace,
+                provided: &provided,
+            };
+            latency::annotate(&mut s, &known);
+            Ok(Latency::Scanned(s))
+        }
+        Err(LatencyError::Arch(arch)) => Ok(Latency::NotScanned {
+            reason: error(LatencyError::Arch(arch)).to_string(),
+        }),
+        Err(e) => Err(error(e)),
+    }
 }
 
 #[cfg(test)]
@@ -164,5 +225,18 @@ mod tests {
         assert!(a.contains(&"--xml-file=/s/m.xml".to_string()));
         assert!(a.contains(&"--error-limit=no".to_string()));
         assert_eq!(a[0], "--tool=memcheck");
+    }
+
+    #[test]
+    fn api_functions_of_the_operations() {
+        let f: Vec<String> = Op::ALL.iter().map(|&o| api_function("NS_", o)).collect();
+        assert_eq!(
+            f,
+            [
+                "NS_crypto_kem_keypair",
+                "NS_crypto_kem_enc",
+                "NS_crypto_kem_dec"
+            ]
+        );
     }
 }

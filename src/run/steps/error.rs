@@ -135,6 +135,13 @@ pub enum StepError {
     /// The objects cannot be surveyed.
     #[error("survey: {0}")]
     Survey(#[from] crate::survey::SurveyError),
+    /// The object the `ct` step checked cannot be scanned for variable-latency instructions.
+    #[error("variable-latency scan of {object}: {source}")]
+    Latency {
+        /// The object, relative to the output folder.
+        object: String,
+        source: crate::ct::latency::LatencyError,
+    },
     /// memcheck left no XML file.
     #[error("memcheck wrote no XML output")]
     NoXml,

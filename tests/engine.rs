@@ -1082,20 +1082,24 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
     assert_eq!(cmp.code, 0, "{}", cmp.show());
     assert!(
         cmp.stdout
-            .contains("0 of 6 compared operations differ beyond noise"),
+            .contains("0 of 6 compared operations differ beyond ±2.0%"),
         "{}",
         cmp.show()
     );
     // Every row: ratio 1.000, and (the same yardstick on both sides) host 1.000 and
-    // adjusted 1.000.
+    // adjusted 1.000, each with an interval around 1.
     let rows = cmp
         .stdout
         .lines()
-        .filter(|l| {
-            l.matches("| 1.000 |").count() == 2 && l.ends_with("| 1.000 | 1.000 | within noise |")
-        })
+        .filter(|l| l.matches("| 1.000 (").count() == 2 && l.contains("| 1.000 | 1.000 ("))
         .count();
     assert_eq!(rows, 6, "{}", cmp.stdout);
+    assert!(
+        cmp.stdout
+            .contains("Verdicts use the adjusted ratio (all 6 operations)"),
+        "{}",
+        cmp.stdout
+    );
 }
 
 /// An instance whose CPU flags are missing is unsupported, with its dependents, and does

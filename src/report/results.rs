@@ -156,6 +156,11 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         per_yardstick: y.map(|y| y.relative.median),
         yardstick_id: y.map(crate::record::rounds::Yardstick::id),
         yardstick_trial_cycles: y.map(|y| y.values.clone()).unwrap_or_default(),
+        interfered_trials: t.and_then(|t| t.rounds.as_ref()).map(|r| {
+            (0..r.interference.len() as u32)
+                .filter(|&i| !r.interference[i as usize].is_empty())
+                .collect()
+        }),
     }
 }
 

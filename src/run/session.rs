@@ -213,6 +213,10 @@ pub fn fresh_seed() -> u64 {
 
 /// Run a session over `members` (and the yardstick `gauge`, if any); `on_round(round, worst
 /// half-width)` is told after each round. Outcomes come back in the order of `members`.
+///
+/// The steps: start every runner ([`spawn_all`]: load, warm up, calibrate), time rounds
+/// until the stop rule holds ([`rounds`]), then let the yardstick's runner and every
+/// member's finish in their own processes ([`finish_gauge`], [`finish_member`]).
 pub fn run(
     members: Vec<Member>,
     gauge: Option<Gauge>,
@@ -223,13 +227,38 @@ pub fn run(
     let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
     let n_members = members.len();
-    let runners = n_members + usize::from(gauge.is_some());
-    // The yardstick, when there is one, is the last of `live`; it is not a member.
-    let (gauge, gauge_member) = match gauge {
+    let (mut live, gauge_id) = line_up(members, gauge);
+    let runners = live.len();
+    spawn_all(&mut live, s);
+    let stopped = rounds(&mut live, n_members, budget_ns, seed, s, on_round);
+    // The yardstick's runner finishes first; its values count only if it lasted the session.
+    let gauge = match gauge_id {
+        Some(g) => live.pop().and_then(|l| finish_gauge(l, s)).map(|l| (l, g)),
+        None => None,
+    };
+    let end = End {
+        id: &id,
+        seed,
+        runners,
+        stopped,
+        budget_ns,
+        gauge: gauge.as_ref(),
+    };
+    let out = live
+        .into_iter()
+        .map(|l| finish_member(l, &end, s))
+        .collect();
+    (id, seed, out)
+}
+
+/// The session's runners: the members, then the yardstick's (when there is one; it is not
+/// a member), and what identifies the yardstick (name, object SHA-256).
+fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(String, String)>) {
+    let (gauge_id, gauge_member) = match gauge {
         Some(g) => (Some((g.name, g.object_sha256)), Some(g.member)),
         None => (None, None),
     };
-    let mut live: Vec<Live> = members
+    let live = members
         .into_iter()
         .chain(gauge_member)
         .map(|m| Live {
@@ -244,10 +273,14 @@ pub fn run(
             elapsed: Duration::ZERO,
         })
         .collect();
+    (live, gauge_id)
+}
 
-    // Every runner holds its pipes and log for the whole session.
-    let room = exec::make_room_for(runners);
-    // Start the runners one at a time: loading, warm-up and calibration on the bench core.
+/// Start the runners one at a time: loading, warm-up and calibration on the bench core.
+/// Every runner holds its pipes and log for the whole session; one that cannot start or
+/// does not report ready fails.
+fn spawn_all(live: &mut [Live], s: &Settings) {
+    let room = exec::make_room_for(live.len());
     for l in live.iter_mut() {
         if let Err(why) = &room {
             l.fail(Stop::failed(why.clone()));
@@ -257,196 +290,239 @@ pub fn run(
             l.fail(Stop::failed("interrupted"));
             continue;
         }
-        let args: Vec<String> = [
-            "serve".to_string(),
-            "--lib".into(),
-            l.m.object.display().to_string(),
-            "--api".into(),
-            std::path::absolute(&l.m.api_h)
-                .unwrap_or_else(|_| l.m.api_h.clone())
-                .display()
-                .to_string(),
-            "--ns".into(),
-            l.m.namespace.clone(),
-            "--op".into(),
-            l.m.op.clone(),
-            "--cpu".into(),
-            s.bench_cpu.to_string(),
-            "--batch-ns".into(),
-            s.batch.as_nanos().to_string(),
-            "--min-iters".into(),
-            l.m.min_iters.to_string(),
-            "--samples".into(),
-            l.m.samples.to_string(),
-        ]
-        .into_iter()
-        .chain(
-            l.m.layouts
-                .iter()
-                .flat_map(|p| ["--layout".to_string(), p.display().to_string()]),
-        )
-        .collect();
-        let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
-            .chain(args.iter().cloned())
-            .collect();
-        l.commands.push(shown.clone());
-        l.m.jail.read.extend(l.m.layouts.iter().cloned());
-        let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
-        match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
-            Ok(mut served) => {
-                let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
-                l.served = Some(served);
-                if !matches!(&r, Ok((w, _)) if w == READY) {
-                    l.fail_from(r, s.timeout);
-                }
-            }
-            Err(e) => l.fail(Stop::failed(format!("cannot run kem-runner: {e}"))),
-        }
+        spawn(l, s);
     }
+}
 
+/// The `kem-runner serve` arguments of one runner.
+fn serve_args(m: &Member, s: &Settings) -> Vec<String> {
+    [
+        "serve".to_string(),
+        "--lib".into(),
+        m.object.display().to_string(),
+        "--api".into(),
+        std::path::absolute(&m.api_h)
+            .unwrap_or_else(|_| m.api_h.clone())
+            .display()
+            .to_string(),
+        "--ns".into(),
+        m.namespace.clone(),
+        "--op".into(),
+        m.op.clone(),
+        "--cpu".into(),
+        s.bench_cpu.to_string(),
+        "--batch-ns".into(),
+        s.batch.as_nanos().to_string(),
+        "--min-iters".into(),
+        m.min_iters.to_string(),
+        "--samples".into(),
+        m.samples.to_string(),
+    ]
+    .into_iter()
+    .chain(
+        m.layouts
+            .iter()
+            .flat_map(|p| ["--layout".to_string(), p.display().to_string()]),
+    )
+    .collect()
+}
+
+/// Start one runner in its jail and wait for its `ready`.
+fn spawn(l: &mut Live, s: &Settings) {
+    let args = serve_args(&l.m, s);
+    let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
+        .chain(args.iter().cloned())
+        .collect();
+    l.commands.push(shown.clone());
+    l.m.jail.read.extend(l.m.layouts.iter().cloned());
+    let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
+    match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
+        Ok(mut served) => {
+            let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
+            l.served = Some(served);
+            if !matches!(&r, Ok((w, _)) if w == READY) {
+                l.fail_from(r, s.timeout);
+            }
+        }
+        Err(e) => l.fail(Stop::failed(format!("cannot run kem-runner: {e}"))),
+    }
+}
+
+/// Time rounds until the stop rule holds: every member's CI within the precision (checked
+/// from [`MIN_ROUNDS`] rounds on), the members' measured batch time at the budget, or no
+/// member left (all failed, or the run was interrupted).
+fn rounds(
+    live: &mut [Live],
+    n_members: usize,
+    budget_ns: u64,
+    seed: u64,
+    s: &Settings,
+    on_round: &dyn Fn(usize, f64),
+) -> Stopped {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
     let mut used_ns = 0u64;
     let mut round = 0usize;
-    let stopped = loop {
+    loop {
         let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].alive()).collect();
         if !order.iter().any(|&i| i < n_members) || exec::cancelled() {
-            break Stopped::NoMembers;
+            return Stopped::NoMembers;
         }
         order.shuffle(&mut rng);
         for (pos, &i) in order.iter().enumerate() {
-            let l = &mut live[i];
-            let served = l.served.as_mut().expect("alive members are served");
-            let before = interference::read_cpu(s.bench_cpu);
-            let sent = Instant::now();
-            let r = match served.send("batch") {
-                Ok(()) => {
-                    served.next_line(&[BATCH, DONE], Instant::now() + s.timeout, &mut l.m.log)
+            if let Some(ns) = batch(&mut live[i], pos, s) {
+                if i < n_members {
+                    used_ns += ns;
                 }
-                Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
-            };
-            let wall = sent.elapsed();
-            let after = interference::read_cpu(s.bench_cpu);
-            let reply = match &r {
-                Ok((w, json)) if w == BATCH => serde_json::from_str::<BatchReply>(json).ok(),
-                _ => None,
-            };
-            let Some(b) = reply.filter(|b| b.iters > 0) else {
-                l.fail_from(r, s.timeout);
-                continue;
-            };
-            if u128::from(b.ns) > wall.as_nanos() {
-                let stop = Stop::failed(format!(
-                    "implausible timing record: batch {} claims {:.3} ms but kem-runner answered \
-                     in {:.3} ms",
-                    l.values.len() + 1,
-                    b.ns as f64 / 1e6,
-                    wall.as_secs_f64() * 1e3
-                ));
-                l.fail(stop);
-                continue;
             }
-            if i < n_members {
-                used_ns += b.ns;
-            }
-            l.batches.push((b.iters, b.cycles, b.ns));
-            // Every alive member takes part in every round, so round i is `values[i]`.
-            l.values.push(b.cycles as f64 / b.iters as f64);
-            l.why.push(interference::judge(before, after, &b.own, b.ns));
-            l.positions.push(pos as u32);
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {
-            live[..n_members]
-                .iter()
-                .filter(|l| l.alive())
-                .filter_map(|l| l.estimate(seed, CHECK_RESAMPLES))
-                .map(|(e, _)| e.rel_half_width())
-                .fold(0.0, f64::max)
+            widest(&live[..n_members], seed)
         } else {
             f64::INFINITY
         };
         on_round(round, worst);
         if worst <= s.precision {
-            break Stopped::Precision;
+            return Stopped::Precision;
         }
         if used_ns >= budget_ns {
-            break Stopped::Budget;
+            return Stopped::Budget;
         }
-    };
+    }
+}
 
-    // The yardstick's runner finishes first; its values count only if it lasted the session.
-    let gauge_live = match gauge {
-        Some(g) => live.pop().map(|mut l| {
-            let finished = l.alive() && {
-                let served = l.served.as_mut().expect("alive");
-                let r = match served.send("finish") {
-                    Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
-                    Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
-                };
-                served.wait(&mut l.m.log);
-                r.is_ok()
-            };
-            (finished.then_some(l), g)
-        }),
-        None => None,
+/// The widest relative CI half-width of the members still alive (the stop rule's measure).
+fn widest(members: &[Live], seed: u64) -> f64 {
+    members
+        .iter()
+        .filter(|l| l.alive())
+        .filter_map(|l| l.estimate(seed, CHECK_RESAMPLES))
+        .map(|(e, _)| e.rel_half_width())
+        .fold(0.0, f64::max)
+}
+
+/// Time one batch of `l` at position `pos` of the round: its measured ns, or `None` when
+/// it failed (no answer, a bad answer, or a batch claiming more time than it took).
+fn batch(l: &mut Live, pos: usize, s: &Settings) -> Option<u64> {
+    let served = l.served.as_mut().expect("alive members are served");
+    let before = interference::read_cpu(s.bench_cpu);
+    let sent = Instant::now();
+    let r = match served.send("batch") {
+        Ok(()) => served.next_line(&[BATCH, DONE], Instant::now() + s.timeout, &mut l.m.log),
+        Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
     };
-    let yardstick = |l: &Live| match &gauge_live {
-        Some((Some(gl), (name, sha))) => l.yardstick(gl, (name, sha), seed),
+    let wall = sent.elapsed();
+    let after = interference::read_cpu(s.bench_cpu);
+    let reply = match &r {
+        Ok((w, json)) if w == BATCH => serde_json::from_str::<BatchReply>(json).ok(),
         _ => None,
     };
-
-    // Each runner finishes in its own process: samples, overhead, stack, peak RSS.
-    let mut out = Vec::with_capacity(live.len());
-    for mut l in live {
-        if l.alive() {
-            let served = l.served.as_mut().expect("alive");
-            let r = match served.send("finish") {
-                Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
-                Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
-            };
-            match r {
-                Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
-                    Ok(o) if o.failure.is_none() && lists(&o, &l.batches) => {
-                        served.wait(&mut l.m.log);
-                        l.elapsed = served.elapsed();
-                        let (estimate, clean_only) = l
-                            .estimate(seed, stats::BOOTSTRAP_RESAMPLES)
-                            .expect("an alive member has rounds");
-                        let rounds = Rounds {
-                            session: id.clone(),
-                            seed,
-                            members: runners,
-                            positions: std::mem::take(&mut l.positions),
-                            interference: l.why.clone(),
-                            clean_only,
-                            estimate,
-                            precision: s.precision,
-                            reached: estimate.rel_half_width() <= s.precision,
-                            stopped,
-                            budget_s: budget_ns as f64 * 1e-9,
-                            yardstick: yardstick(&l),
-                        };
-                        l.served = None;
-                        out.push(finish(l, Ok((o, rounds))));
-                        continue;
-                    }
-                    Ok(o) if o.failure.is_some() => l.fail_from(Ok((DONE.into(), json)), s.timeout),
-                    Ok(_) => l.fail(Stop::failed(format!(
-                        "{}: the runner's record does not list the batches it answered",
-                        l.m.op
-                    ))),
-                    Err(_) => l.fail_from(Ok((DONE.into(), json)), s.timeout),
-                },
-                Err(e) => l.fail_from(Err(e), s.timeout),
-            }
-        }
-        let stop = l
-            .failed
-            .take()
-            .unwrap_or_else(|| Stop::failed("interrupted"));
-        out.push(finish(l, Err(stop)));
+    let Some(b) = reply.filter(|b| b.iters > 0) else {
+        l.fail_from(r, s.timeout);
+        return None;
+    };
+    if u128::from(b.ns) > wall.as_nanos() {
+        let stop = Stop::failed(format!(
+            "implausible timing record: batch {} claims {:.3} ms but kem-runner answered \
+             in {:.3} ms",
+            l.values.len() + 1,
+            b.ns as f64 / 1e6,
+            wall.as_secs_f64() * 1e3
+        ));
+        l.fail(stop);
+        return None;
     }
-    (id, seed, out)
+    l.batches.push((b.iters, b.cycles, b.ns));
+    // Every alive member takes part in every round, so round i is `values[i]`.
+    l.values.push(b.cycles as f64 / b.iters as f64);
+    l.why.push(interference::judge(before, after, &b.own, b.ns));
+    l.positions.push(pos as u32);
+    Some(b.ns)
+}
+
+/// Ask a runner to finish (`finish`) and read its `done` line.
+fn ask_finish(l: &mut Live, s: &Settings) -> Result<(String, String), NoLine> {
+    let served = l.served.as_mut().expect("alive");
+    match served.send("finish") {
+        Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
+        Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+    }
+}
+
+/// The yardstick's runner, finished: `None` when it did not last the session.
+fn finish_gauge(mut l: Live, s: &Settings) -> Option<Live> {
+    let finished = l.alive() && {
+        let r = ask_finish(&mut l, s);
+        let served = l.served.as_mut().expect("alive");
+        served.wait(&mut l.m.log);
+        r.is_ok()
+    };
+    finished.then_some(l)
+}
+
+/// What every member's record shares of the session's end.
+struct End<'a> {
+    id: &'a str,
+    seed: u64,
+    runners: usize,
+    stopped: Stopped,
+    budget_ns: u64,
+    /// The yardstick's runner when it lasted the session, and its (name, SHA-256).
+    gauge: Option<&'a (Live, (String, String))>,
+}
+
+/// A member's runner finishes in its own process (samples, overhead, stack, peak RSS) and
+/// its outcome is made: its record with the [`Rounds`], or why it failed.
+fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
+    if l.alive() {
+        match ask_finish(&mut l, s) {
+            Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
+                Ok(o) if o.failure.is_none() && lists(&o, &l.batches) => {
+                    let served = l.served.as_mut().expect("alive");
+                    served.wait(&mut l.m.log);
+                    l.elapsed = served.elapsed();
+                    let rounds = member_rounds(&mut l, end, s);
+                    l.served = None;
+                    return finish(l, Ok((o, rounds)));
+                }
+                Ok(o) if o.failure.is_some() => l.fail_from(Ok((DONE.into(), json)), s.timeout),
+                Ok(_) => l.fail(Stop::failed(format!(
+                    "{}: the runner's record does not list the batches it answered",
+                    l.m.op
+                ))),
+                Err(_) => l.fail_from(Ok((DONE.into(), json)), s.timeout),
+            },
+            Err(e) => l.fail_from(Err(e), s.timeout),
+        }
+    }
+    let stop = l
+        .failed
+        .take()
+        .unwrap_or_else(|| Stop::failed("interrupted"));
+    finish(l, Err(stop))
+}
+
+/// What a finished member's record keeps of the session.
+fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
+    let (estimate, clean_only) = l
+        .estimate(end.seed, stats::BOOTSTRAP_RESAMPLES)
+        .expect("an alive member has rounds");
+    Rounds {
+        session: end.id.to_string(),
+        seed: end.seed,
+        members: end.runners,
+        positions: std::mem::take(&mut l.positions),
+        interference: l.why.clone(),
+        clean_only,
+        estimate,
+        precision: s.precision,
+        reached: estimate.rel_half_width() <= s.precision,
+        stopped: end.stopped,
+        budget_s: end.budget_ns as f64 * 1e-9,
+        yardstick: end
+            .gauge
+            .and_then(|(gl, (name, sha))| l.yardstick(gl, (name, sha), end.seed)),
+    }
 }
 
 /// Whether the final record's trials are exactly the batches the runner answered.

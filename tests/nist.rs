@@ -16,7 +16,11 @@ fn ngcc(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let exe = Path::new(env!("CARGO_BIN_EXE_ngcc-pipe"));
     let mut cmd = Command::new(exe);
     cmd.current_dir(dir).env("NO_COLOR", "1").args(args);
-    if let Some(runner) = exe.parent().map(|d| d.join("kem-runner")).filter(|r| r.is_file()) {
+    if let Some(runner) = exe
+        .parent()
+        .map(|d| d.join("kem-runner"))
+        .filter(|r| r.is_file())
+    {
         cmd.env("NGCC_KEM_RUNNER", runner);
     }
     let out = cmd.output().expect("ngcc-pipe starts");
@@ -29,7 +33,10 @@ fn ngcc(dir: &Path, args: &[&str]) -> (i32, String, String) {
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let (code, out, err) = ngcc(dir, args);
-    assert_eq!(code, 0, "ngcc-pipe {args:?}\n--- stdout\n{out}\n--- stderr\n{err}");
+    assert_eq!(
+        code, 0,
+        "ngcc-pipe {args:?}\n--- stdout\n{out}\n--- stderr\n{err}"
+    );
     out
 }
 
@@ -42,7 +49,10 @@ fn rec(out: &Path, kind: StepKind, sub: &str, inst: &str, op: Option<Op>) -> Ste
 
 /// A work folder whose path holds a space.
 fn work() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("nist pkgs").tempdir().unwrap()
+    tempfile::Builder::new()
+        .prefix("nist pkgs")
+        .tempdir()
+        .unwrap()
 }
 
 fn pipeline(dir: &Path, modes: &str, timing: bool) -> PathBuf {
@@ -52,6 +62,7 @@ fn pipeline(dir: &Path, modes: &str, timing: bool) -> PathBuf {
     );
     if timing {
         text.push_str("step \"time\" needs=\"kat\" exclusive=#true ops=\"keygen\" trials=1 trial=\"20ms\" min-iters=2 samples=3\n");
+        text.push_str("step \"report\" needs=\"kat time\"\n");
     }
     let p = dir.join("campaign.kdl");
     std::fs::write(&p, text).unwrap();
@@ -86,23 +97,37 @@ fn nist_packages_import_check_build_kat_and_time() {
     std::fs::remove_dir_all(&shake).unwrap();
 
     for pkg in [&ml, &archive, &aes] {
-        let out = ok(dir, &["import", &pkg.display().to_string(), "--into", "subs"]);
+        let out = ok(
+            dir,
+            &["import", &pkg.display().to_string(), "--into", "subs"],
+        );
         for f in ["manifest.kdl", "kat.sha256", "sizes.csv"] {
-            assert!(out.contains(f), "import of {} did not write {f}:\n{out}", pkg.display());
+            assert!(
+                out.contains(f),
+                "import of {} did not write {f}:\n{out}",
+                pkg.display()
+            );
         }
     }
     let aes_manifest = std::fs::read_to_string(dir.join("subs/FrodoKEM-AES/manifest.kdl")).unwrap();
     // Only FrodoKEM-640-AES's own code includes OpenSSL (976's rng.c does too, but the
     // harness leaves it out).
     assert!(
-        aes_manifest.contains("when param=\"frodo640aes\" impl=\"Reference\" {\n        link \"crypto\""),
+        aes_manifest
+            .contains("when param=\"frodo640aes\" impl=\"Reference\" {\n        link \"crypto\""),
         "{aes_manifest}"
     );
     assert!(!aes_manifest.contains("param=\"frodo976aes\" impl=\"Reference\" {\n        link"));
     let shake_manifest =
         std::fs::read_to_string(dir.join("subs/FrodoKEM-SHAKE/manifest.kdl")).unwrap();
-    assert!(shake_manifest.contains("source archive="), "{shake_manifest}");
-    assert!(shake_manifest.contains("requires-cpu \"avx2\""), "{shake_manifest}");
+    assert!(
+        shake_manifest.contains("source archive="),
+        "{shake_manifest}"
+    );
+    assert!(
+        shake_manifest.contains("requires-cpu \"avx2\""),
+        "{shake_manifest}"
+    );
 
     let p = pipeline(dir, "single all", true);
     let checked = ok(dir, &["check", "--deep", &p.display().to_string()]);
@@ -138,9 +163,17 @@ fn nist_packages_import_check_build_kat_and_time() {
             .map(|(f, _)| f.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(left, ["PQCgenKAT_kem.c", "rng.c"], "{sub}/{inst}");
-        assert_eq!(b.api_evaluated, sub == "ML-KEM", "{sub}/{inst}: sizes through params.h");
+        assert_eq!(
+            b.api_evaluated,
+            sub == "ML-KEM",
+            "{sub}/{inst}: sizes through params.h"
+        );
         let libs: Vec<&str> = b.libraries.iter().map(|l| l.name.as_str()).collect();
-        let want: &[&str] = if inst == "frodo640aes-reference" { &["crypto"] } else { &[] };
+        let want: &[&str] = if inst == "frodo640aes-reference" {
+            &["crypto"]
+        } else {
+            &[]
+        };
         assert_eq!(libs, want, "{sub}/{inst}");
         let kat = rec(&out, StepKind::Kat, sub, inst, None);
         let Some(StepData::Kat(k)) = &kat.data else {
@@ -148,8 +181,16 @@ fn nist_packages_import_check_build_kat_and_time() {
         };
         for (mode, counts) in [(KatMode::Single, 1), (KatMode::All, 100)] {
             let m = k.modes.iter().find(|m| m.mode == mode).expect("mode ran");
-            assert_eq!(m.status, KatStatus::Pass, "{sub}/{inst} {mode:?}: {:?}", m.reason);
-            let s = m.submitted.as_ref().expect("compared with the submitted file");
+            assert_eq!(
+                m.status,
+                KatStatus::Pass,
+                "{sub}/{inst} {mode:?}: {:?}",
+                m.reason
+            );
+            let s = m
+                .submitted
+                .as_ref()
+                .expect("compared with the submitted file");
             assert_eq!((s.counts, s.compared), (100, counts), "{sub}/{inst}");
             assert!(s.file.starts_with("KAT/crypto_kem/"), "{}", s.file);
         }
@@ -163,10 +204,18 @@ fn nist_packages_import_check_build_kat_and_time() {
         };
         if let Some(root) = pkg_root {
             let theirs = std::fs::read(root.join(&all.submitted.as_ref().unwrap().file)).unwrap();
-            assert!(mine == theirs, "{sub}/{inst}: generated .rsp differs from the submitted one");
+            assert!(
+                mine == theirs,
+                "{sub}/{inst}: generated .rsp differs from the submitted one"
+            );
         }
         let time = rec(&out, StepKind::Time, sub, inst, Some(Op::Keygen));
-        assert_eq!(time.status.name(), "ok", "{sub}/{inst}: time {:?}", time.reason);
+        assert_eq!(
+            time.status.name(),
+            "ok",
+            "{sub}/{inst}: time {:?}",
+            time.reason
+        );
     }
 }
 
@@ -190,21 +239,34 @@ fn a_wrong_digit_in_count_57_is_a_mismatch_naming_count_57() {
     let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
     let rsp = pkg.join("KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp");
     corrupt_count(&rsp, 57);
-    ok(dir, &["import", &pkg.display().to_string(), "--into", "subs"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
     let p = pipeline(dir, "single all", false);
     let (code, _, err) = ngcc(dir, &["run", &p.display().to_string()]);
     assert_eq!(code, 1, "the KAT step fails:\n{err}");
     let out = dir.join("out");
     let kat = rec(&out, StepKind::Kat, "ML-KEM", "ml-kem-512-reference", None);
-    let Some(StepData::Kat(k)) = &kat.data else { panic!("{:?}", kat.reason) };
+    let Some(StepData::Kat(k)) = &kat.data else {
+        panic!("{:?}", kat.reason)
+    };
     let single = k.modes.iter().find(|m| m.mode == KatMode::Single).unwrap();
-    assert_eq!(single.status, KatStatus::Pass, "count 0 is intact: {:?}", single.reason);
+    assert_eq!(
+        single.status,
+        KatStatus::Pass,
+        "count 0 is intact: {:?}",
+        single.reason
+    );
     let all = k.modes.iter().find(|m| m.mode == KatMode::All).unwrap();
     assert_eq!(all.status, KatStatus::Mismatch);
     let d = all.diff.as_ref().expect("first difference");
     assert_eq!((d.count, d.field.as_str(), d.offset), (57, "ss", 3));
     let reason = kat.reason.unwrap_or_default();
-    assert!(reason.contains("count 57, field `ss`: first differing byte at offset 3"), "{reason}");
+    assert!(
+        reason.contains("count 57, field `ss`: first differing byte at offset 3"),
+        "{reason}"
+    );
 
     // The pinned hash notices a package changed after import: the single mode is then
     // not trusted either.
@@ -212,10 +274,19 @@ fn a_wrong_digit_in_count_57_is_a_mismatch_naming_count_57() {
     let (code, _, _) = ngcc(dir, &["run", &p.display().to_string()]);
     assert_eq!(code, 1);
     let kat = rec(&out, StepKind::Kat, "ML-KEM", "ml-kem-512-reference", None);
-    let Some(StepData::Kat(k)) = &kat.data else { panic!("{:?}", kat.reason) };
+    let Some(StepData::Kat(k)) = &kat.data else {
+        panic!("{:?}", kat.reason)
+    };
     for m in &k.modes {
         assert_eq!(m.status, KatStatus::Mismatch);
-        assert!(m.reason.as_deref().unwrap_or_default().contains("the package changed"), "{:?}", m.reason);
+        assert!(
+            m.reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("the package changed"),
+            "{:?}",
+            m.reason
+        );
     }
 }
 
@@ -238,7 +309,11 @@ fn hostile(path: &Path, entries: &[(&str, tar::EntryType, &str)]) {
         gnu.name = [0; 100];
         gnu.name[..name.len()].copy_from_slice(name.as_bytes());
         h.set_cksum();
-        let body: &[u8] = if *kind == tar::EntryType::Symlink { &[] } else { data.as_bytes() };
+        let body: &[u8] = if *kind == tar::EntryType::Symlink {
+            &[]
+        } else {
+            data.as_bytes()
+        };
         b.append(&h, body).unwrap();
     }
     b.into_inner().unwrap().finish().unwrap();
@@ -253,7 +328,11 @@ fn hostile_archives_are_refused_and_write_nothing_outside() {
     let abs = format!("{}/abs.c", victim.display());
     let reg = tar::EntryType::Regular;
     let cases: Vec<(&str, Vec<(&str, tar::EntryType, &str)>, &str)> = vec![
-        ("dotdot", vec![("pkg/../../victim/up.c", reg, "int x;")], "climbs out with `..`"),
+        (
+            "dotdot",
+            vec![("pkg/../../victim/up.c", reg, "int x;")],
+            "climbs out with `..`",
+        ),
         ("absolute", vec![(abs.as_str(), reg, "int x;")], "absolute"),
         (
             "symlink",
@@ -269,7 +348,10 @@ fn hostile_archives_are_refused_and_write_nothing_outside() {
         hostile(&a, entries);
         let (code, out, err) = ngcc(dir, &["import", &a.display().to_string(), "--into", "subs"]);
         assert_eq!(code, 2, "{name}: refused\n{out}\n{err}");
-        assert!(err.contains("refused") && err.contains(why), "{name}: {err}");
+        assert!(
+            err.contains("refused") && err.contains(why),
+            "{name}: {err}"
+        );
         assert!(!dir.join("subs").exists(), "{name}: wrote a submission");
     }
     let left: Vec<_> = std::fs::read_dir(&victim).unwrap().collect();

@@ -235,18 +235,40 @@ pub struct ParamSpec<'a> {
 }
 
 /// Makes `<pkg>/<impl>/crypto_kem/<name>/` from `spec`.
-pub fn make_param(pqclean: &Path, pkg: &Path, implementation: &str, spec: &ParamSpec<'_>) -> PathBuf {
+pub fn make_param(
+    pqclean: &Path,
+    pkg: &Path,
+    implementation: &str,
+    spec: &ParamSpec<'_>,
+) -> PathBuf {
     let dir = pkg.join(implementation).join("crypto_kem").join(spec.name);
     std::fs::create_dir_all(&dir).unwrap();
+    // Without the prefix, PQClean's `#define CRYPTO_BYTES PQCLEAN_..._CRYPTO_BYTES`
+    // (FrodoKEM's params.h) would define a name as itself: such lines go.
     let strip = |text: &str| {
-        text.replace(spec.namespace, "")
-            .replace("#include \"randombytes.h\"", "#include \"rng.h\"")
+        let text = text
+            .replace(spec.namespace, "")
+            .replace("#include \"randombytes.h\"", "#include \"rng.h\"");
+        text.lines()
+            .filter(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                !(w.len() == 3 && w[0] == "#define" && w[1] == w[2])
+            })
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
     };
-    for e in std::fs::read_dir(pqclean.join(spec.from)).unwrap().flatten() {
+    for e in std::fs::read_dir(pqclean.join(spec.from))
+        .unwrap()
+        .flatten()
+    {
         let p = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
         if name.ends_with(".c") || name.ends_with(".h") {
-            std::fs::write(dir.join(&name), strip(&std::fs::read_to_string(&p).unwrap())).unwrap();
+            std::fs::write(
+                dir.join(&name),
+                strip(&std::fs::read_to_string(&p).unwrap()),
+            )
+            .unwrap();
         }
     }
     let mut common: Vec<&str> = spec.common.to_vec();
@@ -298,13 +320,23 @@ pub fn submitted_kat(pkg: &Path, param_dir: &Path, name: &str, openssl: bool) ->
         .collect();
     sources.sort();
     let mut cc = Command::new("cc");
-    cc.args(["-O2", "-std=c99", "-o"]).arg(&exe).args(&sources).arg(format!("-I{}", param_dir.display()));
+    cc.args(["-O2", "-std=c99", "-o"])
+        .arg(&exe)
+        .args(&sources)
+        .arg(format!("-I{}", param_dir.display()));
     if openssl {
         cc.arg("-lcrypto");
     }
     let out = cc.output().unwrap();
-    assert!(out.status.success(), "PQCgenKAT_kem of {name}: {}", String::from_utf8_lossy(&out.stderr));
-    let st = Command::new(&exe).current_dir(work.path()).status().unwrap();
+    assert!(
+        out.status.success(),
+        "PQCgenKAT_kem of {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = Command::new(&exe)
+        .current_dir(work.path())
+        .status()
+        .unwrap();
     assert!(st.success(), "PQCgenKAT_kem of {name} failed: {st}");
     let rsp = std::fs::read_dir(work.path())
         .unwrap()
@@ -353,8 +385,18 @@ pub fn ml_kem(mlkem: &Path, pkgs: &Path, levels: &[&str]) -> PathBuf {
 pub fn frodo_shake(frodo: &Path, pkgs: &Path) -> PathBuf {
     let pkg = pkgs.join("FrodoKEM-SHAKE");
     for (imp, from, ns, flags) in [
-        ("Reference_Implementation", "clean", "PQCLEAN_FRODOKEM640SHAKE_CLEAN_", "-O3"),
-        ("Optimized_Implementation", "opt", "PQCLEAN_FRODOKEM640SHAKE_OPT_", "-O3 -mavx2"),
+        (
+            "Reference_Implementation",
+            "clean",
+            "PQCLEAN_FRODOKEM640SHAKE_CLEAN_",
+            "-O3",
+        ),
+        (
+            "Optimized_Implementation",
+            "opt",
+            "PQCLEAN_FRODOKEM640SHAKE_OPT_",
+            "-O3 -mavx2",
+        ),
     ] {
         let cmake = format!(
             "cmake_minimum_required(VERSION 3.10)\nproject(frodo640shake C)\nset(CMAKE_C_FLAGS \"${{CMAKE_C_FLAGS}} {flags}\")\nfile(GLOB SOURCES *.c)\nadd_executable(PQCgenKAT_kem ${{SOURCES}})\n"

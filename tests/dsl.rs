@@ -487,16 +487,25 @@ fn nist_package_manifest_lowers() {
     let sub = &c.submissions[0];
     assert_eq!(sub.api, ngcc_pipe::model::Api::Nist);
     assert!(sub.kat.submitted);
-    assert_eq!(sub.meta.links, [("Source".to_string(), "https://example.org".to_string())]);
+    assert_eq!(
+        sub.meta.links,
+        [("Source".to_string(), "https://example.org".to_string())]
+    );
     let one = &sub.instances[0];
     assert_eq!((one.id.as_str(), one.namespace.as_str()), ("A-1-clean", ""));
     assert_eq!(one.exclude, ["test_*.c"]);
     assert_eq!(one.libraries, ["crypto"]);
-    assert_eq!(one.kat_submitted.as_deref(), Some("KAT/1/PQCkemKAT_{sk}.rsp"));
+    assert_eq!(
+        one.kat_submitted.as_deref(),
+        Some("KAT/1/PQCkemKAT_{sk}.rsp")
+    );
     let three = &sub.instances[2];
     assert_eq!(three.id, "A-3-clean");
     assert_eq!(three.libraries, ["crypto", "gmp"]);
-    assert_eq!(three.kat_submitted.as_deref(), Some("KAT/three/PQCkemKAT_{sk}.rsp"));
+    assert_eq!(
+        three.kat_submitted.as_deref(),
+        Some("KAT/three/PQCkemKAT_{sk}.rsp")
+    );
     assert_eq!(three.extra_sources, ["common/../shared/x.c"]);
 }
 

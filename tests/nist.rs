@@ -290,8 +290,11 @@ fn a_wrong_digit_in_count_57_is_a_mismatch_naming_count_57() {
     }
 }
 
+/// A raw tar entry: name, type, data (a symbolic link's target).
+type RawEntry<'a> = (&'a str, tar::EntryType, &'a str);
+
 /// A `.tar.gz` whose entries are given raw (the tar builder refuses these names).
-fn hostile(path: &Path, entries: &[(&str, tar::EntryType, &str)]) {
+fn hostile(path: &Path, entries: &[RawEntry<'_>]) {
     let f = std::fs::File::create(path).unwrap();
     let gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
     let mut b = tar::Builder::new(gz);
@@ -327,7 +330,7 @@ fn hostile_archives_are_refused_and_write_nothing_outside() {
     std::fs::create_dir_all(&victim).unwrap();
     let abs = format!("{}/abs.c", victim.display());
     let reg = tar::EntryType::Regular;
-    let cases: Vec<(&str, Vec<(&str, tar::EntryType, &str)>, &str)> = vec![
+    let cases: Vec<(&str, Vec<RawEntry<'_>>, &str)> = vec![
         (
             "dotdot",
             vec![("pkg/../../victim/up.c", reg, "int x;")],

@@ -65,6 +65,29 @@ pub enum ImportError {
     },
 }
 
+/// Where the package came from, for the manifest's `source` line.
+enum Origin {
+    Folder,
+    Archive { sha256: String, top: Option<String> },
+}
+
+impl Origin {
+    /// The `source` node's properties for `package`, seen from the manifest's folder `dir`.
+    fn source(&self, package: &Path, dir: &Path) -> String {
+        let rel = kdl_str(&relative(package, dir).display().to_string());
+        match self {
+            Origin::Folder => format!("path={rel}"),
+            Origin::Archive { sha256, top } => {
+                let mut s = format!("archive={rel} sha256={}", kdl_str(sha256));
+                if let Some(t) = top {
+                    s.push_str(&format!(" root={}", kdl_str(t)));
+                }
+                s
+            }
+        }
+    }
+}
+
 /// A submission id made from a package name: invalid characters become `-`.
 fn id_from(name: &str) -> String {
     let stem = [".tar.gz", ".tgz", ".tar", ".zip"]
@@ -142,20 +165,14 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // The folder read, and the manifest's `source` line (relative to the manifest).
+    // The folder read, and where the manifest's `source` points.
     let unpacked;
-    let (root, source_of): (PathBuf, Box<dyn Fn(&Path) -> String>) = if package.is_dir() {
-        let p = package.clone();
-        (
-            package.clone(),
-            Box::new(move |dir: &Path| {
-                format!("path={}", kdl_str(&relative(&p, dir).display().to_string()))
-            }),
-        )
+    let (root, origin) = if package.is_dir() {
+        (package.clone(), Origin::Folder)
     } else if package.is_file() && crate::archive::kind_of(&package).is_some() {
         let bytes = std::fs::read(&package)
             .map_err(|e| ImportError::Package(format!("{}: {e}", package.display())))?;
-        let sha = crate::run::keys::sha256_hex(&bytes);
+        let sha256 = crate::run::keys::sha256_hex(&bytes);
         unpacked = tempfile::tempdir().map_err(|e| ImportError::Package(e.to_string()))?;
         let dest = unpacked.path().join("p");
         // The path as given: errors name it so.
@@ -171,21 +188,7 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
             _ => None,
         };
         let root = top.as_ref().map_or(dest.clone(), |t| dest.join(t));
-        let p = package.clone();
-        (
-            root,
-            Box::new(move |dir: &Path| {
-                let mut s = format!(
-                    "archive={} sha256={}",
-                    kdl_str(&relative(&p, dir).display().to_string()),
-                    kdl_str(&sha)
-                );
-                if let Some(t) = &top {
-                    s.push_str(&format!(" root={}", kdl_str(t)));
-                }
-                s
-            }),
-        )
+        (root, Origin::Archive { sha256, top })
     } else {
         return Err(ImportError::Package(format!(
             "{} is neither a folder nor a .tar, .tar.gz, .tgz or .zip archive",
@@ -299,7 +302,7 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         &Manifest {
             id: &name,
             algorithm: &family(&algnames, &name),
-            source: source_of(&dir),
+            source: origin.source(&package, &dir),
             from: &o.package.display().to_string(),
             impls: &impls,
             params: &params,
@@ -308,9 +311,10 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         },
         &mut done.decisions,
     );
-    done.decisions.push(format!(
+    done.decisions.push(
         "nist-category: the package does not say which security category each parameter set claims; the manifest lists them as a TODO"
-    ));
+            .to_string(),
+    );
     std::fs::create_dir_all(&dir).map_err(|source| ImportError::Write {
         path: dir.clone(),
         source,

@@ -204,6 +204,9 @@ mod tests {
             &|_| None,
         );
         assert_eq!(v, Verdict::Bypass);
-        assert!(s.ends_with("reachable; no provided library declared"), "{s}");
+        assert!(
+            s.ends_with("reachable; no provided library declared"),
+            "{s}"
+        );
     }
 }

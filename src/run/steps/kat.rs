@@ -560,7 +560,7 @@ fn judge_hash(
             if let Some(dir) = &sub.kat.reference_dir {
                 let reference = dir.join(rsp_name(inst.manifest_id(), mode, ""));
                 if let (Ok(gen), Ok(refr)) = (
-                    std::fs::read_to_string(&rsp),
+                    std::fs::read_to_string(rsp),
                     std::fs::read_to_string(&reference),
                 ) {
                     match crate::rsp::first_difference(&gen, &refr) {

@@ -296,7 +296,9 @@ impl Unpacker {
                     _ => {
                         return Err(self.refuse(
                             name,
-                            format!("hard link to `{target}`, which is not a file unpacked before it"),
+                            format!(
+                                "hard link to `{target}`, which is not a file unpacked before it"
+                            ),
                         ))
                     }
                 }
@@ -398,9 +400,7 @@ pub fn entry_path(name: &str) -> Result<PathBuf, String> {
             Component::Normal(p) => out.push(p),
             Component::CurDir => {}
             Component::ParentDir => return Err("its path climbs out with `..`".into()),
-            Component::RootDir | Component::Prefix(_) => {
-                return Err("its path is absolute".into())
-            }
+            Component::RootDir | Component::Prefix(_) => return Err("its path is absolute".into()),
         }
     }
     Ok(out)
@@ -523,7 +523,10 @@ mod tests {
         let (d, r) = unpack(&bytes);
         r.unwrap();
         let out = d.path().join("out");
-        assert_eq!(std::fs::read_to_string(out.join("pkg/b/x.c")).unwrap(), "abc");
+        assert_eq!(
+            std::fs::read_to_string(out.join("pkg/b/x.c")).unwrap(),
+            "abc"
+        );
         assert!(std::fs::symlink_metadata(out.join("pkg/b/x.c"))
             .unwrap()
             .file_type()

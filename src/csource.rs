@@ -100,7 +100,11 @@ pub fn defined_functions<'a>(text: &str, names: &[&'a str]) -> Vec<&'a str> {
         }
         i += 1;
     }
-    names.iter().copied().filter(|n| found.contains(n)).collect()
+    names
+        .iter()
+        .copied()
+        .filter(|n| found.contains(n))
+        .collect()
 }
 
 /// After a name at `i`: `(` ... matching `)`, then `{` (blanks between).
@@ -250,7 +254,13 @@ int randombytes(unsigned char *x, unsigned long long xlen) { return 0; }
     #[test]
     fn finds_renames() {
         let h = "#define randombytes PQCLEAN_randombytes\nint randombytes(uint8_t *, size_t);\n";
-        assert_eq!(renamed(h, "randombytes").as_deref(), Some("PQCLEAN_randombytes"));
-        assert_eq!(renamed("#define randombytes_init(x) f(x)\n", "randombytes"), None);
+        assert_eq!(
+            renamed(h, "randombytes").as_deref(),
+            Some("PQCLEAN_randombytes")
+        );
+        assert_eq!(
+            renamed("#define randombytes_init(x) f(x)\n", "randombytes"),
+            None
+        );
     }
 }

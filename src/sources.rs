@@ -88,7 +88,8 @@ pub fn instance_files(
         // Only the folder's own files: an extra source is named on purpose.
         if !harness.is_empty() && f.parent() == Some(inst_dir.as_path()) {
             let text = std::fs::read(&f).unwrap_or_default();
-            let defines = crate::csource::defined_functions(&String::from_utf8_lossy(&text), harness);
+            let defines =
+                crate::csource::defined_functions(&String::from_utf8_lossy(&text), harness);
             if !defines.is_empty() {
                 out.left_out.push(LeftOut {
                     file: f,

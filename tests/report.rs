@@ -497,6 +497,9 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             object_sha256: hexish(&format!("{id}.{name}.so")),
         })
         .collect(),
+        libraries: Vec::new(),
+        left_out: Vec::new(),
+        api_evaluated: false,
     };
     let mut r = base_record(
         ctx.arm,

@@ -226,8 +226,7 @@ impl Kem {
             // SAFETY: the engine's NIST shim defines this setter with exactly this type,
             // and the hook matches `void (*)(const uint8_t *, const uint8_t *, int)`.
             unsafe {
-                let set_init =
-                    std::mem::transmute::<*mut c_void, SetRandomBytesInitFn>(set_init);
+                let set_init = std::mem::transmute::<*mut c_void, SetRandomBytesInitFn>(set_init);
                 set_init(Some(ngcc_randombytes_init_hook));
             }
         }

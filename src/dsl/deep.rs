@@ -87,13 +87,18 @@ pub fn deep_check(
                 ),
                 Ok(text) => {
                     let defines = api_defines(&dir, &text);
-                    if let Some(msg) = namespace_problem(&defines, &inst.namespace, sub.api, &api_h) {
+                    if let Some(msg) = namespace_problem(&defines, &inst.namespace, sub.api, &api_h)
+                    {
                         let help = if inst.namespace.is_empty() {
                             "`api \"nist\"` means an un-prefixed api.h (`CRYPTO_SECRETKEYBYTES`); for a namespaced tree remove it and give each instance its `namespace=`"
                         } else {
                             "the namespace is the prefix of `CRYPTO_SECRETKEYBYTES` and the other `CRYPTO_*` macros in api.h; a NIST package's api.h has none: use `api \"nist\"` and no `namespace=`"
                         };
-                        let span = if inst.namespace.is_empty() { at(&o.instance) } else { at(&o.namespace) };
+                        let span = if inst.namespace.is_empty() {
+                            at(&o.instance)
+                        } else {
+                            at(&o.namespace)
+                        };
                         problems.push(
                             Diagnostic::new(&file, format!("instance `{}`: {msg}", inst.id))
                                 .label(span, "declared here")
@@ -120,7 +125,10 @@ pub fn deep_check(
                             .iter()
                             .map(|l| format!("{} ({})", shown(&l.file), l.defines.join(", ")))
                             .collect();
-                        line.push_str(&format!(" [left out, defining what the harness provides: {}]", out.join(", ")));
+                        line.push_str(&format!(
+                            " [left out, defining what the harness provides: {}]",
+                            out.join(", ")
+                        ));
                     }
                     listing_lines.push(line);
                     source_notes(&file, sub, inst, &listing.files, &mut problems);
@@ -237,10 +245,15 @@ fn submitted_file(
     let Ok(api) = kem_native::api::parse_api_h(api_h, &inst.namespace) else {
         return;
     };
-    let vars: BTreeMap<String, String> = [("pk", api.pk), ("sk", api.sk), ("ct", api.ct), ("ss", api.ss)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let vars: BTreeMap<String, String> = [
+        ("pk", api.pk),
+        ("sk", api.sk),
+        ("ct", api.ct),
+        ("ss", api.ss),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
     let Ok(rel) = super::parse_template(t).and_then(|t| t.expand(&vars)) else {
         return;
     };
@@ -249,9 +262,15 @@ fn submitted_file(
         problems.push(
             Diagnostic::new(
                 file,
-                format!("instance `{}`: submitted KAT file `{rel}` does not exist in the source", inst.id),
+                format!(
+                    "instance `{}`: submitted KAT file `{rel}` does not exist in the source",
+                    inst.id
+                ),
             )
-            .label(SourceSpan::new(o.instance.offset.into(), o.instance.len), "this instance")
+            .label(
+                SourceSpan::new(o.instance.offset.into(), o.instance.len),
+                "this instance",
+            )
             .help(folders_hint(&root.join(&rel))),
         );
     }
@@ -269,16 +288,26 @@ fn source_notes(
 ) {
     let o = &inst.origin;
     let at = SourceSpan::new(o.instance.offset.into(), o.instance.len);
-    let drng = sub.primitives.drng.clone().unwrap_or_else(|| match sub.api {
-        Api::Nist => "randombytes".into(),
-        Api::Namespaced => "PQCLEAN_randombytes".into(),
-    });
+    let drng = sub
+        .primitives
+        .drng
+        .clone()
+        .unwrap_or_else(|| match sub.api {
+            Api::Nist => "randombytes".into(),
+            Api::Namespaced => "PQCLEAN_randombytes".into(),
+        });
     let mut missing: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
-    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "c")) {
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "c"))
+    {
         let Ok(text) = std::fs::read_to_string(f) else {
             continue;
         };
-        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let wanted = ["main", drng.as_str(), "randombytes_init"];
         for d in crate::csource::defined_functions(&text, &wanted) {
             let (msg, help) = if d == "main" {
@@ -292,12 +321,19 @@ fn source_notes(
                     "leave the package's own DRBG (`rng.c`) out with `exclude`, or use `api \"nist\"`, which does".to_string(),
                 )
             };
-            problems.push(Diagnostic::new(file, msg).label(at, "this instance").help(help));
+            problems.push(
+                Diagnostic::new(file, msg)
+                    .label(at, "this instance")
+                    .help(help),
+            );
         }
         for (h, angle) in crate::csource::includes(&text) {
             if let Some(lib) = crate::csource::library_for_header(&h).filter(|_| angle) {
                 if !inst.libraries.iter().any(|l| l == lib) {
-                    missing.entry(lib).or_default().push(format!("`{name}` includes <{h}>"));
+                    missing
+                        .entry(lib)
+                        .or_default()
+                        .push(format!("`{name}` includes <{h}>"));
                 }
             }
         }
@@ -313,7 +349,9 @@ fn source_notes(
                 ),
             )
             .label(at, "this instance")
-            .help(format!("add `link \"{lib}\"` to the submission (or to a `when` block for these instances)"))
+            .help(format!(
+                "add `link \"{lib}\"` to the submission (or to a `when` block for these instances)"
+            ))
             .note(),
         );
     }

@@ -43,7 +43,10 @@ pub fn kat_files(root: &Path) -> Vec<KatFile> {
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let Some(sk) = name
             .strip_prefix("PQCkemKAT_")
             .and_then(|r| r.strip_suffix(".rsp"))
@@ -51,7 +54,9 @@ pub fn kat_files(root: &Path) -> Vec<KatFile> {
         else {
             continue;
         };
-        let Ok(bytes) = std::fs::read(&f) else { continue };
+        let Ok(bytes) = std::fs::read(&f) else {
+            continue;
+        };
         let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
         let algname = String::from_utf8_lossy(first)
             .trim()
@@ -84,7 +89,11 @@ pub fn choose<'a>(
         .collect();
     match found.as_slice() {
         [] => {
-            let same_sk: Vec<&str> = files.iter().filter(|f| f.sk == sk).map(|f| f.rel.as_str()).collect();
+            let same_sk: Vec<&str> = files
+                .iter()
+                .filter(|f| f.sk == sk)
+                .map(|f| f.rel.as_str())
+                .collect();
             Err(if same_sk.is_empty() {
                 format!("no PQCkemKAT_{sk}.rsp in the package")
             } else {
@@ -98,14 +107,19 @@ pub fn choose<'a>(
         many => {
             // Copies of one file are one answer; prefer the one in the parameter set's folder.
             if many.iter().all(|f| f.sha256 == many[0].sha256) {
-                let by_folder = many
-                    .iter()
-                    .find(|f| Path::new(&f.rel).components().any(|c| c.as_os_str() == param));
+                let by_folder = many.iter().find(|f| {
+                    Path::new(&f.rel)
+                        .components()
+                        .any(|c| c.as_os_str() == param)
+                });
                 Ok(by_folder.copied().unwrap_or(many[0]))
             } else {
                 Err(format!(
                     "several different KAT files match `# {alg}` and size {sk}: {}",
-                    many.iter().map(|f| f.rel.as_str()).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|f| f.rel.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             }
         }
@@ -149,10 +163,18 @@ mod tests {
         ];
         let got = choose(&files, "ml-kem-512", Some("ML-KEM-512"), 1632).unwrap();
         assert_eq!(got.rel, "KAT/kyber512/PQCkemKAT_1632.rsp");
-        assert!(choose(&files, "x", Some("ML-KEM-1024"), 3168).unwrap_err().contains("no PQCkemKAT_3168"));
-        assert!(choose(&files, "x", None, 1632).unwrap_err().contains("CRYPTO_ALGNAME"));
+        assert!(choose(&files, "x", Some("ML-KEM-1024"), 3168)
+            .unwrap_err()
+            .contains("no PQCkemKAT_3168"));
+        assert!(choose(&files, "x", None, 1632)
+            .unwrap_err()
+            .contains("CRYPTO_ALGNAME"));
         assert_eq!(
-            template_of("KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp", "ml-kem-512", 1632),
+            template_of(
+                "KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp",
+                "ml-kem-512",
+                1632
+            ),
             "KAT/crypto_kem/{param}/PQCkemKAT_{sk}.rsp"
         );
     }

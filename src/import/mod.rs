@@ -65,6 +65,29 @@ pub enum ImportError {
     },
 }
 
+/// Where the package came from, for the manifest's `source` line.
+enum Origin {
+    Folder,
+    Archive { sha256: String, top: Option<String> },
+}
+
+impl Origin {
+    /// The `source` node's properties for `package`, seen from the manifest's folder `dir`.
+    fn source(&self, package: &Path, dir: &Path) -> String {
+        let rel = kdl_str(&relative(package, dir).display().to_string());
+        match self {
+            Origin::Folder => format!("path={rel}"),
+            Origin::Archive { sha256, top } => {
+                let mut s = format!("archive={rel} sha256={}", kdl_str(sha256));
+                if let Some(t) = top {
+                    s.push_str(&format!(" root={}", kdl_str(t)));
+                }
+                s
+            }
+        }
+    }
+}
+
 /// A submission id made from a package name: invalid characters become `-`.
 fn id_from(name: &str) -> String {
     let stem = [".tar.gz", ".tgz", ".tar", ".zip"]
@@ -74,7 +97,13 @@ fn id_from(name: &str) -> String {
         });
     let id: String = stem
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     let id = id.trim_matches('-').replace("..", ".");
     if id.is_empty() {
@@ -107,9 +136,16 @@ fn family(names: &[&str], fallback: &str) -> String {
     };
     let mut len = first.len();
     for n in &names[1..] {
-        len = len.min(first.bytes().zip(n.bytes()).take_while(|(a, b)| a == b).count());
+        len = len.min(
+            first
+                .bytes()
+                .zip(n.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
     }
-    let common = first[..len].trim_end_matches(|c: char| c == '-' || c == '_' || c.is_ascii_digit());
+    let common =
+        first[..len].trim_end_matches(|c: char| c == '-' || c == '_' || c.is_ascii_digit());
     if names.len() == 1 {
         (*first).into()
     } else if common.is_empty() {
@@ -122,39 +158,37 @@ fn family(names: &[&str], fallback: &str) -> String {
 /// Imports the package; see the module's documentation.
 pub fn import(o: &Options) -> Result<Imported, ImportError> {
     let mut done = Imported::default();
-    let package = std::path::absolute(&o.package).map_err(|e| ImportError::Package(e.to_string()))?;
+    let package =
+        std::path::absolute(&o.package).map_err(|e| ImportError::Package(e.to_string()))?;
     let into = std::path::absolute(&o.into).map_err(|e| ImportError::Package(e.to_string()))?;
-    let given = package.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // The folder read, and the manifest's `source` line (relative to the manifest).
+    let given = package
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // The folder read, and where the manifest's `source` points.
     let unpacked;
-    let (root, source_of): (PathBuf, Box<dyn Fn(&Path) -> String>) = if package.is_dir() {
-        let p = package.clone();
-        (package.clone(), Box::new(move |dir: &Path| format!("path={}", kdl_str(&relative(&p, dir).display().to_string()))))
+    let (root, origin) = if package.is_dir() {
+        (package.clone(), Origin::Folder)
     } else if package.is_file() && crate::archive::kind_of(&package).is_some() {
-        let bytes = std::fs::read(&package).map_err(|e| ImportError::Package(format!("{}: {e}", package.display())))?;
-        let sha = crate::run::keys::sha256_hex(&bytes);
+        let bytes = std::fs::read(&package)
+            .map_err(|e| ImportError::Package(format!("{}: {e}", package.display())))?;
+        let sha256 = crate::run::keys::sha256_hex(&bytes);
         unpacked = tempfile::tempdir().map_err(|e| ImportError::Package(e.to_string()))?;
         let dest = unpacked.path().join("p");
-        crate::archive::extract(&package, &dest)?;
+        // The path as given: errors name it so.
+        crate::archive::extract(&o.package, &dest)?;
         // One folder at the top (the usual `Name/...`): the manifest's `root`.
-        let tops: Vec<_> = std::fs::read_dir(&dest).into_iter().flatten().flatten().collect();
+        let tops: Vec<_> = std::fs::read_dir(&dest)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
         let top = match tops.as_slice() {
             [one] if one.path().is_dir() => Some(one.file_name().to_string_lossy().into_owned()),
             _ => None,
         };
         let root = top.as_ref().map_or(dest.clone(), |t| dest.join(t));
-        let p = package.clone();
-        (root, Box::new(move |dir: &Path| {
-            let mut s = format!(
-                "archive={} sha256={}",
-                kdl_str(&relative(&p, dir).display().to_string()),
-                kdl_str(&sha)
-            );
-            if let Some(t) = &top {
-                s.push_str(&format!(" root={}", kdl_str(t)));
-            }
-            s
-        }))
+        (root, Origin::Archive { sha256, top })
     } else {
         return Err(ImportError::Package(format!(
             "{} is neither a folder nor a .tar, .tar.gz, .tgz or .zip archive",
@@ -162,11 +196,16 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         )));
     };
     let name = o.name.clone().unwrap_or_else(|| {
-        let top = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let top = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         id_from(if package.is_dir() { &given } else { &top })
     });
     if let Some(p) = crate::dsl::id_problem(&name) {
-        return Err(ImportError::Package(format!("submission id `{name}` {p}: choose one with --name")));
+        return Err(ImportError::Package(format!(
+            "submission id `{name}` {p}: choose one with --name"
+        )));
     }
     let impls = scan::implementations(&root, &o.cc, &mut done.decisions);
     if impls.is_empty() {
@@ -192,14 +231,17 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
     let mut pairs: Vec<Pair> = Vec::new();
     for pname in &params {
         for i in &impls {
-            let Some(param) = i.params.iter().find(|p| &p.name == pname) else { continue };
+            let Some(param) = i.params.iter().find(|p| &p.name == pname) else {
+                continue;
+            };
             let pair = Pair {
                 kind: &i.kind,
                 param,
                 kat: match kat::choose(&kats, pname, param.api.algname.as_deref(), param.api.sk) {
                     Ok(k) => Some(k),
                     Err(why) => {
-                        done.decisions.push(format!("{}: no submitted KAT file: {why}", param.dir));
+                        done.decisions
+                            .push(format!("{}: no submitted KAT file: {why}", param.dir));
                         None
                     }
                 },
@@ -210,7 +252,12 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
     }
     let left: Vec<String> = pairs
         .iter()
-        .flat_map(|p| p.param.left_out.iter().map(|(f, d)| format!("{f} ({})", d.join(", "))))
+        .flat_map(|p| {
+            p.param
+                .left_out
+                .iter()
+                .map(|(f, d)| format!("{f} ({})", d.join(", ")))
+        })
         .fold(Vec::new(), |mut v, x| {
             if !v.contains(&x) {
                 v.push(x);
@@ -223,7 +270,10 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
             left.join(", ")
         ));
     }
-    let renames: Vec<&str> = pairs.iter().filter_map(|p| p.param.drng_rename.as_deref()).collect();
+    let renames: Vec<&str> = pairs
+        .iter()
+        .filter_map(|p| p.param.drng_rename.as_deref())
+        .collect();
     let drng = match renames.first() {
         Some(r) if renames.iter().all(|x| x == r) && renames.len() == pairs.len() => {
             done.decisions.push(format!(
@@ -239,7 +289,10 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         }
         None => None,
     };
-    let algnames: Vec<&str> = pairs.iter().filter_map(|p| p.param.api.algname.as_deref()).collect();
+    let algnames: Vec<&str> = pairs
+        .iter()
+        .filter_map(|p| p.param.api.algname.as_deref())
+        .collect();
     let dir = into.join(&name);
     let manifest_path = dir.join("manifest.kdl");
     if manifest_path.exists() && !o.force {
@@ -249,7 +302,7 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         &Manifest {
             id: &name,
             algorithm: &family(&algnames, &name),
-            source: source_of(&dir),
+            source: origin.source(&package, &dir),
             from: &o.package.display().to_string(),
             impls: &impls,
             params: &params,
@@ -258,17 +311,24 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         },
         &mut done.decisions,
     );
-    done.decisions.push(format!(
+    done.decisions.push(
         "nist-category: the package does not say which security category each parameter set claims; the manifest lists them as a TODO"
-    ));
-    std::fs::create_dir_all(&dir).map_err(|source| ImportError::Write { path: dir.clone(), source })?;
+            .to_string(),
+    );
+    std::fs::create_dir_all(&dir).map_err(|source| ImportError::Write {
+        path: dir.clone(),
+        source,
+    })?;
     for (file, body) in [
         ("manifest.kdl", text),
         ("kat.sha256", write::kat_sha256(&pairs)),
         ("sizes.csv", write::sizes_csv(&pairs)),
     ] {
         let path = dir.join(file);
-        std::fs::write(&path, body).map_err(|source| ImportError::Write { path: path.clone(), source })?;
+        std::fs::write(&path, body).map_err(|source| ImportError::Write {
+            path: path.clone(),
+            source,
+        })?;
         done.written.push(path);
     }
     Ok(done)
@@ -314,9 +374,18 @@ mod tests {
             relative(Path::new("/a/pkgs/x.tgz"), Path::new("/a/subs/x")),
             PathBuf::from("../../pkgs/x.tgz")
         );
-        assert_eq!(family(&["ML-KEM-512", "ML-KEM-768", "ML-KEM-1024"], "x"), "ML-KEM");
-        assert_eq!(family(&["FrodoKEM-640-AES", "FrodoKEM-976-AES"], "x"), "FrodoKEM");
-        assert_eq!(family(&["FrodoKEM-640-SHAKE"], "frodo"), "FrodoKEM-640-SHAKE");
+        assert_eq!(
+            family(&["ML-KEM-512", "ML-KEM-768", "ML-KEM-1024"], "x"),
+            "ML-KEM"
+        );
+        assert_eq!(
+            family(&["FrodoKEM-640-AES", "FrodoKEM-976-AES"], "x"),
+            "FrodoKEM"
+        );
+        assert_eq!(
+            family(&["FrodoKEM-640-SHAKE"], "frodo"),
+            "FrodoKEM-640-SHAKE"
+        );
         assert_eq!(family(&["A", "B"], "ab"), "ab");
     }
 }

@@ -120,7 +120,10 @@ fn param(root: &Path, dir: &str, name: &str, cc: &str) -> Result<Param, String> 
         .collect();
     files.sort();
     for f in files {
-        let fname = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let fname = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let Ok(text) = std::fs::read_to_string(&f) else {
             continue;
         };
@@ -131,7 +134,8 @@ fn param(root: &Path, dir: &str, name: &str, cc: &str) -> Result<Param, String> 
                 }
             }
             Some("c") => {
-                let defines = crate::csource::defined_functions(&text, Api::Nist.harness_functions());
+                let defines =
+                    crate::csource::defined_functions(&text, Api::Nist.harness_functions());
                 if !defines.is_empty() {
                     left_out.push((fname, defines.iter().map(|d| d.to_string()).collect()));
                     continue;
@@ -190,7 +194,9 @@ fn m_flags(words: &[String]) -> Vec<String> {
             && !w.starts_with("-mtune")
             && !w.starts_with("-mno-")
             && !matches!(w.as_str(), "-m32" | "-m64")
-            && w[2..].chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            && w[2..]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
         if ok && !out.contains(w) {
             out.push(w.clone());
         }
@@ -202,7 +208,10 @@ fn m_flags(words: &[String]) -> Vec<String> {
 fn libraries(words: &[String]) -> Vec<String> {
     let mut out: BTreeSet<String> = BTreeSet::new();
     for w in words {
-        if let Some(l) = w.strip_prefix("-l").filter(|l| crate::dsl::library_problem(l).is_none()) {
+        if let Some(l) = w
+            .strip_prefix("-l")
+            .filter(|l| crate::dsl::library_problem(l).is_none())
+        {
             out.insert(l.to_string());
         }
         match w.as_str() {
@@ -228,10 +237,15 @@ fn api_sizes(dir: &Path, includes: &[String], cc: &str) -> Result<ApiSizes, Stri
     };
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let probe = tmp.path().join("probe.c");
-    std::fs::write(&probe, crate::run::steps::harness::probe_source("")).map_err(|e| e.to_string())?;
+    std::fs::write(&probe, crate::run::steps::harness::probe_source(""))
+        .map_err(|e| e.to_string())?;
     let obj = tmp.path().join("probe.o");
     let mut cmd = std::process::Command::new(cc);
-    cmd.arg("-c").arg(&probe).arg("-o").arg(&obj).arg(format!("-I{}", dir.display()));
+    cmd.arg("-c")
+        .arg(&probe)
+        .arg("-o")
+        .arg(&obj)
+        .arg(format!("-I{}", dir.display()));
     for i in includes {
         cmd.arg(format!("-I{}", dir.join(i).display()));
     }

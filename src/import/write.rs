@@ -28,12 +28,21 @@ impl Pair<'_> {
 
     /// `param="x" impl="Y"`, the `when` condition of this instance alone.
     fn cond(&self) -> String {
-        format!("param={} impl={}", kdl_str(&self.param.name), kdl_str(self.kind))
+        format!(
+            "param={} impl={}",
+            kdl_str(&self.param.name),
+            kdl_str(self.kind)
+        )
     }
 
     /// The libraries its compiled sources need, sorted.
     pub fn needed_libs(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.param.source_libs.iter().map(|(l, _)| l.clone()).collect();
+        let mut v: Vec<String> = self
+            .param
+            .source_libs
+            .iter()
+            .map(|(l, _)| l.clone())
+            .collect();
         v.sort();
         v.dedup();
         v
@@ -79,7 +88,9 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
     let mut templates: BTreeMap<String, usize> = BTreeMap::new();
     for p in m.pairs {
         if let Some(k) = p.kat {
-            *templates.entry(template_of(&k.rel, &p.param.name, p.param.api.sk)).or_default() += 1;
+            *templates
+                .entry(template_of(&k.rel, &p.param.name, p.param.api.sk))
+                .or_default() += 1;
         }
     }
     let common = templates
@@ -93,7 +104,8 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
             kdl_str(t)
         );
     } else {
-        decisions.push("no submitted KAT file matched any instance: every KAT will be NOKAT".into());
+        decisions
+            .push("no submitted KAT file matched any instance: every KAT will be NOKAT".into());
     }
     let _ = writeln!(s, "    sizes catalog=\"sizes.csv\"");
     let kinds: Vec<&str> = m.impls.iter().map(|i| i.kind.as_str()).collect();

@@ -498,7 +498,10 @@ pub(super) fn expand_instances(
                     let p = &t.origin.dir;
                     let d = cx
                         .diag(format!("instance folder `{dir}` {problem}"))
-                        .label(SourceSpan::new(p.offset.into(), p.len), "outside the source")
+                        .label(
+                            SourceSpan::new(p.offset.into(), p.len),
+                            "outside the source",
+                        )
                         .help("`dir=` is relative to the source root and stays inside it");
                     cx.push(d);
                 }

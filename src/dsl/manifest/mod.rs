@@ -12,7 +12,6 @@ mod wide;
 
 pub(crate) use wide::library_problem;
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

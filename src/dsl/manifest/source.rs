@@ -290,6 +290,8 @@ mod tests {
         assert!(root_path_problem("../../../../../../etc/hostname.c")
             .unwrap()
             .contains("climbs out"));
-        assert!(root_path_problem("a/../../b").unwrap().contains("climbs out"));
+        assert!(root_path_problem("a/../../b")
+            .unwrap()
+            .contains("climbs out"));
     }
 }

@@ -137,7 +137,11 @@ pub(super) fn lower_exclude(cx: &mut NodeReader<'_>, n: &KdlNode, out: &mut Vec<
     for (p, e) in cx.string_args(n, "exclude", 1) {
         if let Err(err) = globset::Glob::new(&p) {
             let s = cx.value_span(e);
-            cx.error(s, "not a pattern", format!("bad `exclude` pattern `{p}`: {err}"));
+            cx.error(
+                s,
+                "not a pattern",
+                format!("bad `exclude` pattern `{p}`: {err}"),
+            );
         } else {
             out.push(p);
         }
@@ -155,7 +159,10 @@ mod tests {
         assert_eq!(library_problem("stdc++"), None);
         for (bad, hint) in [
             ("-lcrypto", "write `link \"crypto\"`"),
-            ("/usr/lib/x86_64-linux-gnu/libcrypto.so", "write `link \"crypto\"`"),
+            (
+                "/usr/lib/x86_64-linux-gnu/libcrypto.so",
+                "write `link \"crypto\"`",
+            ),
             ("libcrypto.so.3", "write `link \"crypto\"`"),
             ("-Wl,--wrap=x", "linker option"),
             ("crypto gmp", "not a plain library name"),

@@ -343,7 +343,11 @@ pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
                     .iter()
                     .map(|(f, defs)| format!(
                         "{} ({})",
-                        code(&f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+                        code(
+                            &f.file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default()
+                        ),
                         defs.join(", ")
                     ))
                     .collect::<Vec<_>>()

@@ -207,7 +207,11 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
         match ctx.facts.libraries.get(l) {
             Some(Ok(found)) => libraries.push(found.clone()),
             Some(Err(why)) => return Err(StepError::Library(why.clone())),
-            None => return Err(StepError::Library(format!("system library `{l}` was not resolved"))),
+            None => {
+                return Err(StepError::Library(format!(
+                    "system library `{l}` was not resolved"
+                )))
+            }
         }
     }
     let mut includes = vec![format!("-I{}", inst_dir.display())];

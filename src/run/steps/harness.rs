@@ -17,10 +17,13 @@ use crate::model::{Api, Submission};
 /// The DRNG symbol of a submission: the manifest's `drng`, else `PQCLEAN_randombytes`
 /// (namespaced) or `randombytes` (`api "nist"`).
 pub fn drng_symbol(sub: &Submission) -> String {
-    sub.primitives.drng.clone().unwrap_or_else(|| match sub.api {
-        Api::Namespaced => "PQCLEAN_randombytes".to_string(),
-        Api::Nist => "randombytes".to_string(),
-    })
+    sub.primitives
+        .drng
+        .clone()
+        .unwrap_or_else(|| match sub.api {
+            Api::Namespaced => "PQCLEAN_randombytes".to_string(),
+            Api::Nist => "randombytes".to_string(),
+        })
 }
 
 /// The generated C file that forwards the DRNG symbol to the runner's generator.
@@ -121,7 +124,10 @@ pub fn evaluated_header(api: &ApiSizes, namespace: &str) -> String {
         api.sk, api.pk, api.ct, api.ss
     );
     if let Some(a) = &api.algname {
-        s.push_str(&format!("#define {n}CRYPTO_ALGNAME \"{}\"\n", a.replace('"', "\\\"")));
+        s.push_str(&format!(
+            "#define {n}CRYPTO_ALGNAME \"{}\"\n",
+            a.replace('"', "\\\"")
+        ));
     }
     s
 }

@@ -305,13 +305,16 @@ impl KindSpec for Kind {
         // The submitted files of a folder source (an archive's are pinned by its digest):
         // the folder the instance's file lies in.
         let inst = node.instance.map(|i| &sub.instances[i]);
-        if let (Source::Path { path }, Some(t)) = (
-            &sub.source,
-            inst.and_then(|i| i.kat_submitted.as_deref()),
-        ) {
+        if let (Source::Path { path }, Some(t)) =
+            (&sub.source, inst.and_then(|i| i.kat_submitted.as_deref()))
+        {
             let fixed = &t[..t.find('{').unwrap_or(t.len())];
             let dir = path.join(fixed);
-            let dir = if fixed.ends_with('/') { dir } else { dir.parent().map(Path::to_path_buf).unwrap_or(dir) };
+            let dir = if fixed.ends_with('/') {
+                dir
+            } else {
+                dir.parent().map(Path::to_path_buf).unwrap_or(dir)
+            };
             m.insert("submitted".into(), tree_hash(&dir));
         }
         m.insert("kem-native".into(), native());
@@ -529,69 +532,69 @@ fn judge_hash(
 ) {
     let counts = r.counts;
     let mode = r.mode;
-                    match want {
-                        None if reduced => {
-                            r.status = KatStatus::Nokat;
-                            r.reason = Some(format!(
-                                "reduced by the pipeline to {counts} counts (the manifest's \
+    match want {
+        None if reduced => {
+            r.status = KatStatus::Nokat;
+            r.reason = Some(format!(
+                "reduced by the pipeline to {counts} counts (the manifest's \
                                  all-count is {}): no expected hash for {counts} counts",
-                                sub.kat.all_count
-                            ));
+                sub.kat.all_count
+            ));
+        }
+        None => {
+            r.status = KatStatus::Nokat;
+            r.reason = Some(format!(
+                "no expected hash for `{}` in {}",
+                manifest_name(inst.manifest_id(), mode),
+                sub.kat
+                    .manifest
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+            ));
+        }
+        Some(w) if w == out.rsp_sha256 => r.status = KatStatus::Pass,
+        Some(w) => {
+            r.status = KatStatus::Mismatch;
+            let mut reason = format!("sha256 {} != expected {}", out.rsp_sha256, w);
+            if let Some(dir) = &sub.kat.reference_dir {
+                let reference = dir.join(rsp_name(inst.manifest_id(), mode, ""));
+                if let (Ok(gen), Ok(refr)) = (
+                    std::fs::read_to_string(rsp),
+                    std::fs::read_to_string(&reference),
+                ) {
+                    match crate::rsp::first_difference(&gen, &refr) {
+                        Ok(Some(d)) => {
+                            let _ = write!(
+                                reason,
+                                "; first difference from {}: count {}, field {}, byte offset {}",
+                                reference.display(),
+                                d.count,
+                                d.field,
+                                d.offset
+                            );
+                            r.diff = Some(d);
                         }
-                        None => {
-                            r.status = KatStatus::Nokat;
-                            r.reason = Some(format!(
-                                "no expected hash for `{}` in {}",
-                                manifest_name(inst.manifest_id(), mode),
-                                sub.kat
-                                    .manifest
-                                    .file_name()
-                                    .unwrap_or_default()
-                                    .to_string_lossy()
-                            ));
+                        Ok(None) => {
+                            let _ = write!(
+                                reason,
+                                "; identical to {} (the expected hash is wrong?)",
+                                reference.display()
+                            );
                         }
-                        Some(w) if w == out.rsp_sha256 => r.status = KatStatus::Pass,
-                        Some(w) => {
-                            r.status = KatStatus::Mismatch;
-                            let mut reason = format!("sha256 {} != expected {}", out.rsp_sha256, w);
-                            if let Some(dir) = &sub.kat.reference_dir {
-                                let reference = dir.join(rsp_name(inst.manifest_id(), mode, ""));
-                                if let (Ok(gen), Ok(refr)) = (
-                                    std::fs::read_to_string(&rsp),
-                                    std::fs::read_to_string(&reference),
-                                ) {
-                                    match crate::rsp::first_difference(&gen, &refr) {
-                                        Ok(Some(d)) => {
-                                            let _ = write!(
-                                                reason,
-                                                "; first difference from {}: count {}, field {}, byte offset {}",
-                                                reference.display(),
-                                                d.count,
-                                                d.field,
-                                                d.offset
-                                            );
-                                            r.diff = Some(d);
-                                        }
-                                        Ok(None) => {
-                                            let _ = write!(
-                                                reason,
-                                                "; identical to {} (the expected hash is wrong?)",
-                                                reference.display()
-                                            );
-                                        }
-                                        Err(e) => {
-                                            let _ = write!(
-                                                reason,
-                                                "; cannot compare with {}: {e}",
-                                                reference.display()
-                                            );
-                                        }
-                                    }
-                                }
-                            }
-                            r.reason = Some(reason);
+                        Err(e) => {
+                            let _ = write!(
+                                reason,
+                                "; cannot compare with {}: {e}",
+                                reference.display()
+                            );
                         }
                     }
+                }
+            }
+            r.reason = Some(reason);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -97,7 +97,9 @@ pub fn judge(
 ) -> Verdict {
     let rel = match submitted_path(inst, api) {
         Some(Ok(r)) => r,
-        Some(Err(e)) => return Verdict::fail(KatStatus::Fail, format!("bad `kat submitted=`: {e}")),
+        Some(Err(e)) => {
+            return Verdict::fail(KatStatus::Fail, format!("bad `kat submitted=`: {e}"))
+        }
         None => {
             return Verdict::fail(
                 KatStatus::Nokat,
@@ -162,10 +164,16 @@ pub fn judge(
     }
     let (reason, diff) = match crate::rsp::compare(generated, expected) {
         Ok(Some(d)) => (
-            format!("differs from the submitted file `{rel}`{part}: {}", d.message),
+            format!(
+                "differs from the submitted file `{rel}`{part}: {}",
+                d.message
+            ),
             Some(d.diff),
         ),
-        Ok(None) => (format!("differs from the submitted file `{rel}`{part}"), None),
+        Ok(None) => (
+            format!("differs from the submitted file `{rel}`{part}"),
+            None,
+        ),
         Err(e) => (
             format!("cannot compare with the submitted file `{rel}`: {e}"),
             None,
@@ -290,7 +298,15 @@ mod tests {
         assert_eq!(v.status, KatStatus::Pass, "{:?}", v.reason);
         assert_eq!(v.submitted.unwrap().compared, 1);
         // A pin of another file: the package changed.
-        let v = judge(d.path(), &inst(), &api, &one, 1, Some(&"0".repeat(64)), "kat.sha256");
+        let v = judge(
+            d.path(),
+            &inst(),
+            &api,
+            &one,
+            1,
+            Some(&"0".repeat(64)),
+            "kat.sha256",
+        );
         assert_eq!(v.status, KatStatus::Mismatch);
         assert!(v.reason.unwrap().contains("the package changed"));
         let v = judge(d.path(), &inst(), &api, &one, 1, None, "kat.sha256");

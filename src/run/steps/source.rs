@@ -300,10 +300,7 @@ pub fn resolve_root(source: &Source, scratch: &Path) -> Result<PathBuf, String> 
             if dir.is_dir() {
                 Ok(dir)
             } else {
-                Err(format!(
-                    "archive {} has no folder `{root}`",
-                    path.display()
-                ))
+                Err(format!("archive {} has no folder `{root}`", path.display()))
             }
         }
         Source::Crate {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use kem_native::output::ApiSizes;
 
-use super::build::Compiler;
+use super::compiler::Compiler;
 use super::StepError;
 use crate::model::{Api, Submission};
 

@@ -209,7 +209,7 @@ fn scanned(out: &Path, sub: &str, inst: &str, op: Op, ns: &str) -> (Vec<Place>, 
 /// the crates' own, fetched by the `source` step.
 #[test]
 fn kyberslash_divisions_in_old_kyber_at_os_and_none_in_ml_kem() {
-    if !valgrind_or_skip() {
+    if !require_valgrind() {
         return;
     }
     let tmp = tempdir();

@@ -12,6 +12,8 @@ pub mod sandbox;
 mod scheduler;
 pub mod session;
 pub mod steps;
+#[cfg(test)]
+pub(crate) mod test_ctx;
 pub mod yardstick;
 
 pub use scheduler::{execute, RunOptions, Summary};

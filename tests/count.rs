@@ -138,5 +138,20 @@ fn counts_are_identical_in_two_runs() {
     };
     let first = counts(false);
     let second = counts(true);
+    // The second run did count again (not kept the first run's records): each record says
+    // it was forced, and campaign.json marks the steps as run.
+    let camp = campaign_json(&out);
+    for op in Op::ALL {
+        let r = rec(
+            &out,
+            StepKind::Count,
+            "ml-kem",
+            Some("ML-KEM-512-clean"),
+            Some(op),
+        );
+        assert_eq!(r.ran_because.as_deref(), Some("forced"), "{}", r.id);
+        let step = camp.steps.iter().find(|s| s.id == r.id).expect("listed");
+        assert!(step.ran, "{} did not run again", r.id);
+    }
     assert_eq!(first, second);
 }

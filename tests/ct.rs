@@ -106,9 +106,19 @@ fn leaky_fixtures_are_caught_at_their_lines_and_findings_repeat() {
         "{index}"
     );
     assert!(index.contains("keygen 1 / enc 0 / dec 0"), "{index}");
-    // Deterministic: forced again, the same findings (counts included).
+    // Deterministic: forced again, the same findings (counts included); every ct step did
+    // run again (its record says forced, campaign.json that it ran).
     let r = run(&args(&["--force", "*/ct:*"]));
     assert_eq!(r.code, 0, "{}", r.show());
+    let camp = common::campaign_json(&out);
+    for name in ["ct-branch", "ct-clean", "ct-table"] {
+        for op in Op::ALL {
+            let r = rec(&out, StepKind::Ct, name, Some(name), Some(op));
+            assert_eq!(r.ran_because.as_deref(), Some("forced"), "{}", r.id);
+            let step = camp.steps.iter().find(|s| s.id == r.id).expect("listed");
+            assert!(step.ran, "{} did not run again", r.id);
+        }
+    }
     assert_eq!(findings(&out), first);
 }
 

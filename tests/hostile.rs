@@ -1,8 +1,10 @@
 //! The hostile fixture KEMs (`tests/fixtures/hostile/`) run by the real engine beside the
-//! `good` fixture: whatever they try — writing outside, reading `$HOME`, loopback TCP,
-//! daemons, holding the pipes, killing the engine, forging records, flooding stderr,
-//! allocating 30 GiB — the good KEM still passes and is timed, nothing appears outside the
-//! outputs folder, no process outlives the run, and each record's reason names the cause.
+//! `good` fixture: whatever they try — writing outside, writing into the outputs folder
+//! beyond their scratch folder, reading `$HOME`, loopback TCP, daemons, holding the pipes,
+//! killing the engine, forging records, flooding stderr, allocating 30 GiB — the good KEM
+//! still passes and is timed, nothing appears outside the outputs folder nor in it outside
+//! a runner's scratch folder, no process outlives the run, and each record's reason names
+//! the cause.
 //!
 //! Needs bubblewrap (`bwrap`) with working user namespaces (group `bubblewrap`, see
 //! `tests/common/require.rs`); `.ci/run` runs this binary as root and as an unprivileged user.
@@ -43,43 +45,6 @@ fn markers() -> Vec<PathBuf> {
         PathBuf::from("/tmp/ngcc-hostile-write-outside"),
         repo().join("tests/fixtures/hostile/write-outside/kem.c.written"),
     ]
-}
-
-/// Processes alive whose command line names the run's outputs folder: kem-runner, bwrap,
-/// and what the fixtures fork (they keep kem-runner's command line; their names, shown
-/// here too, are `ngcc-hostile-*`).
-fn survivors(out: &Path) -> Vec<String> {
-    let needle = out.display().to_string();
-    let mut found = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        let cmdline = std::fs::read(e.path().join("cmdline"))
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .unwrap_or_default();
-        if cmdline.contains(&needle) {
-            found.push(format!("{name} {} {cmdline}", comm.trim()));
-        }
-    }
-    found
-}
-
-/// Survivors after giving the kernel a moment to reap what was just killed.
-fn settled_survivors(out: &Path) -> Vec<String> {
-    let until = Instant::now() + Duration::from_secs(3);
-    loop {
-        let s = survivors(out);
-        if s.is_empty() || Instant::now() > until {
-            return s;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Peak resident memory (VmHWM, KiB) of a running process, if readable.
@@ -268,6 +233,7 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
 
     // Harmless or contained misbehaviour does not stop timing.
     for case in [
+        "write-outputs",
         "daemon",
         "kill-parent",
         "printf",
@@ -293,9 +259,13 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             Some(StepData::Time(t)) => t.rounds.as_ref().map(|r| r.estimate.median),
             _ => None,
         };
+        // The forged answers would give 1 cycle per million calls, 10^-6 of the toy KEM's
+        // cost; measured, the two are the same toy KEM, yet its writes to stdout and a
+        // loaded machine put them a few times apart (3.1 seen with a load of 12 on 2
+        // vCPUs). A factor of 20 either way still tells the two cases apart by 10^5.
         let (good, chatty) = (median("good"), median("protocol-printf"));
         c.check(
-            matches!((good, chatty), (Some(g), Some(p)) if p > g / 3.0 && p < g * 3.0),
+            matches!((good, chatty), (Some(g), Some(p)) if p > g / 20.0 && p < g * 20.0),
             || format!("protocol-printf time:{op}: session median {chatty:?}, good's {good:?}"),
         );
         let log = std::fs::read_to_string(out.join(format!(
@@ -329,6 +299,14 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
     for m in markers() {
         c.check(!m.exists(), || format!("{} was created", m.display()));
     }
+    // `write-outputs` wrote nowhere in the outputs but in its own scratch folders.
+    let escaped: Vec<String> = tree(&out)
+        .into_iter()
+        .filter(|f| f.ends_with("ngcc-hostile-escaped"))
+        .collect();
+    c.check(escaped.is_empty(), || {
+        format!("`write-outputs` wrote into the outputs: {escaped:?}")
+    });
     let fixtures_after = tree(&repo().join("tests/fixtures"));
     c.check(fixtures_after == fixtures_before, || {
         let new: Vec<_> = fixtures_after
@@ -389,8 +367,8 @@ fn ctrl_c_ends_the_run_at_once_while_a_child_holds_the_pipes() {
     let pipeline = pipeline(
         tmp.path(),
         &[(
-            "step \"kat\" needs=\"build\" modes=\"single\" timeout=\"8s\"",
-            "step \"kat\" needs=\"build\" modes=\"single\" timeout=\"300s\"",
+            "instances \"pipe-holder/*\" timeout=\"8s\"",
+            "instances \"pipe-holder/*\" timeout=\"300s\"",
         )],
     );
     let mut child = ngcc()

@@ -724,18 +724,31 @@ fn profile_reads_the_hand_made_wrapper_table() {
         );
         cpa / r.total_cycles as f64
     };
-    // Most of keygen is inside indcpa_keypair_derand. A preemption elsewhere can skew one
-    // short run on this shared machine, so the share must exceed half in one of 3 runs.
+    // Most of keygen is inside indcpa_keypair_derand, and a wrapper costs little beside
+    // the operation it is subtracted from: a few dozen ticks on a quiet machine, up to
+    // ~2000 seen on a loaded 2-vCPU VM (the calibration is a mean over 100000 calls; one
+    // 10 ms preemption there adds 300), against ~100000 per ML-KEM-768 keygen. Hence a
+    // bound relative to the operation, not a number of ticks. A preemption can skew one
+    // short run on a shared machine, so each must hold in one of 3 runs.
+    let overhead_ok = |r: &ProfileOutput| {
+        let per_op = r.total_cycles as f64 / r.iters as f64;
+        r.wrapper_overhead_cycles > 0.0 && r.wrapper_overhead_cycles < per_op / 20.0
+    };
     let mut shares = vec![cpa_share(&rec)];
-    while shares.iter().all(|&x| x <= 0.5) && shares.len() < 3 {
+    let mut overheads = vec![rec.wrapper_overhead_cycles];
+    let mut overhead_seen = overhead_ok(&rec);
+    while (shares.iter().all(|&x| x <= 0.5) || !overhead_seen) && shares.len() < 3 {
         let o = runner(&args);
-        shares.push(cpa_share(&serde_json::from_slice(&o.stdout).unwrap()));
+        let again: ProfileOutput = serde_json::from_slice(&o.stdout).unwrap();
+        shares.push(cpa_share(&again));
+        overheads.push(again.wrapper_overhead_cycles);
+        overhead_seen |= overhead_ok(&again);
     }
     assert!(
         shares.iter().any(|&x| x > 0.5),
         "indcpa share of keygen: {shares:?}"
     );
-    assert!(rec.wrapper_overhead_cycles > 0.0 && rec.wrapper_overhead_cycles < 1000.0);
+    assert!(overhead_seen, "wrapper overhead per call: {overheads:?}");
     let sum: f64 = rec.symbols.iter().map(|s| s.cycles).sum();
     assert!(sum < rec.total_cycles as f64);
 }

@@ -45,6 +45,15 @@ pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
     } else {
         let cmp =
             crate::report::compare_with(&a, &b, band).map_err(|e| Error::Input(e.to_string()))?;
+        if cmp.rows.is_empty() {
+            return Err(Error::Input(format!(
+                "no operation is timed in both `{}` and `{}` ({} only in A, {} only in B)",
+                a.display(),
+                b.display(),
+                cmp.only_a.len(),
+                cmp.only_b.len()
+            )));
+        }
         let printed = super::print(&crate::report::compare_markdown(&cmp));
         if let Some(path) = csv {
             record::write_atomic(&path, crate::report::compare_csv(&cmp).as_bytes())

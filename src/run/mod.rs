@@ -14,6 +14,8 @@ mod scheduler;
 pub mod session;
 pub mod steps;
 pub mod stop;
+#[cfg(test)]
+pub(crate) mod test_ctx;
 pub mod yardstick;
 
 pub use scheduler::{execute, RunOptions, Summary};

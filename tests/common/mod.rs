@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use require::{require, require_tool};
 
@@ -53,8 +53,17 @@ impl Run {
 }
 
 pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
+    run_with_env(args, &[])
+}
+
+/// [`run`] with more environment variables.
+pub fn run_with_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Run {
     let t0 = Instant::now();
-    let out: Output = ngcc().args(args).output().expect("ngcc-pipe starts");
+    let out: Output = ngcc()
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("ngcc-pipe starts");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -259,4 +268,80 @@ pub fn tree(dir: &Path) -> Vec<String> {
     walk(dir, dir, &mut out);
     out.sort();
     out
+}
+
+/// Processes alive whose command line names the run's outputs folder: kem-runner, bwrap,
+/// gcc, and what hostile fixtures fork (they keep kem-runner's command line; their names,
+/// shown here too, are `ngcc-hostile-*`).
+pub fn survivors(out: &Path) -> Vec<String> {
+    let needle = out.display().to_string();
+    let mut found = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let cmdline = std::fs::read(e.path().join("cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        if cmdline.contains(&needle) {
+            found.push(format!("{name} {} {cmdline}", comm.trim()));
+        }
+    }
+    found
+}
+
+/// Survivors after giving the kernel a moment to reap what was just killed.
+pub fn settled_survivors(out: &Path) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = survivors(out);
+        if s.is_empty() || Instant::now() > until {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A pipeline over fixture KEMs in `kems` (absolute), with short measurements.
+pub fn fixture_pipeline(
+    name: &str,
+    kems: &Path,
+    subs: &[&str],
+    kat_modes: &str,
+    trial: &str,
+) -> String {
+    let manifests: Vec<String> = subs
+        .iter()
+        .map(|sub| format!("\"{}\"", s(&kems.join(sub).join("manifest.kdl"))))
+        .collect();
+    format!(
+        r#"system "{name}" {{
+    bench-cpu {cpu}
+    cc "gcc"
+}}
+flags "fixture" "-O2"
+flags "harness-default" "-O2"
+submissions {}
+submissions-root "{}"
+outputs "outputs"
+defaults timeout="60s"
+step "source"
+step "build" needs="source" flags="fixture"
+step "kat" needs="build" modes="{kat_modes}"
+step "sizes" needs="kat"
+step "survey" needs="build"
+step "time" needs="kat" exclusive=#true ops="keygen enc dec" trials=2 trial="{trial}" min-iters=5 samples=11
+step "profile" needs="kat" exclusive=#true ops="keygen enc dec" iters=5
+step "report" needs="kat time sizes profile survey"
+step "index" needs="report"
+"#,
+        manifests.join(" "),
+        s(kems),
+        cpu = bench_cpu(),
+    )
 }

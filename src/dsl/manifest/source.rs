@@ -148,9 +148,14 @@ fn lower_root(
             let ok = plain_relative(root);
             if !ok {
                 let s = cx.value_span(r);
+                let label = if inside == "crate" {
+                    "leaves the crate"
+                } else {
+                    "leaves the archive"
+                };
                 cx.error(
                     s,
-                    "leaves the source",
+                    label,
                     format!(
                         "`root` `{root}` must be a folder inside the {inside} (relative, no `..`)"
                     ),

@@ -4,7 +4,9 @@
 //! up and calibrated to a short batch), then rounds follow: each round times one batch of
 //! every member in a freshly shuffled order (ChaCha8 from a recorded seed), reading the
 //! bench core's `/proc/stat` line around each batch and the runner's own scheduler counters
-//! to mark interfered batches ([`crate::measure::interference`]). Rounds go on until every
+//! to mark interfered batches ([`crate::measure::interference`]); with a yardstick, a round
+//! in which it ran far above its median is marked interfered for every member timed in it
+//! ([`interference::slow_rounds`], applied again over the whole session at its end). Rounds go on until every
 //! member's 95% bootstrap CI of the median per-op cycles is within `precision` of the
 //! median, or the measured batch time reaches the budget; then each runner takes its
 //! single-call samples, loop overhead, stack and peak RSS in its own process and returns
@@ -112,6 +114,10 @@ struct Live {
     served: Option<Served>,
     failed: Option<Stop>,
     values: Vec<f64>,
+    /// The session round (0-based) each of `values` was timed in.
+    rounds: Vec<usize>,
+    /// Why each of `values` is interfered, as judged around its batch (empty: clean); the
+    /// yardstick's slow phases are added at the session's end.
     why: Vec<Vec<String>>,
     positions: Vec<u32>,
     /// The batches as answered (iters, cycles, ns): the final record must list the same.
@@ -163,32 +169,52 @@ impl Live {
         self.fail(stop);
     }
 
-    /// The rounds that count: the clean ones when there are enough (and whether they are).
-    fn used_rounds(&self) -> (Vec<usize>, bool) {
-        let (used, clean) = rounds_used(self.values.len(), |i| !self.why[i].is_empty());
+    /// The rounds that count (indices into `values`): the clean ones when there are enough
+    /// (and whether they are). `slow` marks the session rounds the yardstick found slow.
+    fn used_rounds(&self, slow: &[Option<String>]) -> (Vec<usize>, bool) {
+        let (used, clean) = rounds_used(self.values.len(), |i| {
+            !self.why[i].is_empty() || slow.get(self.rounds[i]).is_some_and(Option::is_some)
+        });
         (used, clean >= MIN_ROUNDS)
     }
 
     /// The estimate over the rounds that count.
-    fn estimate(&self, seed: u64, resamples: usize) -> Option<(Estimate, bool)> {
-        let (used, clean_only) = self.used_rounds();
+    fn estimate(
+        &self,
+        slow: &[Option<String>],
+        seed: u64,
+        resamples: usize,
+    ) -> Option<(Estimate, bool)> {
+        let (used, clean_only) = self.used_rounds(slow);
         let values: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
         Some((stats::median_ci(&values, seed, resamples)?, clean_only))
     }
 
-    /// The yardstick over this member's rounds that count (and that the yardstick timed).
+    /// Add the yardstick's slow phases to the marks of the rounds this member was timed in.
+    fn mark_slow(&mut self, slow: &[Option<String>]) {
+        for (why, &r) in self.why.iter_mut().zip(&self.rounds) {
+            if let Some(Some(reason)) = slow.get(r) {
+                why.push(reason.clone());
+            }
+        }
+    }
+
+    /// The yardstick in this member's rounds (its cycles in the session rounds the member
+    /// was timed in, so `values[i]` pairs with the member's `trials[i]`), and over the rounds
+    /// that count. `None` unless the yardstick timed every one of the member's rounds.
     fn yardstick(&self, gauge: &Live, g: (&str, &str), seed: u64) -> Option<Yardstick> {
-        let (used, _) = self.used_rounds();
-        let used: Vec<usize> = used
-            .into_iter()
-            .filter(|&i| i < gauge.values.len())
-            .collect();
-        let ys: Vec<f64> = used.iter().map(|&i| gauge.values[i]).collect();
+        let theirs: Vec<f64> = self
+            .rounds
+            .iter()
+            .map(|&r| gauge.values.get(r).copied())
+            .collect::<Option<_>>()?;
+        let (used, _) = self.used_rounds(&[]);
+        let ys: Vec<f64> = used.iter().map(|&i| theirs[i]).collect();
         let mine: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
         Some(Yardstick {
             name: g.0.to_string(),
             object_sha256: g.1.to_string(),
-            values: gauge.values.clone(),
+            values: theirs,
             estimate: stats::median_ci(&ys, seed, stats::BOOTSTRAP_RESAMPLES)?,
             relative: stats::median_ci(
                 &stats::paired_ratios(&ys, &mine),
@@ -236,6 +262,11 @@ pub fn run(
         Some(g) => live.pop().and_then(|l| finish_gauge(l, s)).map(|l| (l, g)),
         None => None,
     };
+    // The yardstick's slow phases over the whole session mark every member's rounds.
+    let slow = gauge
+        .as_ref()
+        .map(|(g, _)| interference::slow_rounds(&g.values))
+        .unwrap_or_default();
     let end = End {
         id: &id,
         seed,
@@ -243,6 +274,7 @@ pub fn run(
         stopped,
         budget_ns,
         gauge: gauge.as_ref(),
+        slow: &slow,
     };
     let out = live
         .into_iter()
@@ -266,6 +298,7 @@ fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(St
             served: None,
             failed: None,
             values: Vec::new(),
+            rounds: Vec::new(),
             why: Vec::new(),
             positions: Vec::new(),
             batches: Vec::new(),
@@ -349,8 +382,10 @@ fn spawn(l: &mut Live, s: &Settings) {
 }
 
 /// Time rounds until the stop rule holds: every member's CI within the precision (checked
-/// from [`MIN_ROUNDS`] rounds on), the members' measured batch time at the budget, or no
-/// member left (all failed, or the run was interrupted).
+/// from [`MIN_ROUNDS`] rounds on, leaving out the rounds interfered so far, the yardstick's
+/// slow phases included), the members' measured batch time at the budget, or no member left
+/// (all failed, or the run was interrupted). The yardstick, when there is one, is the last
+/// of `live`, after the `n_members` members.
 fn rounds(
     live: &mut [Live],
     n_members: usize,
@@ -369,7 +404,7 @@ fn rounds(
         }
         order.shuffle(&mut rng);
         for (pos, &i) in order.iter().enumerate() {
-            if let Some(ns) = batch(&mut live[i], pos, s) {
+            if let Some(ns) = batch(&mut live[i], round, pos, s) {
                 if i < n_members {
                     used_ns += ns;
                 }
@@ -377,7 +412,12 @@ fn rounds(
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {
-            widest(&live[..n_members], seed)
+            let (members, gauge) = live.split_at(n_members);
+            let slow = gauge
+                .first()
+                .map(|g| interference::slow_rounds(&g.values))
+                .unwrap_or_default();
+            widest(members, &slow, seed)
         } else {
             f64::INFINITY
         };
@@ -392,18 +432,19 @@ fn rounds(
 }
 
 /// The widest relative CI half-width of the members still alive (the stop rule's measure).
-fn widest(members: &[Live], seed: u64) -> f64 {
+fn widest(members: &[Live], slow: &[Option<String>], seed: u64) -> f64 {
     members
         .iter()
         .filter(|l| l.alive())
-        .filter_map(|l| l.estimate(seed, CHECK_RESAMPLES))
+        .filter_map(|l| l.estimate(slow, seed, CHECK_RESAMPLES))
         .map(|(e, _)| e.rel_half_width())
         .fold(0.0, f64::max)
 }
 
-/// Time one batch of `l` at position `pos` of the round: its measured ns, or `None` when
-/// it failed (no answer, a bad answer, or a batch claiming more time than it took).
-fn batch(l: &mut Live, pos: usize, s: &Settings) -> Option<u64> {
+/// Time one batch of `l` at position `pos` of session round `round`: its measured ns, or
+/// `None` when it failed (no answer, a bad answer, or a batch claiming more time than it
+/// took).
+fn batch(l: &mut Live, round: usize, pos: usize, s: &Settings) -> Option<u64> {
     let served = l.served.as_mut().expect("alive members are served");
     let before = interference::read_cpu(s.bench_cpu);
     let sent = Instant::now();
@@ -433,8 +474,8 @@ fn batch(l: &mut Live, pos: usize, s: &Settings) -> Option<u64> {
         return None;
     }
     l.batches.push((b.iters, b.cycles, b.ns));
-    // Every alive member takes part in every round, so round i is `values[i]`.
     l.values.push(b.cycles as f64 / b.iters as f64);
+    l.rounds.push(round);
     l.why.push(interference::judge(before, after, &b.own, b.ns));
     l.positions.push(pos as u32);
     Some(b.ns)
@@ -469,11 +510,14 @@ struct End<'a> {
     budget_ns: u64,
     /// The yardstick's runner when it lasted the session, and its (name, SHA-256).
     gauge: Option<&'a (Live, (String, String))>,
+    /// Per session round: why the yardstick found it a slow phase of the host.
+    slow: &'a [Option<String>],
 }
 
 /// A member's runner finishes in its own process (samples, overhead, stack, peak RSS) and
 /// its outcome is made: its record with the [`Rounds`], or why it failed.
 fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
+    l.mark_slow(end.slow);
     if l.alive() {
         match ask_finish(&mut l, s) {
             Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
@@ -505,7 +549,7 @@ fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
 /// What a finished member's record keeps of the session.
 fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
     let (estimate, clean_only) = l
-        .estimate(end.seed, stats::BOOTSTRAP_RESAMPLES)
+        .estimate(&[], end.seed, stats::BOOTSTRAP_RESAMPLES)
         .expect("an alive member has rounds");
     Rounds {
         session: end.id.to_string(),

@@ -6,13 +6,16 @@
 //! bench core's `/proc/stat` line around each batch and the runner's own scheduler counters
 //! to mark interfered batches ([`crate::measure::interference`]); with a yardstick, a round
 //! in which it ran far above its median is marked interfered for every member timed in it
-//! ([`interference::slow_rounds`], applied again over the whole session at its end). Rounds go on until every
-//! member's 95% bootstrap CI of the median per-op cycles is within `precision` of the
-//! median, or the measured batch time reaches the budget; then each runner takes its
-//! single-call samples, loop overhead, stack and peak RSS in its own process and returns
-//! its record. Slow drift of the host thus spreads over all members instead of landing on
-//! whichever was measured at that moment, and two objects in the same session are compared
-//! on the same moments of the host.
+//! ([`interference::slow_rounds`], applied again over the whole session at its end). Rounds
+//! go on until every member's 95% bootstrap CI of the median per-op cycles is within
+//! `precision` of the median, or the measured batch time reaches the budget. A member (or a
+//! group of members, [`Settings::group`]) that has reached the precision with enough rounds
+//! is timed in only one round of four from then on ([`crate::measure::rounds::visit_every`]),
+//! so the budget goes to the members whose CI is still wide; its record says from which
+//! round and why. Then each runner takes its single-call samples, loop overhead, stack and
+//! peak RSS in its own process and returns its record. Slow drift of the host thus spreads
+//! over all members instead of landing on whichever was measured at that moment, and two
+//! objects in the same session are compared on the same moments of the host.
 //!
 //! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
 //! reads the runner, its object and `api.h`, writes only its own scratch folder, under the
@@ -39,15 +42,20 @@ use std::time::{Duration, Instant};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+mod allocation;
+mod live;
+
 use super::exec::{self, NoLine, Served};
-use super::sandbox::{self, Jail, Sandbox};
+use super::sandbox::{Jail, Sandbox};
 use super::steps::Stop;
 use crate::measure::interference;
-use crate::measure::rounds::{rounds_used, MIN_ROUNDS};
-use crate::measure::stats::{self, Estimate};
-pub use crate::record::rounds::{Rounds, Stopped, Yardstick};
+use crate::measure::rounds::MIN_ROUNDS;
+use crate::measure::stats;
+pub use crate::record::rounds::{Rounds, Stopped, Visit, Yardstick};
 use crate::record::TimeOutput;
+use allocation::{due, reallocate, stop_rule};
 use kem_native::serve::{BatchReply, BATCH, DONE, READY};
+use live::Live;
 
 /// Length of one batch (shorter when the step's `trial` is).
 pub const DEFAULT_BATCH: Duration = Duration::from_millis(20);
@@ -87,6 +95,9 @@ pub struct Settings {
     pub batch: Duration,
     /// Longest wait for one answer of a runner (the step's timeout).
     pub timeout: Duration,
+    /// Members visited together, in consecutive groups of this many (the A, B and A/A
+    /// triples of `compare --measure`, whose rounds must stay paired); 1 otherwise.
+    pub group: usize,
 }
 
 /// The yardstick as a session runs it: its runner's member (op keygen) and what identifies it.
@@ -100,129 +111,14 @@ pub struct Gauge {
 pub struct Outcome {
     pub commands: Vec<Vec<String>>,
     pub result: Result<(TimeOutput, Rounds), Stop>,
-    /// Per-op cycles of every round (index = round), for paired comparisons.
+    /// Per-op cycles of every round the member was timed in, for paired comparisons (the
+    /// members of a group are timed in the same rounds).
     pub values: Vec<f64>,
     /// Whether each round was interfered.
     pub interfered: Vec<bool>,
     /// How long the member's runner process lasted, from its start to its exit (for the
     /// plausibility of its record).
     pub elapsed: Duration,
-}
-
-struct Live {
-    m: Member,
-    served: Option<Served>,
-    failed: Option<Stop>,
-    values: Vec<f64>,
-    /// The session round (0-based) each of `values` was timed in.
-    rounds: Vec<usize>,
-    /// Why each of `values` is interfered, as judged around its batch (empty: clean); the
-    /// yardstick's slow phases are added at the session's end.
-    why: Vec<Vec<String>>,
-    positions: Vec<u32>,
-    /// The batches as answered (iters, cycles, ns): the final record must list the same.
-    batches: Vec<(u64, u64, u64)>,
-    commands: Vec<Vec<String>>,
-    elapsed: Duration,
-}
-
-impl Live {
-    fn alive(&self) -> bool {
-        self.failed.is_none() && self.served.is_some()
-    }
-
-    fn fail(&mut self, stop: Stop) {
-        if let Some(mut s) = self.served.take() {
-            s.kill(
-                &format!("stopped by ngcc-pipe: {}", stop.reason),
-                &mut self.m.log,
-            );
-            self.elapsed = s.elapsed();
-        }
-        self.failed = Some(stop);
-    }
-
-    /// A runner's `done` line, or its end, as the member's failure.
-    fn fail_from(&mut self, what: Result<(String, String), NoLine>, timeout: Duration) {
-        let op = self.m.op.clone();
-        let stop = match what {
-            Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
-                Ok(out) => Stop::failed(format!(
-                    "{op}: {}",
-                    out.failure.unwrap_or_else(|| "runner stopped early".into())
-                )),
-                Err(e) => Stop::failed(format!("{op}: unreadable record from kem-runner ({e})")),
-            },
-            Err(NoLine::Killed(exec::Exit::TimedOut)) => Stop::timed_out(format!(
-                "timed out after {} s waiting for kem-runner (killed)",
-                timeout.as_secs()
-            )),
-            Err(NoLine::Ended(e @ exec::Exit::Signal(_))) => Stop::failed(format!(
-                "{op}: kem-runner {} ({})",
-                e.describe(),
-                sandbox::limits_note(self.m.jail.memory)
-            )),
-            Err(NoLine::Killed(e)) | Err(NoLine::Ended(e)) => {
-                Stop::failed(format!("{op}: kem-runner {}", e.describe()))
-            }
-        };
-        self.fail(stop);
-    }
-
-    /// The rounds that count (indices into `values`): the clean ones when there are enough
-    /// (and whether they are). `slow` marks the session rounds the yardstick found slow.
-    fn used_rounds(&self, slow: &[Option<String>]) -> (Vec<usize>, bool) {
-        let (used, clean) = rounds_used(self.values.len(), |i| {
-            !self.why[i].is_empty() || slow.get(self.rounds[i]).is_some_and(Option::is_some)
-        });
-        (used, clean >= MIN_ROUNDS)
-    }
-
-    /// The estimate over the rounds that count.
-    fn estimate(
-        &self,
-        slow: &[Option<String>],
-        seed: u64,
-        resamples: usize,
-    ) -> Option<(Estimate, bool)> {
-        let (used, clean_only) = self.used_rounds(slow);
-        let values: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
-        Some((stats::median_ci(&values, seed, resamples)?, clean_only))
-    }
-
-    /// Add the yardstick's slow phases to the marks of the rounds this member was timed in.
-    fn mark_slow(&mut self, slow: &[Option<String>]) {
-        for (why, &r) in self.why.iter_mut().zip(&self.rounds) {
-            if let Some(Some(reason)) = slow.get(r) {
-                why.push(reason.clone());
-            }
-        }
-    }
-
-    /// The yardstick in this member's rounds (its cycles in the session rounds the member
-    /// was timed in, so `values[i]` pairs with the member's `trials[i]`), and over the rounds
-    /// that count. `None` unless the yardstick timed every one of the member's rounds.
-    fn yardstick(&self, gauge: &Live, g: (&str, &str), seed: u64) -> Option<Yardstick> {
-        let theirs: Vec<f64> = self
-            .rounds
-            .iter()
-            .map(|&r| gauge.values.get(r).copied())
-            .collect::<Option<_>>()?;
-        let (used, _) = self.used_rounds(&[]);
-        let ys: Vec<f64> = used.iter().map(|&i| theirs[i]).collect();
-        let mine: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
-        Some(Yardstick {
-            name: g.0.to_string(),
-            object_sha256: g.1.to_string(),
-            values: theirs,
-            estimate: stats::median_ci(&ys, seed, stats::BOOTSTRAP_RESAMPLES)?,
-            relative: stats::median_ci(
-                &stats::paired_ratios(&ys, &mine),
-                seed,
-                stats::BOOTSTRAP_RESAMPLES,
-            )?,
-        })
-    }
 }
 
 /// A fresh random seed for the round order and the bootstrap.
@@ -301,6 +197,7 @@ fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(St
             rounds: Vec::new(),
             why: Vec::new(),
             positions: Vec::new(),
+            visits: Vec::new(),
             batches: Vec::new(),
             commands: Vec::new(),
             elapsed: Duration::ZERO,
@@ -381,11 +278,13 @@ fn spawn(l: &mut Live, s: &Settings) {
     }
 }
 
-/// Time rounds until the stop rule holds: every member's CI within the precision (checked
-/// from [`MIN_ROUNDS`] rounds on, leaving out the rounds interfered so far, the yardstick's
-/// slow phases included), the members' measured batch time at the budget, or no member left
-/// (all failed, or the run was interrupted). The yardstick, when there is one, is the last
-/// of `live`, after the `n_members` members.
+/// Time rounds until the stop rule holds ([`stop_rule`]): every member's CI within the
+/// precision (checked from [`MIN_ROUNDS`] rounds on, leaving out the rounds interfered so
+/// far, the yardstick's slow phases included), the members' measured batch time at the
+/// budget, or no member left (all failed, or the run was interrupted). Each round times the
+/// runners [`due`] in it, in a shuffled order; after each check the groups that reached the
+/// precision are visited less, those whose CI widened again in every round ([`reallocate`]).
+/// The yardstick, when there is one, is the last of `live`, after the `n_members` members.
 fn rounds(
     live: &mut [Live],
     n_members: usize,
@@ -395,13 +294,16 @@ fn rounds(
     on_round: &dyn Fn(usize, f64),
 ) -> Stopped {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let group = s.group.max(1);
+    let mut every = vec![1; n_members.div_ceil(group)];
     let mut used_ns = 0u64;
     let mut round = 0usize;
     loop {
-        let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].alive()).collect();
-        if !order.iter().any(|&i| i < n_members) || exec::cancelled() {
+        if !live[..n_members].iter().any(Live::alive) || exec::cancelled() {
             return Stopped::NoMembers;
         }
+        let alive: Vec<bool> = live.iter().map(Live::alive).collect();
+        let mut order = due(&alive, n_members, group, &every, round);
         order.shuffle(&mut rng);
         for (pos, &i) in order.iter().enumerate() {
             if let Some(ns) = batch(&mut live[i], round, pos, s) {
@@ -412,33 +314,31 @@ fn rounds(
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {
-            let (members, gauge) = live.split_at(n_members);
+            let (members, gauge) = live.split_at_mut(n_members);
             let slow = gauge
                 .first()
                 .map(|g| interference::slow_rounds(&g.values))
                 .unwrap_or_default();
-            widest(members, &slow, seed)
+            let checks: Vec<Option<(usize, f64)>> = members
+                .iter()
+                .map(|l| {
+                    if l.alive() {
+                        l.check(&slow, seed)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            reallocate(members, &checks, group, &mut every, round, s.precision);
+            checks.iter().flatten().map(|c| c.1).fold(0.0, f64::max)
         } else {
             f64::INFINITY
         };
         on_round(round, worst);
-        if worst <= s.precision {
-            return Stopped::Precision;
-        }
-        if used_ns >= budget_ns {
-            return Stopped::Budget;
+        if let Some(stopped) = stop_rule(worst, s.precision, used_ns, budget_ns) {
+            return stopped;
         }
     }
-}
-
-/// The widest relative CI half-width of the members still alive (the stop rule's measure).
-fn widest(members: &[Live], slow: &[Option<String>], seed: u64) -> f64 {
-    members
-        .iter()
-        .filter(|l| l.alive())
-        .filter_map(|l| l.estimate(slow, seed, CHECK_RESAMPLES))
-        .map(|(e, _)| e.rel_half_width())
-        .fold(0.0, f64::max)
 }
 
 /// Time one batch of `l` at position `pos` of session round `round`: its measured ns, or
@@ -566,6 +466,8 @@ fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
         yardstick: end
             .gauge
             .and_then(|(gl, (name, sha))| l.yardstick(gl, (name, sha), end.seed)),
+        session_rounds: l.rounds.iter().map(|&r| r as u32).collect(),
+        visits: std::mem::take(&mut l.visits),
     }
 }
 

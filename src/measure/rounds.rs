@@ -35,7 +35,7 @@ pub const FULL_ROUNDS: usize = 30;
 /// Whether a member visited in one round of `every` is timed in session round `round`;
 /// `slot` (its group's index) spreads the members that are visited less over the rounds.
 pub fn visited(round: usize, every: usize, slot: usize) -> bool {
-    every <= 1 || (round + slot) % every == 0
+    every <= 1 || (round + slot).is_multiple_of(every)
 }
 
 /// A member goes to one round of [`SPARSE_EVERY`] only once its CI half-width is within

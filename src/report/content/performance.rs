@@ -193,10 +193,20 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
                 "Timed in interleaved rounds: each round times one short batch of every \
                  instance and operation of the session, in a freshly shuffled order. Median \
                  cycles are the median of the per-round values with a 95% bootstrap \
-                 confidence interval; rounds marked interfered (steal, irq, or waiting \
-                 for the bench core over 1% of the batch) are left out when at least {} clean rounds \
-                 exist; trials are the rounds.{}",
+                 confidence interval; rounds marked interfered (steal, irq, waiting \
+                 for the bench core over 1% of the batch, or a slow phase of the host: the \
+                 round's yardstick batch more than {} robust standard deviations ({} × \
+                 1.4826 MAD) and at least {} above its median) are left out when at least {} \
+                 clean rounds exist; trials are the rounds. An operation whose interval is \
+                 within the precision after at least {} rounds that count is timed in one \
+                 round of {} from then on (in every round again should it widen), so the \
+                 budget goes to those still above it.{}",
+                crate::measure::interference::SLOW_K,
+                crate::measure::interference::SLOW_K,
+                fmt::share(crate::measure::interference::SLOW_FLOOR),
                 crate::measure::rounds::MIN_ROUNDS,
+                crate::measure::rounds::FULL_ROUNDS,
+                crate::measure::rounds::SPARSE_EVERY,
                 if not_reached {
                     " \"CI wider than the precision\": the time budget ran out first."
                 } else {

@@ -389,6 +389,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             .map(|s| ctx.timeout(s.node))
             .max()
             .unwrap_or(spec.timeout),
+        group: 1,
     };
     let ids: Vec<String> = joined
         .iter()

@@ -4,13 +4,18 @@
 //! up and calibrated to a short batch), then rounds follow: each round times one batch of
 //! every member in a freshly shuffled order (ChaCha8 from a recorded seed), reading the
 //! bench core's `/proc/stat` line around each batch and the runner's own scheduler counters
-//! to mark interfered batches ([`crate::measure::interference`]). Rounds go on until every
-//! member's 95% bootstrap CI of the median per-op cycles is within `precision` of the
-//! median, or the measured batch time reaches the budget; then each runner takes its
-//! single-call samples, loop overhead, stack and peak RSS in its own process and returns
-//! its record. Slow drift of the host thus spreads over all members instead of landing on
-//! whichever was measured at that moment, and two objects in the same session are compared
-//! on the same moments of the host.
+//! to mark interfered batches ([`crate::measure::interference`]); with a yardstick, a round
+//! in which it ran far above its median is marked interfered for every member timed in it
+//! ([`interference::slow_rounds`], applied again over the whole session at its end). Rounds
+//! go on until every member's 95% bootstrap CI of the median per-op cycles is within
+//! `precision` of the median, or the measured batch time reaches the budget. A member (or a
+//! group of members, [`Settings::group`]) that has reached the precision with enough rounds
+//! is timed in only one round of four from then on ([`crate::measure::rounds::visit_every`]),
+//! so the budget goes to the members whose CI is still wide; its record says from which
+//! round and why. Then each runner takes its single-call samples, loop overhead, stack and
+//! peak RSS in its own process and returns its record. Slow drift of the host thus spreads
+//! over all members instead of landing on whichever was measured at that moment, and two
+//! objects in the same session are compared on the same moments of the host.
 //!
 //! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
 //! reads the runner, its object and `api.h`, writes only its own scratch folder, under the
@@ -37,15 +42,20 @@ use std::time::{Duration, Instant};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+mod allocation;
+mod live;
+
 use super::exec::{self, NoLine, Served};
-use super::sandbox::{self, Jail, Sandbox};
+use super::sandbox::{Jail, Sandbox};
 use super::stop::Stop;
 use crate::measure::interference;
-use crate::measure::rounds::{rounds_used, MIN_ROUNDS};
-use crate::measure::stats::{self, Estimate};
-pub use crate::record::rounds::{Rounds, Stopped, Yardstick};
+use crate::measure::rounds::MIN_ROUNDS;
+use crate::measure::stats;
+pub use crate::record::rounds::{Rounds, Stopped, Visit, Yardstick};
 use crate::record::TimeOutput;
+use allocation::{due, reallocate, stop_rule};
 use kem_native::serve::{BatchReply, BATCH, DONE, READY};
+use live::Live;
 
 /// Length of one batch (shorter when the step's `trial` is).
 pub const DEFAULT_BATCH: Duration = Duration::from_millis(20);
@@ -85,6 +95,9 @@ pub struct Settings {
     pub batch: Duration,
     /// Longest wait for one answer of a runner (the step's timeout).
     pub timeout: Duration,
+    /// Members visited together, in consecutive groups of this many (the A, B and A/A
+    /// triples of `compare --measure`, whose rounds must stay paired); 1 otherwise.
+    pub group: usize,
 }
 
 /// The yardstick as a session runs it: its runner's member (op keygen) and what identifies it.
@@ -98,105 +111,14 @@ pub struct Gauge {
 pub struct Outcome {
     pub commands: Vec<Vec<String>>,
     pub result: Result<(TimeOutput, Rounds), Stop>,
-    /// Per-op cycles of every round (index = round), for paired comparisons.
+    /// Per-op cycles of every round the member was timed in, for paired comparisons (the
+    /// members of a group are timed in the same rounds).
     pub values: Vec<f64>,
     /// Whether each round was interfered.
     pub interfered: Vec<bool>,
     /// How long the member's runner process lasted, from its start to its exit (for the
     /// plausibility of its record).
     pub elapsed: Duration,
-}
-
-struct Live {
-    m: Member,
-    served: Option<Served>,
-    failed: Option<Stop>,
-    values: Vec<f64>,
-    why: Vec<Vec<String>>,
-    positions: Vec<u32>,
-    /// The batches as answered (iters, cycles, ns): the final record must list the same.
-    batches: Vec<(u64, u64, u64)>,
-    commands: Vec<Vec<String>>,
-    elapsed: Duration,
-}
-
-impl Live {
-    fn alive(&self) -> bool {
-        self.failed.is_none() && self.served.is_some()
-    }
-
-    fn fail(&mut self, stop: Stop) {
-        if let Some(mut s) = self.served.take() {
-            s.kill(
-                &format!("stopped by ngcc-pipe: {}", stop.reason),
-                &mut self.m.log,
-            );
-            self.elapsed = s.elapsed();
-        }
-        self.failed = Some(stop);
-    }
-
-    /// A runner's `done` line, or its end, as the member's failure.
-    fn fail_from(&mut self, what: Result<(String, String), NoLine>, timeout: Duration) {
-        let op = self.m.op.clone();
-        let stop = match what {
-            Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
-                Ok(out) => Stop::failed(format!(
-                    "{op}: {}",
-                    out.failure.unwrap_or_else(|| "runner stopped early".into())
-                )),
-                Err(e) => Stop::failed(format!("{op}: unreadable record from kem-runner ({e})")),
-            },
-            Err(NoLine::Killed(exec::Exit::TimedOut)) => Stop::timed_out(format!(
-                "timed out after {} s waiting for kem-runner (killed)",
-                timeout.as_secs()
-            )),
-            Err(NoLine::Ended(e @ exec::Exit::Signal(_))) => Stop::failed(format!(
-                "{op}: kem-runner {} ({})",
-                e.describe(),
-                sandbox::limits_note(self.m.jail.memory)
-            )),
-            Err(NoLine::Killed(e)) | Err(NoLine::Ended(e)) => {
-                Stop::failed(format!("{op}: kem-runner {}", e.describe()))
-            }
-        };
-        self.fail(stop);
-    }
-
-    /// The rounds that count: the clean ones when there are enough (and whether they are).
-    fn used_rounds(&self) -> (Vec<usize>, bool) {
-        let (used, clean) = rounds_used(self.values.len(), |i| !self.why[i].is_empty());
-        (used, clean >= MIN_ROUNDS)
-    }
-
-    /// The estimate over the rounds that count.
-    fn estimate(&self, seed: u64, resamples: usize) -> Option<(Estimate, bool)> {
-        let (used, clean_only) = self.used_rounds();
-        let values: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
-        Some((stats::median_ci(&values, seed, resamples)?, clean_only))
-    }
-
-    /// The yardstick over this member's rounds that count (and that the yardstick timed).
-    fn yardstick(&self, gauge: &Live, g: (&str, &str), seed: u64) -> Option<Yardstick> {
-        let (used, _) = self.used_rounds();
-        let used: Vec<usize> = used
-            .into_iter()
-            .filter(|&i| i < gauge.values.len())
-            .collect();
-        let ys: Vec<f64> = used.iter().map(|&i| gauge.values[i]).collect();
-        let mine: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
-        Some(Yardstick {
-            name: g.0.to_string(),
-            object_sha256: g.1.to_string(),
-            values: gauge.values.clone(),
-            estimate: stats::median_ci(&ys, seed, stats::BOOTSTRAP_RESAMPLES)?,
-            relative: stats::median_ci(
-                &stats::paired_ratios(&ys, &mine),
-                seed,
-                stats::BOOTSTRAP_RESAMPLES,
-            )?,
-        })
-    }
 }
 
 /// A fresh random seed for the round order and the bootstrap.
@@ -236,6 +158,11 @@ pub fn run(
         Some(g) => live.pop().and_then(|l| finish_gauge(l, s)).map(|l| (l, g)),
         None => None,
     };
+    // The yardstick's slow phases over the whole session mark every member's rounds.
+    let slow = gauge
+        .as_ref()
+        .map(|(g, _)| interference::slow_rounds(&g.values))
+        .unwrap_or_default();
     let end = End {
         id: &id,
         seed,
@@ -243,6 +170,7 @@ pub fn run(
         stopped,
         budget_ns,
         gauge: gauge.as_ref(),
+        slow: &slow,
     };
     let out = live
         .into_iter()
@@ -266,8 +194,10 @@ fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(St
             served: None,
             failed: None,
             values: Vec::new(),
+            rounds: Vec::new(),
             why: Vec::new(),
             positions: Vec::new(),
+            visits: Vec::new(),
             batches: Vec::new(),
             commands: Vec::new(),
             elapsed: Duration::ZERO,
@@ -348,9 +278,13 @@ fn spawn(l: &mut Live, s: &Settings) {
     }
 }
 
-/// Time rounds until the stop rule holds: every member's CI within the precision (checked
-/// from [`MIN_ROUNDS`] rounds on), the members' measured batch time at the budget, or no
-/// member left (all failed, or the run was interrupted).
+/// Time rounds until the stop rule holds ([`stop_rule`]): every member's CI within the
+/// precision (checked from [`MIN_ROUNDS`] rounds on, leaving out the rounds interfered so
+/// far, the yardstick's slow phases included), the members' measured batch time at the
+/// budget, or no member left (all failed, or the run was interrupted). Each round times the
+/// runners [`due`] in it, in a shuffled order; after each check the groups that reached the
+/// precision are visited less, those whose CI widened again in every round ([`reallocate`]).
+/// The yardstick, when there is one, is the last of `live`, after the `n_members` members.
 fn rounds(
     live: &mut [Live],
     n_members: usize,
@@ -360,16 +294,19 @@ fn rounds(
     on_round: &dyn Fn(usize, f64),
 ) -> Stopped {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let group = s.group.max(1);
+    let mut every = vec![1; n_members.div_ceil(group)];
     let mut used_ns = 0u64;
     let mut round = 0usize;
     loop {
-        let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].alive()).collect();
-        if !order.iter().any(|&i| i < n_members) || exec::cancelled() {
+        if !live[..n_members].iter().any(Live::alive) || exec::cancelled() {
             return Stopped::NoMembers;
         }
+        let alive: Vec<bool> = live.iter().map(Live::alive).collect();
+        let mut order = due(&alive, n_members, group, &every, round);
         order.shuffle(&mut rng);
         for (pos, &i) in order.iter().enumerate() {
-            if let Some(ns) = batch(&mut live[i], pos, s) {
+            if let Some(ns) = batch(&mut live[i], round, pos, s) {
                 if i < n_members {
                     used_ns += ns;
                 }
@@ -377,33 +314,37 @@ fn rounds(
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {
-            widest(&live[..n_members], seed)
+            let (members, gauge) = live.split_at_mut(n_members);
+            let slow = gauge
+                .first()
+                .map(|g| interference::slow_rounds(&g.values))
+                .unwrap_or_default();
+            let checks: Vec<Option<(usize, f64)>> = members
+                .iter()
+                .map(|l| {
+                    if l.alive() {
+                        l.check(&slow, seed)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            reallocate(members, &checks, group, &mut every, round, s.precision);
+            checks.iter().flatten().map(|c| c.1).fold(0.0, f64::max)
         } else {
             f64::INFINITY
         };
         on_round(round, worst);
-        if worst <= s.precision {
-            return Stopped::Precision;
-        }
-        if used_ns >= budget_ns {
-            return Stopped::Budget;
+        if let Some(stopped) = stop_rule(worst, s.precision, used_ns, budget_ns) {
+            return stopped;
         }
     }
 }
 
-/// The widest relative CI half-width of the members still alive (the stop rule's measure).
-fn widest(members: &[Live], seed: u64) -> f64 {
-    members
-        .iter()
-        .filter(|l| l.alive())
-        .filter_map(|l| l.estimate(seed, CHECK_RESAMPLES))
-        .map(|(e, _)| e.rel_half_width())
-        .fold(0.0, f64::max)
-}
-
-/// Time one batch of `l` at position `pos` of the round: its measured ns, or `None` when
-/// it failed (no answer, a bad answer, or a batch claiming more time than it took).
-fn batch(l: &mut Live, pos: usize, s: &Settings) -> Option<u64> {
+/// Time one batch of `l` at position `pos` of session round `round`: its measured ns, or
+/// `None` when it failed (no answer, a bad answer, or a batch claiming more time than it
+/// took).
+fn batch(l: &mut Live, round: usize, pos: usize, s: &Settings) -> Option<u64> {
     let served = l.served.as_mut().expect("alive members are served");
     let before = interference::read_cpu(s.bench_cpu);
     let sent = Instant::now();
@@ -433,8 +374,8 @@ fn batch(l: &mut Live, pos: usize, s: &Settings) -> Option<u64> {
         return None;
     }
     l.batches.push((b.iters, b.cycles, b.ns));
-    // Every alive member takes part in every round, so round i is `values[i]`.
     l.values.push(b.cycles as f64 / b.iters as f64);
+    l.rounds.push(round);
     l.why.push(interference::judge(before, after, &b.own, b.ns));
     l.positions.push(pos as u32);
     Some(b.ns)
@@ -469,11 +410,14 @@ struct End<'a> {
     budget_ns: u64,
     /// The yardstick's runner when it lasted the session, and its (name, SHA-256).
     gauge: Option<&'a (Live, (String, String))>,
+    /// Per session round: why the yardstick found it a slow phase of the host.
+    slow: &'a [Option<String>],
 }
 
 /// A member's runner finishes in its own process (samples, overhead, stack, peak RSS) and
 /// its outcome is made: its record with the [`Rounds`], or why it failed.
 fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
+    l.mark_slow(end.slow);
     if l.alive() {
         match ask_finish(&mut l, s) {
             Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
@@ -505,7 +449,7 @@ fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
 /// What a finished member's record keeps of the session.
 fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
     let (estimate, clean_only) = l
-        .estimate(end.seed, stats::BOOTSTRAP_RESAMPLES)
+        .estimate(&[], end.seed, stats::BOOTSTRAP_RESAMPLES)
         .expect("an alive member has rounds");
     Rounds {
         session: end.id.to_string(),
@@ -522,6 +466,8 @@ fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
         yardstick: end
             .gauge
             .and_then(|(gl, (name, sha))| l.yardstick(gl, (name, sha), end.seed)),
+        session_rounds: l.rounds.iter().map(|&r| r as u32).collect(),
+        visits: std::mem::take(&mut l.visits),
     }
 }
 

@@ -24,9 +24,11 @@ pub mod record;
 pub mod report;
 pub mod rsp;
 pub mod run;
+pub mod safe_fs;
 pub mod sizes;
 pub mod sources;
 pub mod survey;
+pub mod text;
 
 /// "ngcc-pipe 0.1.0 (git 3650e3d2f1a0)": the tool's version and the commit it was built
 /// from (see `build.rs`), recorded in `campaign.json`.

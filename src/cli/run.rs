@@ -62,6 +62,9 @@ pub(super) fn exec(args: RunArgs, outputs: Option<&Path>) -> Result<(), Error> {
     )
 }
 
+/// How long an interrupted run may take to stop its steps and write its records.
+const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_millis(1700);
+
 fn run_campaign(
     ctx: Ctx,
     selected: &BTreeSet<petgraph::graph::NodeIndex>,
@@ -70,8 +73,18 @@ fn run_campaign(
 ) -> Result<(), Error> {
     let ctx = Arc::new(ctx);
     let _ = ctrlc::set_handler(|| {
-        run::exec::CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+        if run::exec::CANCELLED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         eprintln!("\ninterrupted: stopping running steps; finished steps are kept, `run` again to continue");
+        // Running steps see the flag within milliseconds; a worker stuck anyway (in a
+        // system call on something a KEM left) does not hold the run: exit regardless.
+        // Contained processes die with the engine (parent-death signal).
+        std::thread::spawn(|| {
+            std::thread::sleep(INTERRUPT_GRACE);
+            eprintln!("interrupted: a step did not stop in time; exiting without it");
+            std::process::exit(130);
+        });
     });
     std::fs::create_dir_all(&ctx.out).map_err(Error::io(ctx.out.display()))?;
     let _lock = run::lock::OutputsLock::acquire(&ctx.out)?;

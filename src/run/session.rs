@@ -38,6 +38,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::exec::{self, NoLine, Served};
+use super::sandbox::disk::{DiskGuard, DISK};
 use super::sandbox::{self, Jail, Sandbox};
 use super::steps::Stop;
 use crate::measure::interference;
@@ -294,6 +295,7 @@ pub fn run(
         let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
         match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
             Ok(mut served) => {
+                served.watch(DiskGuard::new(&l.m.jail.write, DISK));
                 let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
                 l.served = Some(served);
                 if !matches!(&r, Ok((w, _)) if w == READY) {

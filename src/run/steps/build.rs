@@ -16,7 +16,7 @@ use crate::graph::Node;
 use crate::model::{Campaign, Source, StepKind, StepSpec};
 use crate::record::{BuildData, LayoutObject, Status, StepData};
 use crate::run::exec::{self, Exit};
-use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, value, Facts};
+use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, tree_input, value, Facts};
 use crate::run::sandbox::Jail;
 use crate::sources::instance_sources;
 
@@ -69,7 +69,7 @@ pub fn drng_symbol(sub: &crate::model::Submission) -> String {
 /// Sum of PT_LOAD segment memory sizes of an ELF object.
 pub fn load_segments_size(path: &Path) -> Result<u64, StepError> {
     use object::read::elf::{ElfFile64, ProgramHeader};
-    let data = std::fs::read(path).map_err(StepError::io(path))?;
+    let data = crate::safe_fs::read(path, crate::safe_fs::OUTPUT_CAP)?;
     let elf = ElfFile64::<object::Endianness>::parse(&*data).map_err(|e| StepError::Parse {
         what: path.display().to_string(),
         source: e.into(),
@@ -189,12 +189,12 @@ impl KindSpec for Kind {
             m.insert("valgrind variant".into(), "true".into());
         }
         if let Source::Path { path } = &sub.source {
-            let mut files = tree_hash(&path.join(&inst.dir));
+            let mut files = tree_input(&path.join(&inst.dir));
             for extra in inst.extra_sources.iter().chain(&sub.primitives.sources) {
                 files.push_str(&file_hash(&path.join(extra)));
             }
             for inc in &sub.primitives.includes {
-                files.push_str(&tree_hash(&path.join(inc)));
+                files.push_str(&tree_input(&path.join(inc)));
             }
             m.insert("files".into(), sha256_hex(files.as_bytes()));
         }
@@ -269,11 +269,19 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     flags.extend(inst.cflags.iter().cloned());
 
     let inst_dir = root.join(&inst.dir);
+    // The trees the cache key hashed: a loop cannot make the walk spin (links are not
+    // followed), but an absurd depth or size fails here with the walk's reason.
+    for dir in std::iter::once(&inst.dir).chain(&sub.primitives.includes) {
+        tree_hash(&root.join(dir)).map_err(StepError::Tree)?;
+    }
     let api_h = inst_dir.join("api.h");
-    let api_text = std::fs::read_to_string(&api_h).map_err(|source| StepError::Read {
-        path: api_h.display().to_string(),
-        source,
-    })?;
+    // The submission's file: read only where it resolves inside the source tree.
+    let api_text = crate::safe_fs::read_within(&root, &api_h, 1 << 20)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| StepError::Read {
+            path: api_h.display().to_string(),
+            source: e.into_io(),
+        })?;
     let api =
         kem_native::api::parse_api_h(&api_text, &inst.namespace).map_err(|e| StepError::Parse {
             what: api_h.display().to_string(),
@@ -428,7 +436,7 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
             &[&shim_obj],
         );
         c.run(args, || format!("link error for {}", obj.display()))?;
-        let bytes = std::fs::read(&obj).map_err(StepError::File)?;
+        let bytes = crate::safe_fs::read(&obj, crate::safe_fs::OUTPUT_CAP)?;
         layouts.push(LayoutObject {
             name,
             object: ctx.rel(&obj),
@@ -440,10 +448,12 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     let profile_object = if ctx.spec(StepKind::Profile).is_some() {
         let mut headers = Vec::new();
         for h in &sub.primitives.headers {
-            let text = std::fs::read_to_string(root.join(h)).map_err(|source| StepError::Read {
-                path: format!("primitives header {h}"),
-                source,
-            })?;
+            let text = crate::safe_fs::read_within(&root, &root.join(h), 16 << 20)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| StepError::Read {
+                    path: format!("primitives header {h}"),
+                    source: e.into_io(),
+                })?;
             headers.push((h.clone(), text));
         }
         let wrappers =
@@ -506,7 +516,7 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
         None
     };
 
-    let bytes = std::fs::read(&object).map_err(StepError::File)?;
+    let bytes = crate::safe_fs::read(&object, crate::safe_fs::OUTPUT_CAP)?;
     // The size of the object without the anchor's page padding (up to 8 KiB that the KEM
     // does not need): measured on the same objects linked without it, then removed.
     let sizing = build_dir.join(format!("{}.unanchored.so", inst.id));

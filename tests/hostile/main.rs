@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use ngcc_pipe::model::{KatMode, Op, StepKind};
 use ngcc_pipe::record::{KatStatus, Status, StepData};
 
+#[path = "../common/mod.rs"]
 mod common;
+mod stopping;
 use common::*;
 
 /// The port `loopback` connects to (its kem.c says the same).
@@ -80,7 +82,7 @@ fn vm_hwm(pid: u32) -> Option<u64> {
 }
 
 /// (fixture, KAT status, text the KAT reason must contain); `None`: the KAT passes.
-const KAT_CASES: [(&str, Option<(Status, &str)>); 12] = [
+const KAT_CASES: [(&str, Option<(Status, &str)>); 13] = [
     (
         "write-outside",
         Some((Status::Failed, "Read-only file system")),
@@ -110,6 +112,10 @@ const KAT_CASES: [(&str, Option<(Status, &str)>); 12] = [
     ("printf", None),
     ("protocol-printf", None),
     ("stderr-flood", None),
+    (
+        "rsp-link",
+        Some((Status::Failed, "is a symbolic link (not followed)")),
+    ),
     (
         "malloc-30g",
         Some((

@@ -14,6 +14,8 @@
 //! its own process group, and [`SandboxInfo::missing`] says what is not in force; records
 //! and reports show it.
 
+pub mod disk;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -93,6 +93,7 @@ fn run_campaign(
             eprintln!("warning: {} (fix: {})", w.what, w.fix);
         }
     }
+    sandbox_warning(&ctx.sandbox);
     let campaign_json = ctx.out.join("campaign.json");
     // The campaign record the last run left, kept when this one turns out to change nothing.
     let previous: Option<CampaignRecord> = record::read_json(&campaign_json).ok().flatten();
@@ -196,6 +197,27 @@ fn run_campaign(
     }
 }
 
+/// Say on the terminal what containment of submission code is not in force: without
+/// bubblewrap a warning whatever the verbosity (the code runs uncontained).
+fn sandbox_warning(sandbox: &crate::run::sandbox::Sandbox) {
+    let missing = &sandbox.info.missing;
+    if missing.is_empty() {
+        return;
+    }
+    if sandbox.contained() {
+        eprintln!("note: sandbox: not in force here:");
+    } else {
+        eprintln!(
+            "warning: submission code runs UNCONTAINED: install bubblewrap (Debian/Ubuntu: \
+             `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`), or refuse such runs \
+             with `sandbox \"required\"` in the pipeline's system block. Not in force:"
+        );
+    }
+    for m in missing {
+        eprintln!("  - {}", crate::text::clean_line(m));
+    }
+}
+
 /// Per step kind: ran / up to date / failed / skipped; then each failure with its log.
 fn print_summary(ctx: &Ctx, summary: &run::Summary) {
     let mut table: BTreeMap<StepKind, [usize; 5]> = BTreeMap::new();
@@ -233,7 +255,7 @@ fn print_summary(ctx: &Ctx, summary: &run::Summary) {
                 "  {} [{}]: {}",
                 ctx.node(*ix).id,
                 o.status.name(),
-                o.reason.as_deref().unwrap_or("")
+                crate::text::clean(o.reason.as_deref().unwrap_or(""))
             );
             if let Some(log) = &o.log {
                 eprintln!("      log: {}", ctx.out.join(log).display());

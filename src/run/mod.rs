@@ -6,6 +6,7 @@ pub mod decide;
 pub mod exec;
 pub mod keys;
 pub mod lock;
+pub mod outside;
 pub mod paired;
 pub mod progress;
 pub mod sandbox;

@@ -119,6 +119,8 @@ struct Live {
     batches: Vec<(u64, u64, u64)>,
     commands: Vec<Vec<String>>,
     elapsed: Duration,
+    /// CPU its processes use outside its batches ([`super::outside`]).
+    cpu: super::outside::Watch,
 }
 
 impl Live {
@@ -243,6 +245,7 @@ pub fn run(
             batches: Vec::new(),
             commands: Vec::new(),
             elapsed: Duration::ZERO,
+            cpu: Default::default(),
         })
         .collect();
 
@@ -297,6 +300,7 @@ pub fn run(
             Ok(mut served) => {
                 served.watch(DiskGuard::new(&l.m.jail.write, DISK));
                 let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
+                l.cpu = super::outside::Watch::of(served.id());
                 l.served = Some(served);
                 if !matches!(&r, Ok((w, _)) if w == READY) {
                     l.fail_from(r, s.timeout);
@@ -315,8 +319,14 @@ pub fn run(
             break Stopped::NoMembers;
         }
         order.shuffle(&mut rng);
+        let mut disturbed = Vec::new();
         for (pos, &i) in order.iter().enumerate() {
             let l = &mut live[i];
+            if let Some(why) = l.cpu.before_batch() {
+                l.fail(Stop::failed(format!("{}: {why}", l.m.op)));
+                disturbed.push(l.m.label.clone());
+                continue;
+            }
             let served = l.served.as_mut().expect("alive members are served");
             let before = interference::read_cpu(s.bench_cpu);
             let sent = Instant::now();
@@ -355,6 +365,10 @@ pub fn run(
             l.values.push(b.cycles as f64 / b.iters as f64);
             l.why.push(interference::judge(before, after, &b.own, b.ns));
             l.positions.push(pos as u32);
+            l.cpu.after_batch();
+        }
+        for l in live.iter_mut().filter(|l| l.alive()) {
+            super::outside::mark(&mut l.why, &disturbed);
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {
@@ -375,6 +389,20 @@ pub fn run(
             break Stopped::Budget;
         }
     };
+
+    // What the members' processes used after their last batch counts too.
+    let late: Vec<String> = live
+        .iter_mut()
+        .filter(|l| l.alive())
+        .filter_map(|l| {
+            let why = l.cpu.before_batch()?;
+            l.fail(Stop::failed(format!("{}: {why}", l.m.op)));
+            Some(l.m.label.clone())
+        })
+        .collect();
+    for l in live.iter_mut().filter(|l| l.alive()) {
+        super::outside::mark(&mut l.why, &late);
+    }
 
     // The yardstick's runner finishes first; its values count only if it lasted the session.
     let gauge_live = match gauge {

@@ -82,7 +82,7 @@ fn vm_hwm(pid: u32) -> Option<u64> {
 }
 
 /// (fixture, KAT status, text the KAT reason must contain); `None`: the KAT passes.
-const KAT_CASES: [(&str, Option<(Status, &str)>); 13] = [
+const KAT_CASES: [(&str, Option<(Status, &str)>); 18] = [
     (
         "write-outside",
         Some((Status::Failed, "Read-only file system")),
@@ -112,6 +112,17 @@ const KAT_CASES: [(&str, Option<(Status, &str)>); 13] = [
     ("printf", None),
     ("protocol-printf", None),
     ("stderr-flood", None),
+    ("read-secrets", None),
+    ("spin-thread", None),
+    ("fork-bomb", Some((Status::Failed, "fork failed after"))),
+    (
+        "fill-tmp",
+        Some((Status::Failed, "No space left on device")),
+    ),
+    (
+        "fill-disk",
+        Some((Status::Failed, "more than 20000 files and folders")),
+    ),
     (
         "rsp-link",
         Some((Status::Failed, "is a symbolic link (not followed)")),
@@ -127,6 +138,53 @@ const KAT_CASES: [(&str, Option<(Status, &str)>); 13] = [
 
 const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
 
+/// Whether a record says the step ran in bubblewrap with everything in force (as root) or
+/// with what an unprivileged user can have (no cgroups, a shared process count).
+fn in_force(r: &ngcc_pipe::record::StepRecord) -> bool {
+    let Some(s) = &r.sandbox else {
+        return false;
+    };
+    let root = kem_native::sys::effective_uid() == 0;
+    s.tool.starts_with("bubblewrap")
+        && s.protections.iter().any(|p| p.starts_with("seccomp:"))
+        && if root {
+            s.missing.is_empty()
+        } else {
+            !s.missing
+                .iter()
+                .any(|m| m.contains("bubblewrap unavailable"))
+        }
+}
+
+/// The number after `prefix` in `text`.
+fn number_after(text: &str, prefix: &str) -> Option<u64> {
+    let rest = &text[text.find(prefix)? + prefix.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Files below `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    found.push(e.path());
+                }
+            }
+        }
+    }
+    found
+}
+
 /// The hostile campaign, run once and checked case by case.
 #[test]
 fn hostile_kems_are_contained_and_the_good_one_is_measured() {
@@ -138,6 +196,10 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
     listener.set_nonblocking(true).expect("non-blocking");
     let tmp = tempdir();
     let out = tmp.path().join("out");
+    // A sibling campaign `read-secrets` tries to read (a marker no output may contain).
+    let secret = format!("sibling-secret-{}", std::process::id());
+    std::fs::create_dir_all(tmp.path().join("sibling")).expect("sibling folder");
+    std::fs::write(tmp.path().join("sibling/campaign.json"), &secret).expect("sibling record");
 
     let started = Instant::now();
     let mut child = ngcc()
@@ -225,8 +287,7 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             rec(&out, StepKind::Build, case, Some(case), None),
             kat.clone(),
         ] {
-            let missing = rec.sandbox.as_ref().map(|s| s.missing.clone());
-            c.check(missing == Some(vec![]), || {
+            c.check(in_force(&rec), || {
                 format!("{}: sandbox {:?}", rec.id, rec.sandbox)
             });
         }
@@ -245,8 +306,7 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             c.check(t.status == Status::Ok, || {
                 format!("{case} time:{op} {:?}: {:?}", t.status, t.reason)
             });
-            let missing = t.sandbox.as_ref().map(|s| s.missing.clone());
-            c.check(missing == Some(vec![]), || {
+            c.check(in_force(&t), || {
                 format!("{}: sandbox {:?}", t.id, t.sandbox)
             });
         }
@@ -273,6 +333,41 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             || format!("protocol-printf time:{op}: the printed lines are not in the log"),
         );
     }
+    // A member spinning a thread between its batches fails its time steps naming it; the
+    // rounds it disturbed are marked in the good member's record.
+    let mut marked = 0;
+    for op in OPS {
+        let t = rec(
+            &out,
+            StepKind::Time,
+            "spin-thread",
+            Some("spin-thread"),
+            Some(op),
+        );
+        c.check(
+            t.status == Status::Failed
+                && t.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("CPU outside its own batches")),
+            || format!("spin-thread time:{op} {:?}: {:?}", t.status, t.reason),
+        );
+        if let Some(StepData::Time(g)) =
+            rec(&out, StepKind::Time, "good", Some("good"), Some(op)).data
+        {
+            marked += g.rounds.as_ref().map_or(0, |r| {
+                r.interference
+                    .iter()
+                    .filter(|w| {
+                        w.iter()
+                            .any(|x| x.contains("spin-thread") && x.contains("outside its batches"))
+                    })
+                    .count()
+            });
+        }
+    }
+    c.check(marked > 0, || {
+        "no round of good is marked as disturbed by spin-thread".into()
+    });
     // Forged timing records are not believed.
     for op in OPS {
         let t = rec(
@@ -288,6 +383,52 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
                     .as_deref()
                     .is_some_and(|r| r.contains("implausible timing record")),
             || format!("forged-time time:{op} {:?}: {:?}", t.status, t.reason),
+        );
+    }
+
+    // The compiler sees neither another submission's source nor /etc/shadow, and cannot
+    // embed the outputs' campaign.json.
+    let inc = rec(&out, StepKind::Build, "incbin", Some("incbin"), None);
+    c.check(
+        inc.status == Status::Failed
+            && inc.reason.as_deref().is_some_and(|r| {
+                r.contains("campaign.json") && r.contains("not found") && !r.contains("jail leak")
+            }),
+        || format!("incbin build {:?}: {:?}", inc.status, inc.reason),
+    );
+    // The process limit holds; /tmp and /dev/shm are small.
+    let kat_reason = |case: &str| {
+        rec(&out, StepKind::Kat, case, Some(case), None)
+            .reason
+            .unwrap_or_default()
+    };
+    let forks = number_after(&kat_reason("fork-bomb"), "fork failed after ");
+    c.check(forks.is_some_and(|n| n <= 300), || {
+        format!("fork-bomb got {forks:?} children (limit 256)")
+    });
+    let fill = kat_reason("fill-tmp");
+    let (tmp_mib, shm_mib) = (
+        number_after(&fill, "/tmp took "),
+        number_after(&fill, "/dev/shm took "),
+    );
+    c.check(
+        tmp_mib.is_some_and(|m| m <= 512) && shm_mib.is_some_and(|m| m <= 64),
+        || format!("fill-tmp: /tmp {tmp_mib:?} MiB, /dev/shm {shm_mib:?} MiB: {fill}"),
+    );
+    // No secret reached the outputs: the sibling's marker, /etc/shadow's first line.
+    let mut secrets = vec![secret.clone().into_bytes()];
+    if let Ok(shadow) = std::fs::read_to_string("/etc/shadow") {
+        secrets.extend(shadow.lines().next().map(|l| l.as_bytes().to_vec()));
+    }
+    for s in &secrets {
+        let found = files_containing(&out, s);
+        c.check(found.is_empty(), || {
+            format!("a secret is in the outputs: {found:?}")
+        });
+        c.check(
+            !r.stdout.as_bytes().windows(s.len()).any(|w| w == s)
+                && !r.stderr.as_bytes().windows(s.len()).any(|w| w == s),
+            || "a secret is on the terminal".to_string(),
         );
     }
 

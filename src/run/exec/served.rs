@@ -157,6 +157,11 @@ impl Served {
         guard.check()
     }
 
+    /// The child's process id (bubblewrap's, around the program, when sandboxed).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Send one command line.
     pub fn send(&mut self, command: &str) -> std::io::Result<()> {
         let stdin = self

@@ -322,8 +322,24 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     );
     let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
     std::fs::create_dir_all(&prim_dir).map_err(StepError::io(&prim_dir))?;
+    // The compiler sees its instance's folder, the folders of its extra sources, the
+    // primitives' sources, headers and include folders: not the rest of the source tree
+    // (another submission's, when they share a root) and nothing of the outputs but its own
+    // build folder and the shared primitives' (no `.incbin` of another submission's object).
+    let mut read = vec![inst_dir.clone()];
+    for f in inst
+        .extra_sources
+        .iter()
+        .chain(&sub.primitives.sources)
+        .chain(&sub.primitives.headers)
+    {
+        read.extend(root.join(f).parent().map(Path::to_path_buf));
+    }
+    read.extend(sub.primitives.includes.iter().map(|i| root.join(i)));
+    read.sort();
+    read.dedup();
     let jail = Jail {
-        read: vec![root.clone(), ctx.out.clone()],
+        read,
         write: vec![build_dir.clone(), prim_dir.clone()],
         cwd: build_dir.clone(),
         memory: step.memory(),

@@ -18,6 +18,7 @@ use ngcc_pipe::record::{KatStatus, Status, StepData};
 
 #[path = "../common/mod.rs"]
 mod common;
+mod session;
 mod stopping;
 use common::*;
 
@@ -113,7 +114,7 @@ const KAT_CASES: [(&str, Option<(Status, &str)>); 18] = [
     ("protocol-printf", None),
     ("stderr-flood", None),
     ("read-secrets", None),
-    ("spin-thread", None),
+    ("markup", Some((Status::Failed, "not a heading"))),
     ("fork-bomb", Some((Status::Failed, "fork failed after"))),
     (
         "fill-tmp",
@@ -333,41 +334,6 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             || format!("protocol-printf time:{op}: the printed lines are not in the log"),
         );
     }
-    // A member spinning a thread between its batches fails its time steps naming it; the
-    // rounds it disturbed are marked in the good member's record.
-    let mut marked = 0;
-    for op in OPS {
-        let t = rec(
-            &out,
-            StepKind::Time,
-            "spin-thread",
-            Some("spin-thread"),
-            Some(op),
-        );
-        c.check(
-            t.status == Status::Failed
-                && t.reason
-                    .as_deref()
-                    .is_some_and(|r| r.contains("CPU outside its own batches")),
-            || format!("spin-thread time:{op} {:?}: {:?}", t.status, t.reason),
-        );
-        if let Some(StepData::Time(g)) =
-            rec(&out, StepKind::Time, "good", Some("good"), Some(op)).data
-        {
-            marked += g.rounds.as_ref().map_or(0, |r| {
-                r.interference
-                    .iter()
-                    .filter(|w| {
-                        w.iter()
-                            .any(|x| x.contains("spin-thread") && x.contains("outside its batches"))
-                    })
-                    .count()
-            });
-        }
-    }
-    c.check(marked > 0, || {
-        "no round of good is marked as disturbed by spin-thread".into()
-    });
     // Forged timing records are not believed.
     for op in OPS {
         let t = rec(
@@ -431,6 +397,38 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             || "a secret is on the terminal".to_string(),
         );
     }
+
+    // Untrusted text is text: no raw ESC byte in the outputs or on the terminal, no live
+    // `javascript:`/`data:` link and no tag from `markup` in the reports and the site.
+    // (Logs keep what the KEM wrote, raw; records are JSON, which escapes it.)
+    let mut esc = files_containing(&out.join("reports"), b"\x1b");
+    esc.extend(files_containing(&out.join("site"), b"\x1b"));
+    c.check(esc.is_empty(), || format!("raw ESC bytes in {esc:?}"));
+    c.check(
+        !r.stdout.contains('\x1b') && !r.stderr.contains('\x1b'),
+        || "raw ESC bytes on the terminal".to_string(),
+    );
+    for needle in [
+        &b"href=\"javascript:"[..],
+        b"href=\"data:",
+        b"](javascript:",
+        b"](data:",
+        b"<script>",
+        b"<img src",
+    ] {
+        // (`reports/results.json` holds the text as JSON data, not as a link or tag.)
+        let mut found = files_containing(&out.join("reports"), needle);
+        found.extend(files_containing(&out.join("site"), needle));
+        found.retain(|p| p.extension().is_none_or(|e| e != "json"));
+        c.check(found.is_empty(), || {
+            format!("`{}` in {found:?}", String::from_utf8_lossy(needle))
+        });
+    }
+    let site = std::fs::read_to_string(out.join("site/markup.html")).unwrap_or_default();
+    c.check(
+        site.contains("&lt;script&gt;") && site.contains("Spec"),
+        || "site/markup.html does not show the manifest's text escaped".to_string(),
+    );
 
     // Nothing outside the outputs folder, no listener contact, no survivors.
     for m in markers() {

@@ -12,6 +12,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Age after which an empty group is removed.
+const KEEP: Duration = Duration::from_secs(60);
 
 /// Processes one contained command may have at once (`pids.max`).
 pub const PIDS: u64 = 256;
@@ -23,7 +27,9 @@ const CONTROLLERS: [&str; 2] = ["pids", "memory"];
 pub struct Cgroups {
     /// `(controller, <mount>/<engine's group>/ngcc-pipe-<pid>)`.
     bases: Vec<(&'static str, PathBuf)>,
-    made: Mutex<Vec<PathBuf>>,
+    /// Groups made, with when: one is removed once empty and old enough that the command it
+    /// was made for has started (an empty new group may be about to be joined).
+    made: Mutex<Vec<(PathBuf, Instant)>>,
     next: AtomicU64,
 }
 
@@ -70,13 +76,16 @@ impl Cgroups {
     /// space, private `/tmp`, `/dev/shm`) may reach `memory` bytes; the `cgroup.procs`
     /// files its first process writes itself into.
     pub fn make(&self, memory: u64) -> Result<Vec<PathBuf>, String> {
-        self.sweep();
+        self.sweep(false);
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let mut procs = Vec::new();
         for (c, base) in &self.bases {
             let dir = base.join(n.to_string());
             std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            self.made.lock().expect("cgroups lock").push(dir.clone());
+            self.made
+                .lock()
+                .expect("cgroups lock")
+                .push((dir.clone(), Instant::now()));
             let set = |file: &str, value: u64| {
                 std::fs::write(dir.join(file), value.to_string())
                     .map_err(|e| format!("{}/{file}: {e}", dir.display()))
@@ -95,10 +104,12 @@ impl Cgroups {
         Ok(procs)
     }
 
-    /// Remove the groups whose processes are gone.
-    fn sweep(&self) {
+    /// Remove the groups whose processes are gone (all of them at the end of the run).
+    fn sweep(&self, all: bool) {
         let mut made = self.made.lock().expect("cgroups lock");
-        made.retain(|d| std::fs::remove_dir(d).is_err() && d.exists());
+        made.retain(|(d, at)| {
+            (!all && at.elapsed() < KEEP) || (std::fs::remove_dir(d).is_err() && d.exists())
+        });
     }
 
     /// What is in force, for records.
@@ -117,7 +128,7 @@ impl Cgroups {
 
 impl Drop for Cgroups {
     fn drop(&mut self) {
-        self.sweep();
+        self.sweep(true);
         for (_, b) in &self.bases {
             let _ = std::fs::remove_dir(b);
         }

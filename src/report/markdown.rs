@@ -38,7 +38,7 @@ fn cell(s: &str) -> String {
 
 /// A text as Markdown that renders as the text: its code spans and links are kept (a link
 /// only to a target [`href_kind`] allows, else its text), and everything else is escaped
-/// where it would be markup — `<` and `>` (raw HTML), `[` and `]` (links), `&` before a
+/// where it would be markup — `<` and `>` (raw HTML), `](` and `][` (links), `&` before a
 /// name or `#` (entities) — on one line, with control characters shown escaped. Text from
 /// a manifest, an `api.h` or a KEM's output thus cannot add a heading, a table, a tag or
 /// a link.
@@ -75,8 +75,8 @@ fn text(t: &str, o: &mut String) {
         match c {
             '<' => o.push_str("&lt;"),
             '>' => o.push_str("&gt;"),
-            '[' => o.push_str("\\["),
-            ']' => o.push_str("\\]"),
+            // `](` and `][` would continue a link (`[x]( javascript:…)`, `[x][ref]`).
+            ']' if chars.peek().is_some_and(|n| *n == '(' || *n == '[') => o.push_str("]\\"),
             '&' if chars
                 .peek()
                 .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '#') =>
@@ -93,7 +93,10 @@ fn text(t: &str, o: &mut String) {
 fn block(s: &str) -> String {
     let t = inline(s);
     let t = t.trim_start();
-    if t.starts_with(['#', '>', '-', '+', '*', '=', '|', '~']) {
+    // `[ref]: target` would define a link.
+    if t.starts_with(['#', '>', '-', '+', '*', '=', '|', '~'])
+        || (t.starts_with('[') && t.contains("]:"))
+    {
         return format!("\\{t}");
     }
     // `1. ` or `1) ` would start a numbered list.
@@ -190,7 +193,7 @@ mod tests {
     #[test]
     fn untrusted_text_stays_text() {
         let mut d = Doc::default();
-        d.p("# fake heading\n| a | b |\n<script>alert(1)</script> [x](javascript:alert(1)) \x1b]0;t\x07");
+        d.p("# fake heading\n| a | b |\n<script>alert(1)</script> [x](javascript:alert(1)) \x1b]0;t\x07 [y]( javascript:z)");
         d.list(vec![
             "1. not a list".into(),
             "[ok](https://x.org) &amp; `c<d>`".into(),
@@ -198,7 +201,7 @@ mod tests {
         let md = to_markdown(&d);
         assert_eq!(
             md,
-            "\\# fake heading | a | b | &lt;script&gt;alert(1)&lt;/script&gt; x) \\x1b\\]0;t\\x07\n\n\
+            "\\# fake heading | a | b | &lt;script&gt;alert(1)&lt;/script&gt; x) \\x1b]0;t\\x07 [y]\\( javascript:z)\n\n\
              - 1\\. not a list\n- [ok](https://x.org) &amp;amp; `c<d>`\n"
         );
         assert!(!md.contains('\x1b'));

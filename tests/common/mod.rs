@@ -257,7 +257,8 @@ pub fn tree(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
         for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let p = e.path();
-            if p.is_dir() {
+            // A link a KEM left is listed, never followed (it may point at `/` or loop).
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 walk(root, &p, out);
             } else {
                 out.push(p.strip_prefix(root).unwrap().display().to_string());

@@ -598,7 +598,9 @@ impl Sandbox {
             if b.disable_userns {
                 push(&mut a, &["--disable-userns"]);
             }
-            push(&mut a, &["--bind", "/", "/"]);
+            // `--dev-bind`: a plain `--bind` remounts nodev, and the first bwrap's `/dev`
+            // (null, zero, random, ...; nothing else) could not be opened.
+            push(&mut a, &["--dev-bind", "/", "/"]);
         }
         if let Some(programs) = &self.seccomp {
             for bytes in programs.iter() {
@@ -717,13 +719,17 @@ mod tests {
         let out = sh(
             &sb,
             &j,
-            "cat ../input && echo ok > out && touch ../outside; ls /root | wc -l; env | sort",
+            "cat ../input && echo ok > out && touch ../outside; ls /root | wc -l; \
+             head -c 1 /dev/zero | od -An -tx1; env | sort",
         );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             text.starts_with("in0\n"),
             "input unreadable or /root not empty: {text}"
         );
+        // The jail's devices open (as root the code runs under a second bwrap: a plain
+        // bind of the first one's view made them nodev, and gcc -dM -E of /dev/null failed).
+        assert!(text.contains("\n 00\n"), "/dev/zero unreadable: {text}");
         assert!(!text.contains("CARGO"), "environment leaked: {text}");
         assert_eq!(
             std::fs::read_to_string(d.path().join("rw/out")).unwrap(),

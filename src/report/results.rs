@@ -29,11 +29,15 @@ fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
             Some(crate::record::StepData::Ct(d)) => Some(d),
             _ => None,
         });
+    let counts = data.and_then(|d| d.variable_latency());
     ResultCt {
         op,
         verdict: crate::report::content::ct_verdict(r),
         locations: data.map(|d| crate::ct::unexplained(&d.findings)),
         benign: data.map(|d| d.findings.len() - crate::ct::unexplained(&d.findings)),
+        latency_verdict: data.map(|_| crate::report::content::ct_latency(r)),
+        variable_latency: counts.map(|(own, _)| own),
+        variable_latency_provided: counts.map(|(_, provided)| provided),
     }
 }
 

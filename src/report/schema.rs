@@ -119,6 +119,15 @@ pub struct ResultCt {
     /// Locations not declared benign, and declared benign; `None` when not checked.
     pub locations: Option<usize>,
     pub benign: Option<usize>,
+    /// The variable-latency scan in words (absent in older results files).
+    #[serde(default)]
+    pub latency_verdict: Option<String>,
+    /// Variable-latency instructions (division, square root) reachable in the instance's
+    /// own code, and in the provided primitives; `None` when not scanned.
+    #[serde(default)]
+    pub variable_latency: Option<usize>,
+    #[serde(default)]
+    pub variable_latency_provided: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

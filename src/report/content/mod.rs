@@ -22,7 +22,7 @@ mod primitives;
 mod profiles;
 mod resources;
 
-pub use ct::verdict_of as ct_verdict;
+pub use ct::{constant_time_detail, latency_of as ct_latency, verdict_of as ct_verdict};
 pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! The command line: the options (clap) and the dispatch to one file per command under
 //! `cli/` (cargo's `commands/`): `run.rs` (and its dry run), `check.rs`, `graph.rs`,
-//! `list.rs`, `explain.rs`, `report.rs`, `compare.rs` and `bench.rs`.
+//! `list.rs`, `explain.rs`, `report.rs`, `compare.rs` (with `history`) and `bench.rs`.
 //!
 //! Exit codes are [`Error::exit_code`]'s: 0 all good; 1 a step failed (or an operation of
 //! `compare --measure` could not be measured); 2 bad input (the campaign files, the command
@@ -17,6 +17,7 @@ mod check;
 mod compare;
 mod explain;
 mod graph;
+mod import;
 mod list;
 mod report;
 mod run;
@@ -57,6 +58,12 @@ enum Cmd {
         after_help = "Examples:\n  ngcc-pipe check pipelines/x86_1.kdl\n  ngcc-pipe check --deep pipelines/x86_1.kdl"
     )]
     Check(CheckArgs),
+    /// Turn a NIST-round submission package (folder, .tar.gz or .zip) into a submission
+    /// folder: manifest.kdl, kat.sha256 and sizes.csv.
+    #[command(
+        after_help = "Examples:\n  ngcc-pipe import pkgs/Kyber --into submissions\n  ngcc-pipe import pkgs/FrodoKEM.tar.gz --into submissions --name frodokem-nist"
+    )]
+    Import(ImportArgs),
     /// Export the step graph.
     #[command(
         after_help = "Examples:\n  ngcc-pipe graph pipelines/x86_1.kdl --format dot | dot -Tsvg > graph.svg\n  ngcc-pipe graph pipelines/x86_1.kdl --format mermaid --level step\n  ngcc-pipe graph pipelines/x86_1.kdl --format json --only 'ml-kem/ML-KEM-768-clean/*'"
@@ -75,12 +82,18 @@ enum Cmd {
     /// Re-render reports from the records, without measuring again.
     #[command(after_help = "Example:\n  ngcc-pipe report pipelines/x86_1.kdl")]
     Report { pipeline: PathBuf },
-    /// Compare two output folders: ratio b/a of median cycles, and whether it is beyond noise.
+    /// Compare two output folders: ratio b/a of median cycles with its CI, host-adjusted, against an equivalence band.
     #[command(
         after_help = "Examples:\n  ngcc-pipe compare outputs/quick outputs/quick-again --csv diff.csv\n  \
+                      ngcc-pipe compare outputs/quick outputs/quick-again --band 5\n  \
                       ngcc-pipe compare --measure outputs/quick outputs/quick-O0 --csv paired.csv"
     )]
     Compare(CompareArgs),
+    /// How each operation moved over a series of campaigns (output folders, oldest first).
+    #[command(
+        after_help = "Example:\n  ngcc-pipe history outputs/x86_1-march outputs/x86_1-april outputs/x86_1 --csv history.csv"
+    )]
+    History(HistoryArgs),
     /// Benchmarks of ngcc-pipe itself.
     #[command(
         subcommand,
@@ -134,6 +147,25 @@ struct CheckArgs {
     deep: bool,
 }
 
+// `import`'s options.
+#[derive(Args)]
+struct ImportArgs {
+    /// The package: a folder, or a .tar, .tar.gz, .tgz or .zip archive.
+    package: PathBuf,
+    /// Where the submission's folder is made (`DIR/<name>/manifest.kdl`).
+    #[arg(long, value_name = "DIR")]
+    into: PathBuf,
+    /// The submission id (default: the package's folder or archive name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Replace an existing manifest.kdl.
+    #[arg(long)]
+    force: bool,
+    /// The C compiler that evaluates api.h sizes defined through other macros.
+    #[arg(long, default_value = "cc")]
+    cc: String,
+}
+
 // `graph`'s options.
 #[derive(Args)]
 struct GraphArgs {
@@ -167,6 +199,37 @@ struct CompareArgs {
     /// Time A's and B's objects now, interleaved in one session with an A/A pair.
     #[arg(long)]
     measure: bool,
+    /// Equivalence band in percent: a change is flagged when its 95% CI lies wholly beyond 1 ± band.
+    #[arg(long, value_name = "PERCENT", default_value = "2", value_parser = parse_band, conflicts_with = "measure")]
+    band: f64,
+}
+
+// `history`'s options.
+#[derive(Args)]
+struct HistoryArgs {
+    /// Output folders (or copies of them), oldest first.
+    #[arg(required = true, num_args = 2..)]
+    dirs: Vec<PathBuf>,
+    /// Equivalence band in percent: a step is flagged when its 95% CI lies wholly beyond 1 ± band.
+    #[arg(long, value_name = "PERCENT", default_value = "2", value_parser = parse_band)]
+    band: f64,
+    /// Also write the history as CSV here (one line per operation and campaign).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+/// A band in percent (`2`, `2%`, `0.5`) as a fraction, above 0 and below 100.
+fn parse_band(s: &str) -> Result<f64, String> {
+    let p: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("`{s}` is not a percentage (e.g. `2` or `2%`)"))?;
+    if p > 0.0 && p < 100.0 {
+        Ok(p / 100.0)
+    } else {
+        Err(format!("the band must lie between 0 and 100%, not `{s}`"))
+    }
 }
 
 #[derive(Subcommand)]
@@ -214,6 +277,11 @@ enum ListWhat {
 }
 
 /// Entry point; returns the process exit code.
+/// The command line's definition, for checking examples against it (`tests/docs.rs`).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 pub fn main() -> i32 {
     let cli = Cli::parse();
     match dispatch(cli.command, cli.outputs.as_deref()) {
@@ -237,10 +305,12 @@ fn dispatch(cmd: Cmd, outputs: Option<&Path>) -> Result<(), Error> {
         Cmd::Run(args) => run::exec(args, outputs),
         Cmd::Check(args) => check::exec(args, outputs),
         Cmd::Graph(args) => graph::exec(args, outputs),
+        Cmd::Import(args) => import::exec(args),
         Cmd::List(args) => list::exec(args, outputs),
         Cmd::Explain { pipeline, step } => explain::exec(&pipeline, &step, outputs),
         Cmd::Report { pipeline } => report::exec(&pipeline, outputs),
         Cmd::Compare(args) => compare::exec(args),
+        Cmd::History(args) => compare::history(args),
         Cmd::Bench(BenchCmd::Plan { instances, repeats }) => bench::plan(instances, repeats),
         Cmd::Bench(BenchCmd::Fidelity(args)) => bench::fidelity(args, outputs),
         Cmd::Env { bench_cpu, cc } => {
@@ -314,6 +384,32 @@ mod tests {
                 assert_eq!(jobs, Some(3));
             }
             _ => panic!("expected run"),
+        }
+    }
+
+    #[test]
+    fn bands_are_percentages() {
+        assert_eq!(parse_band("2"), Ok(0.02));
+        assert_eq!(parse_band("5%"), Ok(0.05));
+        assert_eq!(parse_band("0.5"), Ok(0.005));
+        assert!(parse_band("0").is_err() && parse_band("x").is_err() && parse_band("100").is_err());
+        assert!(Cli::try_parse_from([
+            "ngcc-pipe",
+            "compare",
+            "a",
+            "b",
+            "--measure",
+            "--band",
+            "3"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from(["ngcc-pipe", "history", "a"]).is_err());
+        match Cli::try_parse_from(["ngcc-pipe", "history", "a", "b", "c", "--band", "3"])
+            .unwrap()
+            .command
+        {
+            Cmd::History(h) => assert_eq!((h.dirs.len(), h.band), (3, 0.03)),
+            _ => panic!("expected history"),
         }
     }
 }

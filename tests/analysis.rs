@@ -3,7 +3,8 @@
 //! counting, and the survey on fixtures and on ML-KEM-768 clean.
 //!
 //! They need `gcc` and the PQClean trees of `pqcrypto-mlkem` 0.1.1 and `pqcrypto-frodo`
-//! 0.4.11, which they fetch with cargo (as the `source` step does) when not cached.
+//! 0.4.11, which they fetch with cargo (as the `source` step does) when not cached (group
+//! `crates`, see `tests/common/require.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,11 +17,20 @@ use ngcc_pipe::profile::{
 use ngcc_pipe::record::Verdict;
 use ngcc_pipe::survey::{family_of_symbol, survey, SurveyInput};
 
-/// The PQClean tree of a crate (`pqcrypto-mlkem-0.1.1`), fetched with cargo if needed.
+mod common;
+use common::{require_crates, FRODO_CRATE, MLKEM_CRATE};
+
+/// Whether both PQClean trees can be had (see [`require_crates`]); a test that reads them
+/// returns at once when not.
+fn trees() -> bool {
+    require_crates(&[MLKEM_CRATE, FRODO_CRATE])
+}
+
+/// The PQClean tree of a crate (`pqcrypto-mlkem-0.1.1`), fetched with cargo if needed (once
+/// per process: parallel tests share it).
 fn pqclean(krate: &str) -> PathBuf {
     let (name, version) = krate.rsplit_once('-').expect("crate-version");
-    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fetch");
-    ngcc_pipe::run::steps::source::fetch_crate(&scratch, name, version)
+    common::registry_crate(name, version)
         .unwrap_or_else(|e| panic!("{e}"))
         .join("pqclean")
 }
@@ -108,6 +118,9 @@ fn naive_declaration_count(text: &str) -> usize {
 
 #[test]
 fn prototypes_of_real_pqclean_headers_in_both_trees() {
+    if !trees() {
+        return;
+    }
     for krate in ["pqcrypto-mlkem-0.1.1", "pqcrypto-frodo-0.4.11"] {
         let common = pqclean(krate).join("common");
         for h in [
@@ -336,6 +349,9 @@ fn wrapped_build(
 
 #[test]
 fn wrapped_ml_kem_768_counts_calls_reproducibly() {
+    if !trees() {
+        return;
+    }
     let root = pqclean("pqcrypto-mlkem-0.1.1");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -446,6 +462,9 @@ fn wrapped_ml_kem_768_counts_calls_reproducibly() {
 /// `--wrap` wrappers every call of a declared primitive and exports only the API and hooks.
 #[test]
 fn local_binding_keeps_every_wrapped_call_and_exports_only_the_api() {
+    if !trees() {
+        return;
+    }
     use ngcc_pipe::run::steps::link::{export_map, CODEGEN_FLAGS};
     use object::{Object, ObjectSymbol};
     let root = pqclean("pqcrypto-mlkem-0.1.1");
@@ -518,6 +537,9 @@ fn local_binding_keeps_every_wrapped_call_and_exports_only_the_api() {
 
 #[test]
 fn frodokem_640_aes_and_shake_time_is_attributed_to_aes_and_shake() {
+    if !trees() {
+        return;
+    }
     let root = pqclean("pqcrypto-frodo-0.4.11");
     let tmp = tempfile::tempdir().unwrap();
     let aes_dir = tmp.path().join("aes");
@@ -654,6 +676,9 @@ fn survey_fixture(name: &str, compiled: &[&str], dir: &Path) -> ngcc_pipe::recor
 
 #[test]
 fn survey_own_keccak_is_a_bypass_with_the_symbol_named() {
+    if !trees() {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let d = survey_fixture("bypass", &["kem.c", "keccak.c"], tmp.path());
     assert_eq!(d.verdict, Verdict::Bypass, "{}", d.summary);
@@ -681,6 +706,9 @@ fn survey_own_keccak_is_a_bypass_with_the_symbol_named() {
 
 #[test]
 fn survey_dead_keccak_file_is_provided_only_with_unreachable_hits() {
+    if !trees() {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let d = survey_fixture("dead", &["kem.c", "sha256_unused.c"], tmp.path());
     assert_eq!(d.verdict, Verdict::ProvidedOnly, "{}", d.summary);
@@ -718,6 +746,9 @@ fn survey_dead_keccak_file_is_provided_only_with_unreachable_hits() {
 
 #[test]
 fn survey_ml_kem_768_clean_is_provided_only() {
+    if !trees() {
+        return;
+    }
     let root = pqclean("pqcrypto-mlkem-0.1.1");
     let common = root.join("common");
     let inst_dir = root.join("crypto_kem/ml-kem-768/clean");
@@ -758,6 +789,9 @@ fn survey_ml_kem_768_clean_is_provided_only() {
 
 #[test]
 fn survey_ml_kem_768_avx2_is_provided_only_with_glue_noted() {
+    if !trees() {
+        return;
+    }
     let root = pqclean("pqcrypto-mlkem-0.1.1");
     let common = root.join("common");
     let keccak4x = common.join("keccak4x");
@@ -846,6 +880,9 @@ fn survey_clean(krate: &str, instance: &str, dir: &Path) -> ngcc_pipe::record::S
 
 #[test]
 fn survey_other_clean_pqclean_kems_are_provided_only() {
+    if !trees() {
+        return;
+    }
     for (krate, instance) in [
         ("pqcrypto-mlkem-0.1.1", "crypto_kem/hqc-128/clean"),
         ("pqcrypto-frodo-0.4.11", "crypto_kem/frodokem640aes/clean"),
@@ -870,6 +907,9 @@ fn survey_other_clean_pqclean_kems_are_provided_only() {
 /// it runs.
 #[test]
 fn fidelity_reference_is_a_separate_static_executable() {
+    if !trees() {
+        return;
+    }
     use ngcc_pipe::bench::{build_reference, static_elf_kind, ReferenceSpec};
     use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
     let root = pqclean("pqcrypto-mlkem-0.1.1");

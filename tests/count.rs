@@ -78,29 +78,10 @@ use common::*;
 use ngcc_pipe::model::{Op, StepKind};
 use ngcc_pipe::record::{Status, StepData};
 
-/// Set to skip the tests that need valgrind on a machine without it.
-const SKIP_VAR: &str = "NGCC_SKIP_VALGRIND_TESTS";
-
-/// Whether valgrind runs here; without it the test fails saying so, unless [`SKIP_VAR`] is set.
-fn valgrind_or_skip() -> bool {
-    let ok = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok && std::env::var_os(SKIP_VAR).is_none() {
-        panic!(
-            "valgrind is not installed (Debian package `valgrind`; `.ci/run` installs it): \
-             this test needs it. Set {SKIP_VAR}=1 to skip it."
-        );
-    }
-    ok
-}
-
 /// Issue #11: two runs of the `count` step on the same object give identical counts.
 #[test]
 fn counts_are_identical_in_two_runs() {
-    if !valgrind_or_skip() {
-        eprintln!("skipped: valgrind is not installed and {SKIP_VAR} is set");
+    if !require_valgrind() || !require_crates(&[MLKEM_CRATE]) {
         return;
     }
     let tmp = tempdir();
@@ -108,11 +89,12 @@ fn counts_are_identical_in_two_runs() {
     std::fs::write(
         &pipeline,
         format!(
-            "system \"count\" {{\n    bench-cpu 0\n    cc \"gcc\"\n}}\n\
+            "system \"count\" {{\n    bench-cpu {}\n    cc \"gcc\"\n}}\n\
              flags \"guide\" \"-O3 -march=native -fomit-frame-pointer\"\n\
              submissions \"{}\"\nsubmissions-root \"{}\"\noutputs \"{}\"\n\
              step \"source\"\nstep \"build\" needs=\"source\" flags=\"guide\"\n\
              step \"count\" needs=\"build\" ops=\"keygen enc dec\" iters=5\n",
+            bench_cpu(),
             s(&repo().join("pipelines/quick/ml-kem/manifest.kdl")),
             s(repo()),
             s(&tmp.path().join("out")),
@@ -156,5 +138,20 @@ fn counts_are_identical_in_two_runs() {
     };
     let first = counts(false);
     let second = counts(true);
+    // The second run did count again (not kept the first run's records): each record says
+    // it was forced, and campaign.json marks the steps as run.
+    let camp = campaign_json(&out);
+    for op in Op::ALL {
+        let r = rec(
+            &out,
+            StepKind::Count,
+            "ml-kem",
+            Some("ML-KEM-512-clean"),
+            Some(op),
+        );
+        assert_eq!(r.ran_because.as_deref(), Some("forced"), "{}", r.id);
+        let step = camp.steps.iter().find(|s| s.id == r.id).expect("listed");
+        assert!(step.ran, "{} did not run again", r.id);
+    }
     assert_eq!(first, second);
 }

@@ -4,36 +4,16 @@
 //! marked `LEAK`, the constant-time one has no finding, and a second run gives the same
 //! findings.
 //!
-//! Needs valgrind. Without it the tests fail with a message saying so, unless
-//! `NGCC_SKIP_VALGRIND_TESTS=1` says to skip them.
+//! Needs valgrind (group `valgrind`, see `tests/common/require.rs`).
 
 mod common;
 
 use std::path::Path;
 
-use common::{rec, repo, run, s, tempdir};
+use common::{rec, repo, require_valgrind, run, s, tempdir};
 use ngcc_pipe::ct::Finding;
 use ngcc_pipe::model::{Op, StepKind};
 use ngcc_pipe::record::{Status, StepData};
-
-/// False (skip) only when valgrind is missing and the environment says to skip.
-fn valgrind_or_skip() -> bool {
-    let found = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return true;
-    }
-    if std::env::var("NGCC_SKIP_VALGRIND_TESTS").as_deref() == Ok("1") {
-        eprintln!("valgrind missing: skipped (NGCC_SKIP_VALGRIND_TESTS=1)");
-        return false;
-    }
-    panic!(
-        "valgrind is not installed (Debian package `valgrind`); install it, or set \
-         NGCC_SKIP_VALGRIND_TESTS=1 to skip the constant-time tests"
-    );
-}
 
 /// The line of `kem.c` of fixture `name` that holds the `LEAK` marker.
 fn leak_line(name: &str) -> u32 {
@@ -69,7 +49,7 @@ fn findings(out: &Path) -> Vec<(String, Op, Vec<Finding>)> {
 
 #[test]
 fn leaky_fixtures_are_caught_at_their_lines_and_findings_repeat() {
-    if !valgrind_or_skip() {
+    if !require_valgrind() {
         return;
     }
     let tmp = tempdir();
@@ -148,9 +128,19 @@ fn leaky_fixtures_are_caught_at_their_lines_and_findings_repeat() {
         "{index}"
     );
     assert!(index.contains("keygen 1 / enc 0 / dec 0"), "{index}");
-    // Deterministic: forced again, the same findings (counts included).
+    // Deterministic: forced again, the same findings (counts included); every ct step did
+    // run again (its record says forced, campaign.json that it ran).
     let r = run(&args(&["--force", "*/ct:*"]));
     assert_eq!(r.code, 0, "{}", r.show());
+    let camp = common::campaign_json(&out);
+    for name in ["ct-branch", "ct-clean", "ct-table"] {
+        for op in Op::ALL {
+            let r = rec(&out, StepKind::Ct, name, Some(name), Some(op));
+            assert_eq!(r.ran_because.as_deref(), Some("forced"), "{}", r.id);
+            let step = camp.steps.iter().find(|s| s.id == r.id).expect("listed");
+            assert!(step.ran, "{} did not run again", r.id);
+        }
+    }
     assert_eq!(findings(&out), first);
 }
 
@@ -251,7 +241,7 @@ fn scanned(out: &Path, sub: &str, inst: &str, op: Op, ns: &str) -> (Vec<Place>, 
 /// the crates' own, fetched by the `source` step.
 #[test]
 fn kyberslash_divisions_in_old_kyber_at_os_and_none_in_ml_kem() {
-    if !valgrind_or_skip() {
+    if !require_valgrind() {
         return;
     }
     let tmp = tempdir();

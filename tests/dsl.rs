@@ -455,6 +455,60 @@ error_case!(bad_nist_category, 1, manifest: ("}\n", "    nist-category 7\n}\n"))
 error_case!(nist_category_unknown_value, 1, manifest: ("}\n", "    nist-category 3 level=\"2\"\n}\n"));
 error_case!(nist_category_twice, 1, manifest: ("}\n", "    nist-category 1\n    nist-category 3 level=\"3\"\n}\n"));
 
+// NIST-round packages (issue 25): paths confined to the source root, library names,
+// no namespace under `api "nist"`.
+error_case!(when_sources_absolute, 1, manifest: ("}\n", "    when impl=\"avx2\" {\n        sources \"/etc/hostname.c\"\n    }\n}\n"));
+error_case!(when_sources_climbing_out, 1, manifest: ("}\n", "    when impl=\"avx2\" {\n        sources \"../../../../../../etc/hostname.c\"\n    }\n}\n"));
+error_case!(instance_dir_outside_source, 1, manifest: ("dir=\"a-{level}/{impl}\"", "dir=\"../a-{level}/{impl}\""));
+error_case!(link_linker_option, 1, manifest: ("}\n", "    link \"-lcrypto\"\n}\n"));
+error_case!(link_library_path, 1, manifest: ("}\n", "    when impl=\"avx2\" {\n        link \"/usr/lib/x86_64-linux-gnu/libcrypto.so\"\n    }\n}\n"));
+error_case!(link_two_libraries_in_one, 1, manifest: ("}\n", "    link \"crypto\" \"gmp\"\n}\n"));
+error_case!(namespace_under_api_nist, 1, manifest: ("}\n", "    api \"nist\"\n}\n"));
+error_case!(kat_submitted_outside_source, 1, manifest: ("manifest=\"kat.sha256\"", "manifest=\"kat.sha256\" submitted=\"../KAT/{level}/PQCkemKAT_{sk}.rsp\""));
+error_case!(kat_submitted_unknown_variable, 1, manifest: ("manifest=\"kat.sha256\"", "manifest=\"kat.sha256\" submitted=\"KAT/{param}/PQCkemKAT_{sk}.rsp\""));
+error_case!(source_path_and_archive, 1, manifest: ("path=\"src\"", "path=\"src\" archive=\"p.tar.gz\" sha256=\"00\""));
+
+#[test]
+fn nist_package_manifest_lowers() {
+    let manifest = edit(
+        &edit(
+            MANIFEST,
+            " namespace=\"A{level}_{impl:upper}_\"",
+            "",
+        ),
+        "    kat manifest=\"kat.sha256\"\n",
+        "    api \"nist\"\n    exclude \"test_*.c\"\n    link \"crypto\"\n    link \"Source\" \"https://example.org\"\n    kat manifest=\"kat.sha256\" submitted=\"KAT/{level}/PQCkemKAT_{sk}.rsp\"\n    when level=\"3\" {\n        link \"gmp\"\n        kat-submitted \"KAT/three/PQCkemKAT_{sk}.rsp\"\n        sources \"common/../shared/x.c\"\n    }\n",
+    );
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(PIPELINE, &manifest),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let sub = &c.submissions[0];
+    assert_eq!(sub.api, ngcc_pipe::model::Api::Nist);
+    assert!(sub.kat.submitted);
+    assert_eq!(
+        sub.meta.links,
+        [("Source".to_string(), "https://example.org".to_string())]
+    );
+    let one = &sub.instances[0];
+    assert_eq!((one.id.as_str(), one.namespace.as_str()), ("A-1-clean", ""));
+    assert_eq!(one.exclude, ["test_*.c"]);
+    assert_eq!(one.libraries, ["crypto"]);
+    assert_eq!(
+        one.kat_submitted.as_deref(),
+        Some("KAT/1/PQCkemKAT_{sk}.rsp")
+    );
+    let three = &sub.instances[2];
+    assert_eq!(three.id, "A-3-clean");
+    assert_eq!(three.libraries, ["crypto", "gmp"]);
+    assert_eq!(
+        three.kat_submitted.as_deref(),
+        Some("KAT/three/PQCkemKAT_{sk}.rsp")
+    );
+    assert_eq!(three.extra_sources, ["common/../shared/x.c"]);
+}
+
 error_case!(ct_benign_without_reason, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\"\n}\n"));
 error_case!(ct_benign_empty_reason, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\" reason=\" \"\n}\n"));
 error_case!(ct_benign_not_a_function, 1, manifest: ("}\n", "    ct-benign \"indcpa.c:128\" reason=\"public seed\"\n}\n"));

@@ -59,49 +59,35 @@ fn record_files(out: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     acc
 }
 
+/// Every file below `out/reports`: relative path -> (bytes, modification time). A report
+/// written again with the same bytes has a new modification time.
+fn report_files(out: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+    let base = out.join("reports");
+    let mut acc = BTreeMap::new();
+    let mut stack = vec![base.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("read reports").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let modified = e.metadata().and_then(|m| m.modified()).expect("mtime");
+                let bytes = std::fs::read(&p).expect("read report");
+                acc.insert(
+                    p.strip_prefix(&base).unwrap().to_path_buf(),
+                    (bytes, modified),
+                );
+            }
+        }
+    }
+    acc
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
 const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
-
-/// A pipeline over fixture KEMs in `kems` (absolute), with short measurements.
-fn fixture_pipeline(
-    name: &str,
-    kems: &Path,
-    subs: &[&str],
-    kat_modes: &str,
-    trial: &str,
-) -> String {
-    let manifests: Vec<String> = subs
-        .iter()
-        .map(|sub| format!("\"{}\"", s(&kems.join(sub).join("manifest.kdl"))))
-        .collect();
-    format!(
-        r#"system "{name}" {{
-    bench-cpu 0
-    cc "gcc"
-}}
-flags "fixture" "-O2"
-flags "harness-default" "-O2"
-submissions {}
-submissions-root "{}"
-outputs "outputs"
-defaults timeout="60s"
-step "source"
-step "build" needs="source" flags="fixture"
-step "kat" needs="build" modes="{kat_modes}"
-step "sizes" needs="kat"
-step "survey" needs="build"
-step "time" needs="kat" exclusive=#true ops="keygen enc dec" trials=2 trial="{trial}" min-iters=5 samples=11
-step "profile" needs="kat" exclusive=#true ops="keygen enc dec" iters=5
-step "report" needs="kat time sizes profile survey"
-step "index" needs="report"
-"#,
-        manifests.join(" "),
-        s(kems)
-    )
-}
 
 // ---------------------------------------------------------------------------------------
 // 1. Fault fixtures
@@ -130,12 +116,12 @@ const WORKING: [&str; 4] = ["good", "own-keccak", "dead-keccak", "size-mismatch"
 fn fault_fixtures_fail_alone_with_their_reasons() {
     let tmp = tempdir();
     let out = tmp.path().join("out");
-    let r = run(&[
-        "run",
+    let pipeline = pipeline_copy(
         "tests/fixtures/kems/faults.kdl",
-        "--outputs",
-        &s(&out),
-    ]);
+        &tmp.path().join("faults.kdl"),
+        &[],
+    );
+    let r = run(&["run", &s(&pipeline), "--outputs", &s(&out)]);
     eprintln!("faults campaign: {:.1} s", r.secs);
     let ctx = r.show();
     let mut c = Checks::default();
@@ -774,29 +760,26 @@ fn graph_exports_every_instance_in_every_format() {
             "{inst}"
         );
     }
-    match Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Err(e) => {
-            eprintln!("NOTICE: graphviz `dot` is not installed ({e}); dot -Tsvg check skipped")
-        }
-        Ok(mut child) => {
-            let mut stdin = child.stdin.take().unwrap();
-            let text = dot.stdout.clone();
-            let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
-            let o = child.wait_with_output().unwrap();
-            writer.join().unwrap().unwrap();
-            assert!(
-                o.status.success(),
-                "dot -Tsvg rejected the graph: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            assert!(String::from_utf8_lossy(&o.stdout).contains("<svg"));
-        }
+    // Graphviz accepts it (group `graphviz`; the rest of the test runs without it).
+    if require_tool("graphviz", "dot", "graphviz") {
+        let mut child = Command::new("dot")
+            .arg("-Tsvg")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dot starts");
+        let mut stdin = child.stdin.take().unwrap();
+        let text = dot.stdout.clone();
+        let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+        let o = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(
+            o.status.success(),
+            "dot -Tsvg rejected the graph: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).contains("<svg"));
     }
 
     let mermaid = run(&["graph", "pipelines/x86_1.kdl", "--format", "mermaid"]);
@@ -970,9 +953,19 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
         .iter()
         .all(|st| st.ran && st.status == Status::Ok));
     let before = record_files(&out);
+    let campaign_before = camp;
+    let reports_before = report_files(&out);
+    assert!(
+        reports_before.contains_key(Path::new("index.md")),
+        "{:?}",
+        reports_before.keys()
+    );
 
     let second = run(&["run", &p, "--outputs", &o]);
-    eprintln!("second run of a finished campaign: {:.2} s", second.secs);
+    eprintln!(
+        "second run of a finished campaign: {:.2} s (first: {:.2} s)",
+        second.secs, first.secs
+    );
     assert_eq!(second.code, 0, "{}", second.show());
     let camp = campaign_json(&out);
     let ran: Vec<&str> = camp
@@ -984,10 +977,29 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
     assert!(ran.is_empty(), "ran again: {ran:?}");
     assert!(camp.steps.iter().all(|st| st.status == Status::Ok));
     assert_eq!(record_files(&out), before, "records were rewritten");
+    // The campaign record is the first run's (its command, environment and times: the
+    // evidence is that run's), only its `ran` flags say that this run ran nothing; the
+    // reports were not written again.
+    let mut want = serde_json::to_value(&campaign_before).unwrap();
+    for st in want["steps"].as_array_mut().unwrap() {
+        st["ran"] = false.into();
+    }
+    assert_eq!(
+        serde_json::to_value(&camp).unwrap(),
+        want,
+        "campaign.json is not the first run's with `ran` false"
+    );
     assert!(
-        second.secs < 5.0,
-        "a run with nothing to do took {:.1} s",
-        second.secs
+        report_files(&out) == reports_before,
+        "reports were written again"
+    );
+    // Nothing to build, run or render: far quicker than the run that did it all (a ratio,
+    // not a number of seconds, so that a loaded machine slows both alike).
+    assert!(
+        second.secs < first.secs / 2.0,
+        "a run with nothing to do took {:.1} s, the first run {:.1} s",
+        second.secs,
+        first.secs
     );
     // The summary table: nothing ran, everything up to date.
     for line in second.stderr.lines() {
@@ -1084,20 +1096,24 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
     assert_eq!(cmp.code, 0, "{}", cmp.show());
     assert!(
         cmp.stdout
-            .contains("0 of 6 compared operations differ beyond noise"),
+            .contains("0 of 6 compared operations differ beyond ±2.0%"),
         "{}",
         cmp.show()
     );
     // Every row: ratio 1.000, and (the same yardstick on both sides) host 1.000 and
-    // adjusted 1.000.
+    // adjusted 1.000, each with an interval around 1.
     let rows = cmp
         .stdout
         .lines()
-        .filter(|l| {
-            l.matches("| 1.000 |").count() == 2 && l.ends_with("| 1.000 | 1.000 | within noise |")
-        })
+        .filter(|l| l.matches("| 1.000 (").count() == 2 && l.contains("| 1.000 | 1.000 ("))
         .count();
     assert_eq!(rows, 6, "{}", cmp.stdout);
+    assert!(
+        cmp.stdout
+            .contains("Verdicts use the adjusted ratio (all 6 operations)"),
+        "{}",
+        cmp.stdout
+    );
 }
 
 /// An instance whose CPU flags are missing is unsupported, with its dependents, and does
@@ -1317,6 +1333,9 @@ fn meta_nistkat(meta: &Path) -> String {
 /// one in the submission's `kat.sha256` and, independently, PQClean's META.yml.
 #[test]
 fn example_kems_pass_their_kats() {
+    if !require_crates(&[MLKEM_CRATE, FRODO_CRATE]) {
+        return;
+    }
     let tmp = tempdir();
     let out = tmp.path().join("out");
     let r = run(&[
@@ -1433,24 +1452,6 @@ const ABSENT_CPU_FLAG: &str = if cfg!(target_arch = "x86_64") {
     "avx512f"
 };
 
-/// Every file under `dir`, relative, sorted.
-fn tree(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
 /// Issue #10: `..` ids, a crate version with `/../`, `-wrapper`, a catalog outside the
 /// manifest's folder, an absurd trial. Each is refused at its line by `check` (exit 2) and
 /// by `run` (exit 2), nothing is written, and the catalog's content is not shown.
@@ -1550,6 +1551,21 @@ fn second_run_on_locked_outputs_exits_2() {
     drop(held);
 }
 
+/// Whether the diagnostics `text` say `what`, however they were wrapped: the renderer wraps
+/// at a fixed width, so where a line breaks depends on the length of the paths in it (on
+/// where the clone lives). Compared without whitespace and without the gutter (`×`, `│`)
+/// that starts a continued line.
+fn said(text: &str, what: &str) -> bool {
+    let squeeze = |s: &str| -> String {
+        s.lines()
+            .map(|l| l.trim_start().trim_start_matches(['×', '│']))
+            .flat_map(|l| l.chars())
+            .filter(|c| !c.is_whitespace())
+            .collect()
+    };
+    squeeze(text).contains(&squeeze(what))
+}
+
 /// Issue #12: planted mistakes are named at their manifest lines, all in one go: a typo'd
 /// kat key and a gcc-style CPU flag by `check`; a wrong namespace and a wrong `dir` by
 /// `check --deep` (which reads the sources).
@@ -1600,22 +1616,14 @@ fn check_names_planted_mistakes_at_their_lines() {
         (format!("{m}:9:31"), "`bmi` is not a CPU feature name"),
     ] {
         assert!(
-            r.stderr.contains(&at) && r.stderr.contains(what),
+            said(&r.stderr, &at) && said(&r.stderr, what),
             "{at} {what}\n{}",
             r.show()
         );
     }
-    assert!(
-        r.stderr.contains("did you mean `good-opt`?"),
-        "{}",
-        r.show()
-    );
-    assert!(
-        r.stderr.contains("did you mean `pclmulqdq`?"),
-        "{}",
-        r.show()
-    );
-    assert!(r.stderr.contains("did you mean `bmi1`?"), "{}", r.show());
+    assert!(said(&r.stderr, "did you mean `good-opt`?"), "{}", r.show());
+    assert!(said(&r.stderr, "did you mean `pclmulqdq`?"), "{}", r.show());
+    assert!(said(&r.stderr, "did you mean `bmi1`?"), "{}", r.show());
 
     // 2. With sources: a wrong namespace and a wrong folder.
     std::fs::write(
@@ -1642,18 +1650,17 @@ fn check_names_planted_mistakes_at_their_lines() {
     let ns_line = "    instance \"good-ref\" dir=\"good\" namespace=\"FIX_GOD_\"";
     let dir_line = "    instance \"good-opt\" dir=\"goood\" namespace=\"FIX_GOOD_\"";
     let ns_at = format!("{m}:6:{}", col(ns_line, "\"FIX_GOD_"));
-    assert!(r.stderr.contains(&ns_at), "{ns_at}\n{}", r.show());
+    assert!(said(&r.stderr, &ns_at), "{ns_at}\n{}", r.show());
     assert!(
-        r.stderr.contains("namespace `FIX_GOD_` not found in")
-            && r.stderr.contains("it uses")
-            && r.stderr.contains("`FIX_GOOD_`"),
+        said(&r.stderr, "namespace `FIX_GOD_` not found in")
+            && said(&r.stderr, "it uses `FIX_GOOD_`"),
         "{}",
         r.show()
     );
     let dir_at = format!("{m}:7:{}", col(dir_line, "\"goood"));
-    assert!(r.stderr.contains(&dir_at), "{dir_at}\n{}", r.show());
+    assert!(said(&r.stderr, &dir_at), "{dir_at}\n{}", r.show());
     assert!(
-        r.stderr.contains("folder `goood` does not exist"),
+        said(&r.stderr, "folder `goood` does not exist"),
         "{}",
         r.show()
     );

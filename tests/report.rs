@@ -78,6 +78,8 @@ fn instance(id: &str, level: &str, imp: Option<&str>) -> Instance {
         extra_sources: vec![],
         requires_cpu: vec![],
         exclude: vec![],
+        libraries: vec![],
+        kat_submitted: None,
         vars,
         origin: Default::default(),
         // as the bundled manifests give them (ML-KEM-512 and qube-128 are category 1, ...)
@@ -148,10 +150,12 @@ fn submission(id: &str, algorithm: &str, instances: Vec<Instance>) -> Submission
             manifest: dir.join("kat.sha256"),
             all_count: 100,
             reference_dir: None,
+            submitted: false,
         },
         sizes: BTreeMap::new(),
         instances,
         ct_benign: Vec::new(),
+        api: Default::default(),
     }
 }
 
@@ -505,6 +509,9 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             object_sha256: hexish(&format!("{id}.{name}.so")),
         })
         .collect(),
+        libraries: Vec::new(),
+        left_out: Vec::new(),
+        api_evaluated: false,
     };
     let mut r = base_record(
         ctx.arm,
@@ -551,6 +558,7 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         } else {
             None
         },
+        submitted: None,
     };
     let kat_ok = i.kat != KatStatus::Fail;
     let kat = KatData {
@@ -1405,8 +1413,8 @@ fn compare_same_system_is_all_noise() {
     // ml-kem: 3 instances x 3 ops; qube: 2 timed instances x 3 ops (qube-256 was skipped)
     assert_eq!(c.rows.len(), 15);
     assert!(c.rows.iter().all(|r| {
-        let d = r.difference.as_ref().unwrap();
-        (d.ratio - 1.0).abs() < 1e-12 && !d.significant
+        let raw = r.estimates.raw.as_ref().unwrap();
+        (raw.ratio.median - 1.0).abs() < 1e-12 && !r.change().unwrap().significant()
     }));
 }
 
@@ -1420,8 +1428,8 @@ fn compare_two_systems() {
     assert_eq!(c.system_b, "arm_1");
     assert_eq!(c.rows.len(), 9);
     assert!(c.rows.iter().all(|r| {
-        let d = r.difference.as_ref().unwrap();
-        (d.ratio - 1.9).abs() < 0.05
+        let raw = r.estimates.raw.as_ref().unwrap();
+        (raw.ratio.median - 1.9).abs() < 0.05
     }));
     insta::assert_snapshot!("compare_md", report::compare_markdown(&c));
     insta::assert_snapshot!("compare_csv", report::compare_csv(&c));
@@ -1438,8 +1446,8 @@ fn copy_tree(from: &Path, to: &Path) {
 
 #[test]
 fn compare_marks_only_the_slowed_instance() {
-    // B is A with ML-KEM-512-clean dec 2.5x slower (as if built at -O0): only that row is
-    // beyond noise; the unstable ML-KEM-768 enc and every other row are not.
+    // B is A with ML-KEM-512-clean dec 2.5x slower (as if built at -O0): only that row's
+    // interval leaves the band; the unstable ML-KEM-768 enc and every other row do not.
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     copy_tree(&Path::new(FIXTURES).join("x86_1"), &a);
@@ -1458,14 +1466,89 @@ fn compare_marks_only_the_slowed_instance() {
     let significant: Vec<String> = c
         .rows
         .iter()
-        .filter(|r| r.difference.as_ref().unwrap().significant)
+        .filter(|r| r.change().unwrap().significant())
         .map(|r| format!("{} {}", r.instance, r.op))
         .collect();
     assert_eq!(significant, ["ML-KEM-512-clean dec"]);
-    // `significant` is the 14th column.
+    // `verdict` is the 20th column.
     assert!(report::compare_csv(&c)
         .lines()
-        .any(|l| l.contains("ML-KEM-512-clean,dec") && l.split(',').nth(13) == Some("true")));
+        .any(|l| l.contains("ML-KEM-512-clean,dec") && l.split(',').nth(19) == Some("slower")));
+}
+
+/// `results.json` carries what `compare` and `history` read from the records: per-round
+/// cycles, the yardstick's in the same rounds and which rounds were interfered.
+#[test]
+fn results_json_gives_compare_the_same_rounds_as_the_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("x86_1");
+    copy_tree(&Path::new(FIXTURES).join("x86_1"), &out);
+    let rec = out.join("records/ml-kem/ML-KEM-512-clean__keygen.json");
+    let mut r: StepRecord = record::read_json(&rec).unwrap().unwrap();
+    let Some(StepData::Time(td)) = r.data.as_mut() else {
+        panic!("fixture is not a timing record");
+    };
+    // 12 rounds, the 3rd and 9th interfered, a yardstick beside them.
+    td.output.trials = (0..12u64)
+        .map(|i| Trial {
+            iters: 100,
+            cycles: 100 * (50_000 + 10 * i + if i == 2 || i == 8 { 20_000 } else { 0 }),
+            ns: 20_000_000,
+            core_cycles: None,
+            layout_cycles: Vec::new(),
+        })
+        .collect();
+    let est = serde_json::json!({"median": 1.0, "ci_low": 1.0, "ci_high": 1.0});
+    td.rounds = Some(
+        serde_json::from_value(serde_json::json!({
+            "session": "s", "seed": 1, "members": 10, "positions": vec![0; 12],
+            "interference": (0..12).map(|i| if i == 2 || i == 8 { vec!["steal 1 ticks"] } else { vec![] }).collect::<Vec<_>>(),
+            "clean_only": true, "estimate": est, "precision": 0.01, "reached": true,
+            "stopped": "budget", "budget_s": 1.0,
+            "yardstick": {"name": "ngcc-yardstick-1", "object_sha256": "ab", "values": (0..12).map(|i| 1000.0 + i as f64).collect::<Vec<_>>(), "estimate": est, "relative": est},
+        }))
+        .unwrap(),
+    );
+    record::write_json(&rec, &r).unwrap();
+    let from_records = report::compare::load(&out).unwrap();
+    let view = CampaignView::load(&x86_campaign(), &out).unwrap();
+    report::write_all(&out, &report::render_campaign(&view)).unwrap();
+    assert!(out.join("reports/results.json").is_file());
+    let from_results = report::compare::load(&out).unwrap();
+    // The same rounds (serde_json reads floats back to within an ulp).
+    let close = |x: &[f64], y: &[f64]| {
+        x.len() == y.len()
+            && x.iter()
+                .zip(y)
+                .all(|(a, b)| (a - b).abs() <= 1e-12 * a.abs())
+    };
+    assert_eq!(
+        from_records.series.keys().collect::<Vec<_>>(),
+        from_results.series.keys().collect::<Vec<_>>()
+    );
+    for (k, r) in &from_records.series {
+        let j = &from_results.series[k];
+        assert_eq!(r.basis, j.basis, "{k:?}");
+        assert!(close(&r.values, &j.values), "{k:?}");
+        assert_eq!(r.yardstick.is_some(), j.yardstick.is_some(), "{k:?}");
+    }
+    let key = (
+        "ml-kem".to_string(),
+        "ML-KEM-512-clean".to_string(),
+        Op::Keygen,
+    );
+    let s = &from_results.series[&key];
+    assert_eq!(
+        s.basis,
+        report::compare::Basis::Rounds {
+            rounds: 12,
+            left_out: 2,
+            marked: true
+        }
+    );
+    assert!(s.values.iter().all(|&v| v < 60_000.0), "{s:?}");
+    let (id, ys) = s.yardstick.as_ref().unwrap();
+    assert_eq!((id.as_str(), ys.len()), ("ngcc-yardstick-1 sha256:ab", 10));
 }
 
 /// Runs `scripts/site-check.sh` (headless Chromium, Debian's `chromium`) on the fixture

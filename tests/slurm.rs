@@ -4,8 +4,8 @@
 //! a job cancelled from outside is recorded as failed with that reason; Ctrl-C cancels
 //! every job the engine started, queued ones included.
 //!
-//! Without a cluster (`sinfo` does not answer) every test fails saying so, unless
-//! `NGCC_SKIP_SLURM_TESTS=1` is set.
+//! Needs a cluster that answers `sinfo` (group `slurm`, see `tests/common/require.rs`);
+//! the quick pipeline also needs valgrind and the crate `pqcrypto-mlkem`.
 
 mod common;
 
@@ -24,32 +24,37 @@ use serde_json::Value;
 /// The tests share one cluster and look at its whole queue: one at a time.
 static CLUSTER: Mutex<()> = Mutex::new(());
 
-/// The cluster's default partition, or `None` when the test is skipped. Panics when no
-/// cluster answers and skipping was not asked for.
+/// The cluster's default partition, or `None` when the test cannot run (see [`require`]).
 fn cluster() -> Option<String> {
     let out = Command::new("sinfo").args(["-h", "-o", "%P"]).output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
-            let first = text.lines().next().unwrap_or("").to_string();
-            let default = text
-                .lines()
-                .find(|l| l.ends_with('*'))
-                .unwrap_or(&first)
-                .trim_end_matches('*')
-                .to_string();
-            assert!(!default.is_empty(), "sinfo lists no partition");
-            Some(default)
-        }
-        _ if std::env::var("NGCC_SKIP_SLURM_TESTS").as_deref() == Ok("1") => {
-            eprintln!("skipped: no Slurm cluster answers and NGCC_SKIP_SLURM_TESTS=1");
-            None
-        }
-        other => panic!(
-            "no Slurm cluster answers `sinfo` ({other:?}): start one with \
-             `scripts/slurm-local.sh start` (as root), or set NGCC_SKIP_SLURM_TESTS=1"
-        ),
+    let missing =
+        match &out {
+            Ok(o) if o.status.success() => None,
+            Ok(o) => {
+                Some(format!(
+            "no Slurm cluster answers `sinfo` ({}): `scripts/slurm-local.sh start` (as root) \
+             starts a single-node one; scripts/test.sh starts and stops it",
+            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("").trim()
+        ))
+            }
+            Err(e) => Some(format!(
+                "`sinfo` cannot run ({e}): Debian packages slurm-wlm and munge, then \
+             `scripts/slurm-local.sh start` (as root)"
+            )),
+        };
+    if !require("slurm", missing) {
+        return None;
     }
+    let text = String::from_utf8_lossy(&out.expect("checked").stdout).into_owned();
+    let first = text.lines().next().unwrap_or("").to_string();
+    let default = text
+        .lines()
+        .find(|l| l.ends_with('*'))
+        .unwrap_or(&first)
+        .trim_end_matches('*')
+        .to_string();
+    assert!(!default.is_empty(), "sinfo lists no partition");
+    Some(default)
 }
 
 /// Names of the queue's jobs started by ngcc-pipe (`ngcc:<step id>`), with their ids and
@@ -86,26 +91,19 @@ fn queue_drains(within: Duration) -> Vec<(u64, String, String)> {
 /// `pipelines/quick.kdl` with absolute paths, written beside `out`; with the Slurm executor
 /// on `partition` when given.
 fn quick_pipeline(dir: &Path, name: &str, partition: Option<&str>) -> PathBuf {
-    let repo = repo();
-    let text = std::fs::read_to_string(repo.join("pipelines/quick.kdl")).unwrap();
-    let quick = repo.join("pipelines/quick");
-    let mut text = text
-        .replace(
-            "submissions \"quick/*/manifest.kdl\"",
-            &format!("submissions \"{}/*/manifest.kdl\"", s(&quick)),
-        )
-        .replace(
-            "submissions-root \"..\"",
-            &format!("submissions-root \"{}\"", s(repo)),
-        );
-    if let Some(p) = partition {
-        let block = format!("    isolation \"machine\"\n    executor \"slurm\" {{\n        partition \"{p}\"\n    }}");
-        assert!(text.contains("    isolation \"machine\""));
-        text = text.replacen("    isolation \"machine\"", &block, 1);
-    }
     let path = dir.join(format!("{name}.kdl"));
-    std::fs::write(&path, text).unwrap();
-    path
+    let block = partition.map(|p| {
+        format!(
+            "    isolation \"machine\"\n    executor \"slurm\" {{\n        partition {}\n    }}",
+            kdl_str(p)
+        )
+    });
+    let edits: Vec<(&str, &str)> = block
+        .as_deref()
+        .map(|b| ("    isolation \"machine\"", b))
+        .into_iter()
+        .collect();
+    pipeline_copy("pipelines/quick.kdl", &path, &edits)
 }
 
 /// The fault fixtures' pipeline through Slurm (no timing, KAT only after the build).
@@ -117,7 +115,7 @@ fn fixture_pipeline(dir: &Path, subs: &[&str], partition: &str) -> PathBuf {
         .collect();
     let text = format!(
         r#"system "slurm-faults" {{
-    bench-cpu 0
+    bench-cpu {cpu}
     cc "gcc"
     executor "slurm" {{
         partition "{partition}"
@@ -133,7 +131,8 @@ step "build" needs="source" flags="fixture"
 step "kat" needs="build" modes="single"
 "#,
         manifests.join(" "),
-        s(&kems)
+        s(&kems),
+        cpu = bench_cpu(),
     );
     let path = dir.join("faults.kdl");
     std::fs::write(&path, text).unwrap();
@@ -240,6 +239,9 @@ fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
 fn the_quick_pipeline_through_slurm_matches_the_local_run() {
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let Some(partition) = cluster() else { return };
+    if !require_valgrind() || !require_crates(&[MLKEM_CRATE]) {
+        return;
+    }
     let tmp = tempdir();
     let local_kdl = quick_pipeline(tmp.path(), "local", None);
     let slurm_kdl = quick_pipeline(tmp.path(), "slurm", Some(&partition));

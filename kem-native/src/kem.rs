@@ -31,6 +31,11 @@ pub type DecFn = unsafe extern "C" fn(*mut u8, *const u8, *const u8) -> c_int;
 pub type RandomBytesFn = unsafe extern "C" fn(*mut u8, usize) -> c_int;
 /// `void ngcc_set_randombytes(int (*f)(uint8_t *, size_t))`.
 type SetRandomBytesFn = unsafe extern "C" fn(Option<RandomBytesFn>);
+/// The callback behind NIST's `randombytes_init(entropy, personalization, strength)`.
+pub type RandomBytesInitFn = unsafe extern "C" fn(*const u8, *const u8, c_int);
+/// `void ngcc_set_randombytes_init(void (*f)(const uint8_t *, const uint8_t *, int))`,
+/// present in objects built for NIST packages (`api "nist"`).
+type SetRandomBytesInitFn = unsafe extern "C" fn(Option<RandomBytesInitFn>);
 
 /// Stack size of the thread that runs KEM operations.
 pub const BIG_STACK_BYTES: usize = 64 << 20;
@@ -75,6 +80,34 @@ pub unsafe extern "C" fn ngcc_randombytes_hook(buf: *mut u8, n: usize) -> c_int 
         Ok(()) => 0,
         Err(_) => -1,
     }
+}
+
+/// The function the shim's `randombytes_init` forwards to: replaces the installed source
+/// with a generator of the same family (NIST's CTR_DRBG, or HQC's PRNG during HQC KATs)
+/// seeded with the 48-byte entropy and optional 48-byte personalization, as NIST's
+/// `rng.c` does. The security strength is ignored, as there.
+///
+/// # Safety
+/// `entropy` must point to 48 readable bytes; `personalization` to 48 or be null.
+pub unsafe extern "C" fn ngcc_randombytes_init_hook(
+    entropy: *const u8,
+    personalization: *const u8,
+    _strength: c_int,
+) {
+    if entropy.is_null() {
+        return;
+    }
+    // SAFETY: the caller guarantees 48 readable bytes (NIST's `entropy_input[48]`).
+    let e: [u8; 48] = unsafe { std::ptr::read_unaligned(entropy.cast::<[u8; 48]>()) };
+    let p: Option<[u8; 48]> = (!personalization.is_null())
+        // SAFETY: non-null personalization strings are 48 bytes by NIST's contract.
+        .then(|| unsafe { std::ptr::read_unaligned(personalization.cast::<[u8; 48]>()) });
+    let mut guard = CURRENT_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    let next = match guard.as_ref() {
+        Some(Rng::Hqc(_)) => Rng::Hqc(Box::new(crate::drbg::HqcPrng::new(&e, p.as_ref()))),
+        _ => Rng::Nist(Box::new(crate::drbg::CtrDrbg::new(&e, p.as_ref()))),
+    };
+    *guard = Some(next);
 }
 
 fn dlerror_text() -> String {
@@ -189,6 +222,14 @@ impl Kem {
         // SAFETY: installs a function pointer in the shim's static; the hook matches
         // `int (*)(uint8_t *, size_t)`.
         unsafe { set_rng(Some(ngcc_randombytes_hook)) };
+        if let Ok(set_init) = lib.symbol("ngcc_set_randombytes_init") {
+            // SAFETY: the engine's NIST shim defines this setter with exactly this type,
+            // and the hook matches `void (*)(const uint8_t *, const uint8_t *, int)`.
+            unsafe {
+                let set_init = std::mem::transmute::<*mut c_void, SetRandomBytesInitFn>(set_init);
+                set_init(Some(ngcc_randombytes_init_hook));
+            }
+        }
         Ok(Kem {
             lib,
             sizes,

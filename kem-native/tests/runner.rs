@@ -2,27 +2,40 @@
 //! objects with gcc, then run the `kem-runner` binary on them.
 //!
 //! Real KEM sources come from the PQClean trees shipped in `pqcrypto-mlkem` and
-//! `oqs-sys`, fetched with cargo into its registry when missing. When a tree or gcc is missing the test prints
-//! `SKIP <reason>` and returns, except under `CI` (env var set) where it fails.
+//! `oqs-sys`, fetched with cargo into its registry when missing. A test whose gcc or crate
+//! is missing cannot run: see `tests/common/require.rs` (groups `gcc` and `crates`; a
+//! failure under `NGCC_STRICT_TESTS=1`, else named at the end).
+//!
+//! Every object is built once per test process (parallel tests share it), in a private
+//! folder, and renamed into place.
 
 use kem_native::output::{KatOutput, ProfileOutput, TimeOutput};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
-fn skip_or_fail(reason: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("required test input missing under CI: {reason}");
-    }
-    eprintln!("SKIP {reason}");
-}
+#[path = "../../tests/common/require.rs"]
+mod require;
+use require::require;
 
 /// The unpacked folder of crate `name` at exactly `version`, fetched (checksum-verified)
-/// by cargo into its registry if it is not there yet.
-fn registry_crate(name: &str, version: &str) -> Option<PathBuf> {
-    let dir = work_dir(&format!("fetch-{name}"));
-    std::fs::create_dir_all(dir.join("src")).ok()?;
-    std::fs::write(dir.join("src/lib.rs"), "").ok()?;
+/// by cargo into its registry if it is not there yet (offline first), or why not. Once per
+/// process and crate.
+fn registry_crate(name: &str, version: &str) -> Result<PathBuf, String> {
+    static FOUND: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    found
+        .entry(format!("{name}-{version}"))
+        .or_insert_with(|| fetch_crate(name, version))
+        .clone()
+}
+
+fn fetch_crate(name: &str, version: &str) -> Result<PathBuf, String> {
+    let dir = work_dir(&format!("fetch-{name}-{version}"));
+    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+    std::fs::create_dir_all(dir.join("src")).map_err(io)?;
+    std::fs::write(dir.join("src/lib.rs"), "").map_err(io)?;
     let manifest = dir.join("Cargo.toml");
     std::fs::write(
         &manifest,
@@ -31,24 +44,53 @@ fn registry_crate(name: &str, version: &str) -> Option<PathBuf> {
              [dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"
         ),
     )
-    .ok()?;
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--manifest-path"])
-        .arg(&manifest)
-        .output()
-        .ok()?;
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let path = meta["packages"]
-        .as_array()?
-        .iter()
-        .find(|p| p["name"] == name)?["manifest_path"]
-        .as_str()?
-        .to_string();
-    Path::new(&path).parent().map(Path::to_path_buf)
+    .map_err(io)?;
+    let mut why = String::new();
+    for offline in [true, false] {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["metadata", "--format-version", "1", "--manifest-path"])
+            .arg(&manifest);
+        if offline {
+            cmd.arg("--offline");
+        }
+        let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !out.status.success() {
+            why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            continue;
+        }
+        let meta: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+        let path = meta["packages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"] == name)
+            .and_then(|p| p["manifest_path"].as_str())
+            .ok_or("cargo metadata does not list the crate")?;
+        return Path::new(path)
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| format!("{path} has no folder"));
+    }
+    Err(format!(
+        "crate `{name}` {version} cannot be fetched with cargo: {}",
+        why.lines().last().unwrap_or("")
+    ))
+}
+
+/// `require` for crate `name` `version`: its folder, or `None` when the test cannot run.
+fn crate_or_skip(name: &str, version: &str) -> Option<PathBuf> {
+    match registry_crate(name, version) {
+        Ok(dir) => Some(dir),
+        Err(why) => {
+            let _ = require("crates", Some(why));
+            None
+        }
+    }
 }
 
 fn pqclean() -> Option<PathBuf> {
-    registry_crate("pqcrypto-mlkem", "0.1.1").map(|p| p.join("pqclean"))
+    crate_or_skip("pqcrypto-mlkem", "0.1.1").map(|p| p.join("pqclean"))
 }
 
 fn fixtures() -> PathBuf {
@@ -76,7 +118,9 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 /// Compile `sources` to objects one by one (so `--wrap` sees cross-object calls), then link
-/// them into `<name>.so`.
+/// them into `<name>.so`. Once per process and name (parallel tests wait for the first);
+/// built in a private folder and renamed into place, so no test ever links or loads a
+/// half-written file.
 fn build_so(
     name: &str,
     sources: &[PathBuf],
@@ -84,35 +128,51 @@ fn build_so(
     defines: &[&str],
     link: &[String],
 ) -> PathBuf {
-    let dir = work_dir(name);
-    let mut objects = Vec::new();
-    for (i, src) in sources.iter().enumerate() {
-        let obj = dir.join(format!(
-            "{i}_{}.o",
-            src.file_stem().unwrap().to_string_lossy()
-        ));
-        let mut cmd = Command::new(cc());
-        cmd.args(["-O2", "-fPIC", "-c"])
-            .arg(src)
+    static BUILT: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
+    let cell = BUILT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(name.to_string())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| {
+        let dir = work_dir(name);
+        let private = dir.join(format!("building-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&private);
+        std::fs::create_dir_all(&private).unwrap();
+        let mut objects = Vec::new();
+        for (i, src) in sources.iter().enumerate() {
+            let obj = private.join(format!(
+                "{i}_{}.o",
+                src.file_stem().unwrap().to_string_lossy()
+            ));
+            let mut cmd = Command::new(cc());
+            cmd.args(["-O2", "-fPIC", "-c"])
+                .arg(src)
+                .arg("-o")
+                .arg(&obj);
+            for inc in includes {
+                cmd.arg("-I").arg(inc);
+            }
+            for d in defines {
+                cmd.arg(format!("-D{d}"));
+            }
+            run(&mut cmd);
+            objects.push(obj);
+        }
+        let built = private.join(format!("{name}.so"));
+        run(Command::new(cc())
+            .arg("-shared")
+            .args(&objects)
+            .args(link)
             .arg("-o")
-            .arg(&obj);
-        for inc in includes {
-            cmd.arg("-I").arg(inc);
-        }
-        for d in defines {
-            cmd.arg(format!("-D{d}"));
-        }
-        run(&mut cmd);
-        objects.push(obj);
-    }
-    let so = dir.join(format!("{name}.so"));
-    run(Command::new(cc())
-        .arg("-shared")
-        .args(&objects)
-        .args(link)
-        .arg("-o")
-        .arg(&so));
-    so
+            .arg(&built));
+        let so = dir.join(format!("{name}.so"));
+        std::fs::rename(&built, &so).unwrap();
+        std::fs::remove_dir_all(&private).unwrap();
+        so
+    })
+    .clone()
 }
 
 fn c_files(dir: &Path) -> Vec<PathBuf> {
@@ -152,11 +212,26 @@ fn runner_command() -> Command {
     }
 }
 
+/// Whether the C compiler runs (`require`, group `gcc`).
 fn have_gcc() -> bool {
-    Command::new(cc())
+    let cc = cc();
+    let runs = Command::new(&cc)
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    require(
+        "gcc",
+        (!runs).then(|| format!("the C compiler `{cc}` does not run (Debian package gcc)")),
+    )
+}
+
+/// The core to pin timing to: the first this process may run on (not a fixed 0, which a
+/// cgroup or `taskset` may exclude).
+fn allowed_cpu() -> usize {
+    kem_native::sys::thread_affinity()
+        .ok()
+        .and_then(|cpus| cpus.first().copied())
+        .expect("sched_getaffinity lists the cores this process may run on")
 }
 
 /// A PQClean clean instance + the listed common files + the shim, built once per test run.
@@ -166,13 +241,9 @@ fn pqclean_so(
     wrap: Option<(&str, &[&str])>,
 ) -> Option<(PathBuf, PathBuf)> {
     if !have_gcc() {
-        skip_or_fail("gcc not found");
         return None;
     }
-    let Some(tree) = pqclean() else {
-        skip_or_fail("pqcrypto-mlkem-0.1.1 could not be fetched with cargo");
-        return None;
-    };
+    let tree = pqclean()?;
     let clean = tree.join("crypto_kem").join(scheme).join("clean");
     let mut sources = c_files(&clean);
     sources.extend(common.iter().map(|c| tree.join("common").join(c)));
@@ -340,10 +411,7 @@ fn hqc128_single_kat_matches_pqclean_meta() {
 }
 
 fn liboqs_kats() -> Option<serde_json::Value> {
-    let Some(oqs) = registry_crate("oqs-sys", "0.11.0") else {
-        skip_or_fail("oqs-sys-0.11.0+liboqs-0.13.0 could not be fetched with cargo");
-        return None;
-    };
+    let oqs = crate_or_skip("oqs-sys", "0.11.0")?;
     let text = std::fs::read_to_string(oqs.join("liboqs/tests/KATs/kem/kats.json")).unwrap();
     Some(serde_json::from_str(&text).unwrap())
 }
@@ -420,6 +488,7 @@ fn time(so: &Path, api: &Path, ns: &str, op: &str, extra: &[&str]) -> (Output, T
 #[test]
 fn mlkem768_time_records_are_sane() {
     let Some((so, api)) = mlkem768() else { return };
+    let cpu = allowed_cpu().to_string();
     for op in ["keygen", "enc", "dec"] {
         let (o, rec) = time(
             &so,
@@ -428,7 +497,7 @@ fn mlkem768_time_records_are_sane() {
             op,
             &[
                 "--cpu",
-                "0",
+                &cpu,
                 "--trials",
                 "4",
                 "--trial-ns",
@@ -442,7 +511,7 @@ fn mlkem768_time_records_are_sane() {
         assert!(o.status.success(), "{rec:?}");
         assert_eq!(rec.failure, None);
         assert_eq!(rec.rng, "ctr-drbg");
-        assert_eq!(rec.pinned_cpu, Some(0), "{:?}", rec.pin_error);
+        assert_eq!(rec.pinned_cpu, Some(allowed_cpu()), "{:?}", rec.pin_error);
         // aarch64's cntvct_el0 (1-1000 MHz) may not tick during an empty call.
         assert!(
             (rec.overhead.single_call_cycles > 0.0 || !cfg!(target_arch = "x86_64"))
@@ -590,11 +659,11 @@ fn mceliece348864_keygen_needs_far_more_memory_than_mlkem() {
 }
 
 #[test]
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    ignore = "the profile fixture uses rdtsc (x86-64 only)"
+)]
 fn profile_reads_the_hand_made_wrapper_table() {
-    if !cfg!(target_arch = "x86_64") {
-        eprintln!("SKIP the profile fixture uses rdtsc (x86-64 only)");
-        return;
-    }
     let wrapped = [
         "PQCLEAN_MLKEM768_CLEAN_indcpa_keypair_derand",
         "sha3_512",
@@ -655,25 +724,37 @@ fn profile_reads_the_hand_made_wrapper_table() {
         );
         cpa / r.total_cycles as f64
     };
-    // Most of keygen is inside indcpa_keypair_derand. A preemption elsewhere can skew one
-    // short run on this shared machine, so the share must exceed half in one of 3 runs.
+    // Most of keygen is inside indcpa_keypair_derand, and a wrapper costs little beside
+    // the operation it is subtracted from: a few dozen ticks on a quiet machine, up to
+    // ~2000 seen on a loaded 2-vCPU VM (the calibration is a mean over 100000 calls; one
+    // 10 ms preemption there adds 300), against ~100000 per ML-KEM-768 keygen. Hence a
+    // bound relative to the operation, not a number of ticks. A preemption can skew one
+    // short run on a shared machine, so each must hold in one of 3 runs.
+    let overhead_ok = |r: &ProfileOutput| {
+        let per_op = r.total_cycles as f64 / r.iters as f64;
+        r.wrapper_overhead_cycles > 0.0 && r.wrapper_overhead_cycles < per_op / 20.0
+    };
     let mut shares = vec![cpa_share(&rec)];
-    while shares.iter().all(|&x| x <= 0.5) && shares.len() < 3 {
+    let mut overheads = vec![rec.wrapper_overhead_cycles];
+    let mut overhead_seen = overhead_ok(&rec);
+    while (shares.iter().all(|&x| x <= 0.5) || !overhead_seen) && shares.len() < 3 {
         let o = runner(&args);
-        shares.push(cpa_share(&serde_json::from_slice(&o.stdout).unwrap()));
+        let again: ProfileOutput = serde_json::from_slice(&o.stdout).unwrap();
+        shares.push(cpa_share(&again));
+        overheads.push(again.wrapper_overhead_cycles);
+        overhead_seen |= overhead_ok(&again);
     }
     assert!(
         shares.iter().any(|&x| x > 0.5),
         "indcpa share of keygen: {shares:?}"
     );
-    assert!(rec.wrapper_overhead_cycles > 0.0 && rec.wrapper_overhead_cycles < 1000.0);
+    assert!(overhead_seen, "wrapper overhead per call: {overheads:?}");
     let sum: f64 = rec.symbols.iter().map(|s| s.cycles).sum();
     assert!(sum < rec.total_cycles as f64);
 }
 
 fn faulty(fault: &str) -> Option<(PathBuf, PathBuf)> {
     if !have_gcc() {
-        skip_or_fail("gcc not found");
         return None;
     }
     let f = fixtures();

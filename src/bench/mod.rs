@@ -86,6 +86,7 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, Error> {
     let facts = keys::Facts {
         cc_version: "bench".into(),
         env_fingerprint: "bench".into(),
+        libraries: Default::default(),
     };
     let mut rounds: Vec<Duration> = Vec::new();
     let mut shape = String::new();
@@ -93,7 +94,7 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, Error> {
         let t0 = Instant::now();
         let c = crate::dsl::load_campaign(&pipeline).map_err(Error::Campaign)?;
         let plan = Plan::build(&c);
-        let inputs = keys::all_inputs(&c, &plan, &facts);
+        let inputs = keys::all_inputs(&c, &plan, &facts, &crate::run::steps::kind_inputs);
         let order = plan.execution_order();
         rounds.push(t0.elapsed());
         let n: usize = c.submissions.iter().map(|s| s.instances.len()).sum();

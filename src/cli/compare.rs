@@ -1,13 +1,20 @@
 //! `ngcc-pipe compare`: two output folders side by side from their records, or, with
-//! `--measure`, their objects timed again now in one paired session.
+//! `--measure`, their objects timed again now in one paired session; `ngcc-pipe history`:
+//! a series of output folders from their records.
 
-use super::CompareArgs;
+use super::{CompareArgs, HistoryArgs};
 use crate::error::Error;
 use crate::record;
 use crate::run::{self, paired, sandbox::Sandbox};
 
 pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
-    let CompareArgs { a, b, csv, measure } = args;
+    let CompareArgs {
+        a,
+        b,
+        csv,
+        measure,
+        band,
+    } = args;
     if measure {
         let runner = run::ctx::locate_runner()?;
         let sandbox = Sandbox::detect();
@@ -36,7 +43,17 @@ pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
             Err(Error::Failed(format!("{n} operation{s}")))
         }
     } else {
-        let cmp = crate::report::compare(&a, &b).map_err(|e| Error::Input(e.to_string()))?;
+        let cmp =
+            crate::report::compare_with(&a, &b, band).map_err(|e| Error::Input(e.to_string()))?;
+        if cmp.rows.is_empty() {
+            return Err(Error::Input(format!(
+                "no operation is timed in both `{}` and `{}` ({} only in A, {} only in B)",
+                a.display(),
+                b.display(),
+                cmp.only_a.len(),
+                cmp.only_b.len()
+            )));
+        }
         let printed = super::print(&crate::report::compare_markdown(&cmp));
         if let Some(path) = csv {
             record::write_atomic(&path, crate::report::compare_csv(&cmp).as_bytes())
@@ -44,4 +61,16 @@ pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
         }
         printed
     }
+}
+
+pub(super) fn history(args: HistoryArgs) -> Result<(), Error> {
+    let h =
+        crate::report::history(&args.dirs, args.band).map_err(|e| Error::Input(e.to_string()))?;
+    // The CSV is written even when nobody reads standard output.
+    let printed = super::print(&crate::report::history_markdown(&h));
+    if let Some(path) = args.csv {
+        record::write_atomic(&path, crate::report::history_csv(&h).as_bytes())
+            .map_err(Error::io(path.display()))?;
+    }
+    printed
 }

@@ -5,8 +5,8 @@
 use kdl::KdlNode;
 
 use super::diag::{backticked, did_you_mean};
-use super::pipeline::words;
 use super::reader::{args, describe, name_span, NodeReader};
+use super::values::words;
 use crate::model::Instance;
 
 /// Sets `nist_category` on the instances each node matches; reports bad values, unknown

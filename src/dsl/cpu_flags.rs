@@ -395,6 +395,20 @@ pub(crate) fn known(name: &str) -> bool {
     X86.contains(&name) || ARM.contains(&name)
 }
 
+/// The cpuinfo name of the feature a gcc `-m<feature>` option enables (`-mavx2` ->
+/// `avx2`, `-mpclmul` -> `pclmulqdq`), when there is one.
+pub fn cpuinfo_name_of_gcc_flag(flag: &str) -> Option<&'static str> {
+    let name = flag.strip_prefix("-m")?;
+    if name.starts_with("no-") || name.contains('=') {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    if let Some((_, to)) = ALIASES.iter().find(|(from, _)| *from == lower) {
+        return Some(to);
+    }
+    X86.iter().chain(ARM).find(|n| **n == lower).copied()
+}
+
 /// The cpuinfo spelling a mistaken name probably meant: an alias (`pclmul`), a case slip,
 /// or a close name.
 pub(crate) fn suggestion(name: &str) -> Option<&'static str> {

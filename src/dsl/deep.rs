@@ -10,7 +10,7 @@ use miette::SourceSpan;
 
 use super::diag::{Diagnostic, Diagnostics, SourceFile};
 use super::fs::SourceFs;
-use crate::model::{Campaign, Pos};
+use crate::model::{Api, Campaign, Pos};
 
 /// What `check --deep` found: problems (errors), and per instance the files a build
 /// compiles (`ml-kem/ML-KEM-512-clean: cbd.c indcpa.c ...`).
@@ -30,7 +30,7 @@ pub fn deep_check(
     fs: &dyn SourceFs,
 ) -> DeepReport {
     let mut problems = Vec::new();
-    let mut listing = Vec::new();
+    let mut listing_lines = Vec::new();
     for (n, sub) in campaign.submissions.iter().enumerate() {
         let Ok(text) = fs.read_to_string(&sub.manifest_path) else {
             continue;
@@ -86,51 +86,52 @@ pub fn deep_check(
                     .label(at(&o.dir), "this folder"),
                 ),
                 Ok(text) => {
-                    if let Err(e) = kem_native::api::parse_api_h(&text, &inst.namespace) {
-                        let used = namespaces_in(&text);
-                        let msg = if used.is_empty() {
-                            format!(
-                                "namespace `{}` not found in {}: {e}",
-                                inst.namespace,
-                                api_h.display()
-                            )
+                    let defines = api_defines(&dir, &text);
+                    if let Some(msg) = namespace_problem(&defines, &inst.namespace, sub.api, &api_h)
+                    {
+                        let help = if inst.namespace.is_empty() {
+                            "`api \"nist\"` means an un-prefixed api.h (`CRYPTO_SECRETKEYBYTES`); for a namespaced tree remove it and give each instance its `namespace=`"
                         } else {
-                            format!(
-                                "namespace `{}` not found in {}; it uses {}",
-                                inst.namespace,
-                                api_h.display(),
-                                used.iter()
-                                    .map(|u| format!("`{u}`"))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
+                            "the namespace is the prefix of `CRYPTO_SECRETKEYBYTES` and the other `CRYPTO_*` macros in api.h; a NIST package's api.h has none: use `api \"nist\"` and no `namespace=`"
+                        };
+                        let span = if inst.namespace.is_empty() {
+                            at(&o.instance)
+                        } else {
+                            at(&o.namespace)
                         };
                         problems.push(
-                            Diagnostic::new(&file, msg)
-                                .label(at(&o.namespace), "declared here")
-                                .help("the namespace is the prefix of `CRYPTO_SECRETKEYBYTES` and the other `CRYPTO_*` macros in api.h"),
+                            Diagnostic::new(&file, format!("instance `{}`: {msg}", inst.id))
+                                .label(span, "declared here")
+                                .help(help),
                         );
                     }
+                    submitted_file(&file, root, inst, &text, &mut problems);
                 }
             }
-            match crate::sources::instance_sources(
-                root,
-                &inst.dir,
-                &inst.exclude,
-                &inst.extra_sources,
-            ) {
-                Ok(files) => {
-                    let names: Vec<String> = files
-                        .iter()
-                        .map(|f| {
-                            f.strip_prefix(&dir)
-                                .or_else(|_| f.strip_prefix(root))
-                                .unwrap_or(f)
-                                .display()
-                                .to_string()
-                        })
-                        .collect();
-                    listing.push(format!("{}/{}: {}", sub.id, inst.id, names.join(" ")));
+            match crate::sources::instance_files(root, inst, sub.api) {
+                Ok(listing) => {
+                    let shown = |f: &Path| {
+                        f.strip_prefix(&dir)
+                            .or_else(|_| f.strip_prefix(root))
+                            .unwrap_or(f)
+                            .display()
+                            .to_string()
+                    };
+                    let names: Vec<String> = listing.files.iter().map(|f| shown(f)).collect();
+                    let mut line = format!("{}/{}: {}", sub.id, inst.id, names.join(" "));
+                    if !listing.left_out.is_empty() {
+                        let out: Vec<String> = listing
+                            .left_out
+                            .iter()
+                            .map(|l| format!("{} ({})", shown(&l.file), l.defines.join(", ")))
+                            .collect();
+                        line.push_str(&format!(
+                            " [left out, defining what the harness provides: {}]",
+                            out.join(", ")
+                        ));
+                    }
+                    listing_lines.push(line);
+                    source_notes(&file, sub, inst, &listing.files, &mut problems);
                 }
                 Err(e) => problems.push(
                     Diagnostic::new(&file, format!("instance `{}`: {e}", inst.id))
@@ -141,27 +142,219 @@ pub fn deep_check(
     }
     DeepReport {
         problems: Diagnostics::new(problems),
-        listing,
+        listing: listing_lines,
     }
 }
 
-/// The prefixes api.h gives `CRYPTO_SECRETKEYBYTES` (`PQCLEAN_MLKEM512_CLEAN_`).
-fn namespaces_in(api_h: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in api_h.lines() {
-        let mut words = line.split_whitespace();
-        let (Some(d), Some(name)) = (words.next(), words.next()) else {
-            continue;
-        };
-        if d == "#define" {
-            if let Some(prefix) = name.strip_suffix("CRYPTO_SECRETKEYBYTES") {
-                if !out.iter().any(|p| p == prefix) {
-                    out.push(prefix.to_string());
+/// The macros api.h defines, with those of the local headers it includes (`#include
+/// "params.h"`, looked up beside it, three levels deep): name -> replacement text.
+fn api_defines(dir: &Path, api_h: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![(api_h.to_string(), 0)];
+    let mut seen: Vec<String> = Vec::new();
+    while let Some((text, depth)) = todo.pop() {
+        for line in crate::csource::strip(&text).lines() {
+            let t = line.trim_start();
+            let Some(rest) = t.strip_prefix('#') else {
+                continue;
+            };
+            if let Some(rest) = rest.trim_start().strip_prefix("define") {
+                let mut words = rest.split_whitespace();
+                if let Some(name) = words.next() {
+                    let name = name.split('(').next().unwrap_or(name);
+                    out.entry(name.to_string())
+                        .or_insert_with(|| words.collect::<Vec<_>>().join(" "));
+                }
+            }
+        }
+        if depth < 3 {
+            for (h, angle) in crate::csource::includes(&text) {
+                if !angle && !seen.contains(&h) {
+                    seen.push(h.clone());
+                    if let Ok(t) = std::fs::read_to_string(dir.join(&h)) {
+                        todo.push((t, depth + 1));
+                    }
                 }
             }
         }
     }
     out
+}
+
+/// The prefixes api.h gives `CRYPTO_SECRETKEYBYTES` (`PQCLEAN_MLKEM512_CLEAN_`; empty for
+/// a NIST package's plain name).
+fn namespaces_in(defines: &BTreeMap<String, String>) -> Vec<String> {
+    defines
+        .keys()
+        .filter_map(|k| k.strip_suffix("CRYPTO_SECRETKEYBYTES"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// What is wrong with the declared namespace, if anything: api.h must define
+/// `<namespace>CRYPTO_SECRETKEYBYTES` itself (no fallback to the plain name).
+fn namespace_problem(
+    defines: &BTreeMap<String, String>,
+    namespace: &str,
+    api: Api,
+    api_h: &Path,
+) -> Option<String> {
+    let key = format!("{namespace}CRYPTO_SECRETKEYBYTES");
+    if defines.contains_key(&key) {
+        return None;
+    }
+    let used = namespaces_in(defines);
+    let shown = |u: &String| {
+        if u.is_empty() {
+            "no namespace (plain `CRYPTO_SECRETKEYBYTES`)".to_string()
+        } else {
+            format!("namespace `{u}`")
+        }
+    };
+    let declared = match (api, namespace.is_empty()) {
+        (Api::Nist, _) => "`api \"nist\"` (no namespace)".to_string(),
+        (_, true) => "no namespace".to_string(),
+        (_, false) => format!("namespace `{namespace}`"),
+    };
+    Some(if used.is_empty() {
+        format!(
+            "{} defines no `{key}` (declared: {declared})",
+            api_h.display()
+        )
+    } else {
+        format!(
+            "{declared} is not what {} uses: it has {}",
+            api_h.display(),
+            used.iter().map(shown).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// The instance's submitted KAT file (`kat submitted=`) must be there, when api.h gives
+/// the sizes its name uses as plain numbers.
+fn submitted_file(
+    file: &SourceFile,
+    root: &Path,
+    inst: &crate::model::Instance,
+    api_h: &str,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let Some(t) = &inst.kat_submitted else {
+        return;
+    };
+    let Ok(api) = kem_native::api::parse_api_h(api_h, &inst.namespace) else {
+        return;
+    };
+    let vars: BTreeMap<String, String> = [
+        ("pk", api.pk),
+        ("sk", api.sk),
+        ("ct", api.ct),
+        ("ss", api.ss),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let Ok(rel) = super::parse_template(t).and_then(|t| t.expand(&vars)) else {
+        return;
+    };
+    if !root.join(&rel).is_file() {
+        let o = &inst.origin;
+        problems.push(
+            Diagnostic::new(
+                file,
+                format!(
+                    "instance `{}`: submitted KAT file `{rel}` does not exist in the source",
+                    inst.id
+                ),
+            )
+            .label(
+                SourceSpan::new(o.instance.offset.into(), o.instance.len),
+                "this instance",
+            )
+            .help(folders_hint(&root.join(&rel))),
+        );
+    }
+}
+
+/// Warnings about what an instance compiles: files defining `main` or the DRNG symbol
+/// (a test driver, or a collision with the harness's shim), and headers of system
+/// libraries (OpenSSL, GMP, NTL) that the instance does not `link`.
+fn source_notes(
+    file: &SourceFile,
+    sub: &crate::model::Submission,
+    inst: &crate::model::Instance,
+    files: &[PathBuf],
+    problems: &mut Vec<Diagnostic>,
+) {
+    let o = &inst.origin;
+    let at = SourceSpan::new(o.instance.offset.into(), o.instance.len);
+    let drng = sub
+        .primitives
+        .drng
+        .clone()
+        .unwrap_or_else(|| match sub.api {
+            Api::Nist => "randombytes".into(),
+            Api::Namespaced => "PQCLEAN_randombytes".into(),
+        });
+    let mut missing: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "c"))
+    {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let wanted = ["main", drng.as_str(), "randombytes_init"];
+        for d in crate::csource::defined_functions(&text, &wanted) {
+            let (msg, help) = if d == "main" {
+                (
+                    format!("instance `{}`: `{name}` defines `main` and is compiled into the KEM's object", inst.id),
+                    "a test or KAT driver (`PQCgenKAT_kem.c`)? leave it out with `exclude`, or use `api \"nist\"`, which does".to_string(),
+                )
+            } else {
+                (
+                    format!("instance `{}`: `{name}` defines `{d}`, which the harness provides: the link will fail with a duplicate symbol", inst.id),
+                    "leave the package's own DRBG (`rng.c`) out with `exclude`, or use `api \"nist\"`, which does".to_string(),
+                )
+            };
+            problems.push(
+                Diagnostic::new(file, msg)
+                    .label(at, "this instance")
+                    .help(help),
+            );
+        }
+        for (h, angle) in crate::csource::includes(&text) {
+            if let Some(lib) = crate::csource::library_for_header(&h).filter(|_| angle) {
+                if !inst.libraries.iter().any(|l| l == lib) {
+                    missing
+                        .entry(lib)
+                        .or_default()
+                        .push(format!("`{name}` includes <{h}>"));
+                }
+            }
+        }
+    }
+    for (lib, why) in missing {
+        problems.push(
+            Diagnostic::new(
+                file,
+                format!(
+                    "instance `{}` does not link `{lib}`, but {}",
+                    inst.id,
+                    why.join(", ")
+                ),
+            )
+            .label(at, "this instance")
+            .help(format!(
+                "add `link \"{lib}\"` to the submission (or to a `when` block for these instances)"
+            ))
+            .note(),
+        );
+    }
 }
 
 /// "its parent holds: a, b, c" for a folder that does not exist.
@@ -189,7 +382,21 @@ mod tests {
 
     #[test]
     fn finds_the_namespace_api_h_uses() {
+        let d = tempfile::tempdir().unwrap();
         let h = "#define PQCLEAN_X_CLEAN_CRYPTO_SECRETKEYBYTES 1\n#define PQCLEAN_X_CLEAN_CRYPTO_BYTES 2\n";
-        assert_eq!(namespaces_in(h), ["PQCLEAN_X_CLEAN_"]);
+        let defs = api_defines(d.path(), h);
+        assert_eq!(namespaces_in(&defs), ["PQCLEAN_X_CLEAN_"]);
+        let api = Path::new("api.h");
+        assert!(namespace_problem(&defs, "PQCLEAN_X_CLEAN_", Api::Namespaced, api).is_none());
+        let p = namespace_problem(&defs, "", Api::Nist, api).unwrap();
+        assert!(p.contains("namespace `PQCLEAN_X_CLEAN_`"), "{p}");
+        // A NIST api.h with sizes from a params header, and a namespace declared anyway.
+        std::fs::write(d.path().join("params.h"), "#define KYBER_SK 1632\n").unwrap();
+        let nist = "#include \"params.h\"\n#define CRYPTO_SECRETKEYBYTES KYBER_SK\n";
+        let defs = api_defines(d.path(), nist);
+        assert_eq!(defs["KYBER_SK"], "1632");
+        assert!(namespace_problem(&defs, "", Api::Nist, api).is_none());
+        let p = namespace_problem(&defs, "PQCLEAN_X_", Api::Namespaced, api).unwrap();
+        assert!(p.contains("no namespace (plain"), "{p}");
     }
 }

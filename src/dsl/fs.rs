@@ -26,6 +26,11 @@ pub trait SourceFs {
     fn canonical(&self, path: &Path) -> PathBuf {
         path.to_path_buf()
     }
+    /// The SHA-256 of a file's bytes (lower-case hex), when it can be read; a file system
+    /// that cannot tell (in memory) answers `None` and the check is left to the run.
+    fn sha256(&self, _path: &Path) -> Option<String> {
+        None
+    }
 }
 
 /// Lexically normalised path: removes `.` and resolves `..` against the previous component.
@@ -71,6 +76,13 @@ impl Default for RealFs {
 }
 
 impl SourceFs for RealFs {
+    fn sha256(&self, path: &Path) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        let mut f = std::fs::File::open(path).ok()?;
+        let mut h = Sha256::new();
+        io::copy(&mut f, &mut h).ok()?;
+        Some(hex::encode(h.finalize()))
+    }
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         std::fs::read_to_string(path)
     }

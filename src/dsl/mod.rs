@@ -13,6 +13,7 @@
 mod category;
 mod cflags;
 mod cpu_flags;
+pub use cpu_flags::cpuinfo_name_of_gcc_flag;
 mod deep;
 mod diag;
 mod duration;
@@ -20,11 +21,13 @@ mod fs;
 mod load;
 mod loader;
 mod manifest;
+pub(crate) use manifest::{id_problem, library_problem};
 mod pipeline;
 mod profiles;
 mod reader;
 mod step;
 mod template;
+mod values;
 
 use std::path::Path;
 

@@ -10,8 +10,8 @@ use miette::SourceSpan;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::diag::{backticked, closest, did_you_mean};
-use super::pipeline::{duration_value, parse_bytes, words};
 use super::reader::{args, name, name_span, NodeReader};
+use super::values::{duration_value, parse_bytes, words};
 use crate::model::{FlagProfile, InstanceSettings, KatMode, Op, StepKind, StepParams, StepSpec};
 
 /// Properties every step takes.

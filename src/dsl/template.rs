@@ -227,6 +227,40 @@ impl Template {
     }
 }
 
+impl Template {
+    /// Expands the variables in `vars` and keeps the others as `{name}` /
+    /// `{name:filter}` text, with literal braces (also those of values) escaped: the result
+    /// parses again as a template holding only the kept variables.
+    pub fn expand_keeping(&self, vars: &BTreeMap<String, String>) -> String {
+        let esc = |t: &str| t.replace('{', "{{").replace('}', "}}");
+        let mut out = String::new();
+        for p in &self.pieces {
+            match p {
+                Piece::Lit(l) => out.push_str(&esc(l)),
+                Piece::Var { name, filter, .. } => match vars.get(name) {
+                    Some(v) => out.push_str(&esc(&filter.map_or(v.clone(), |f| f.apply(v)))),
+                    None => {
+                        let f = filter.map(|f| format!(":{}", f.name())).unwrap_or_default();
+                        out.push_str(&format!("{{{name}{f}}}"));
+                    }
+                },
+            }
+        }
+        out
+    }
+}
+
+impl Filter {
+    fn name(self) -> &'static str {
+        match self {
+            Filter::Upper => "upper",
+            Filter::Lower => "lower",
+            Filter::Snake => "snake",
+            Filter::Nodash => "nodash",
+        }
+    }
+}
+
 /// The "undefined template variable" error, listing the variables that are defined.
 pub(crate) fn undefined_var<'a, I>(name: &str, defined: I, span: &Range<usize>) -> TemplateError
 where

@@ -272,6 +272,8 @@ pub(crate) mod tests {
                 extra_sources: vec![],
                 requires_cpu: vec![],
                 exclude: vec![],
+                libraries: vec![],
+                kat_submitted: None,
                 vars: BTreeMap::new(),
                 origin: Default::default(),
                 nist_category: None,
@@ -317,10 +319,12 @@ pub(crate) mod tests {
                     manifest: PathBuf::from("/p/s/kat.sha256"),
                     all_count: 100,
                     reference_dir: None,
+                    submitted: false,
                 },
                 sizes: BTreeMap::new(),
                 instances,
                 ct_benign: Vec::new(),
+                api: Default::default(),
             }],
         }
     }

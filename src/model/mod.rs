@@ -427,6 +427,39 @@ pub struct Submission {
     /// Functions whose constant-time findings are known to be harmless (`ct-benign`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ct_benign: Vec<CtBenign>,
+    /// The API the sources follow (`api "nist"`); namespaced (PQClean) when absent.
+    #[serde(skip_serializing_if = "Api::is_namespaced")]
+    pub api: Api,
+}
+
+/// The API a submission's sources follow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// PQClean style: symbols under a per-instance `namespace`, the harness supplies the
+    /// DRNG symbol `drng` names (`int f(uint8_t *, size_t)`).
+    #[default]
+    Namespaced,
+    /// A NIST-round package (`api "nist"`): no namespace; the harness supplies NIST's
+    /// `int randombytes(unsigned char *, unsigned long long)` and `randombytes_init`, and
+    /// leaves out the package's own files that define `main`, `randombytes` or
+    /// `randombytes_init` (its `rng.c`, `PQCgenKAT_kem.c`).
+    Nist,
+}
+
+impl Api {
+    /// Whether this is the default (namespaced) API.
+    pub fn is_namespaced(&self) -> bool {
+        *self == Api::Namespaced
+    }
+
+    /// Functions the harness defines itself: a source file that defines one is left out.
+    pub fn harness_functions(self) -> &'static [&'static str] {
+        match self {
+            Api::Namespaced => &[],
+            Api::Nist => &["main", "randombytes", "randombytes_init"],
+        }
+    }
 }
 
 /// `ct-benign "function" reason="..."`: findings of the constant-time check in this function
@@ -467,6 +500,14 @@ pub enum Source {
         version: String,
         root: String,
     },
+    /// A `.tar`, `.tar.gz`/`.tgz` or `.zip` file (absolute once lowered) with its SHA-256;
+    /// the engine unpacks it (every entry checked, see `archive.rs`) and `root` is the
+    /// folder inside it that instance `dir`s are relative to (empty: the top).
+    Archive {
+        path: PathBuf,
+        sha256: String,
+        root: String,
+    },
 }
 
 /// The provided symmetric library and the functions to profile.
@@ -501,6 +542,11 @@ pub struct KatSettings {
     pub manifest: PathBuf,
     /// Counts in `all` mode (`all-count=10` for Classic McEliece; default 100).
     pub all_count: u32,
+    /// Whether the expected answers are the package's own KAT files (`kat submitted=`):
+    /// each instance's `kat_submitted` names its file, and `manifest` then pins the SHA-256
+    /// of each file (`<hash>  <instance>`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub submitted: bool,
     /// Folder of reference `.rsp` files (`reference="kat"`), absolute; a file there named
     /// `<instance>.rsp` (single) or `<instance>.all.rsp` (all) is diffed on mismatch.
     pub reference_dir: Option<PathBuf>,
@@ -533,6 +579,14 @@ pub struct Instance {
     pub requires_cpu: Vec<String>,
     /// Sources inside `dir` that are not compiled (glob patterns relative to `dir`).
     pub exclude: Vec<String>,
+    /// System libraries the object links (`link "crypto"`): plain names, as `-l<name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libraries: Vec<String>,
+    /// The submitted KAT file this instance's KAT is compared with, relative to the source
+    /// root: `kat submitted=` (or a `when` block's `kat-submitted`) with the matrix
+    /// variables expanded; `{pk}`, `{sk}`, `{ct}` and `{ss}` stay, for api.h's sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kat_submitted: Option<String>,
     /// The matrix values that produced this instance.
     pub vars: BTreeMap<String, String>,
     /// Where the manifest declares it (for messages; not part of any cache key).

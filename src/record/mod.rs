@@ -192,6 +192,33 @@ pub struct BuildData {
     /// every batch together with the plain object, which is the order `listed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layouts: Vec<LayoutObject>,
+    /// System libraries linked (`link "crypto"`), as resolved for this build.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libraries: Vec<LinkedLibrary>,
+    /// Files of the instance's folder left out because they define a function the harness
+    /// provides (`api "nist"`: `main`, `randombytes`, `randombytes_init`), with those
+    /// functions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<(PathBuf, Vec<String>)>,
+    /// The sizes were evaluated by the compiler (api.h defines them through other macros
+    /// or headers), and `api_h` is the header the engine wrote with their values.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub api_evaluated: bool,
+}
+
+/// A system library an object links, as found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkedLibrary {
+    /// `crypto`.
+    pub name: String,
+    /// The file the compiler links (`/usr/lib/x86_64-linux-gnu/libcrypto.so`).
+    pub file: PathBuf,
+    /// That file with links resolved (`.../libcrypto.so.3`).
+    pub real: PathBuf,
+    /// `libcrypto 3.0.17` (pkg-config), or the resolved file's name.
+    pub version: String,
+    /// SHA-256 of the resolved file.
+    pub sha256: String,
 }
 
 impl BuildData {
@@ -242,6 +269,22 @@ pub struct KatModeResult {
     pub rsp: Option<PathBuf>,
     pub reason: Option<String>,
     pub diff: Option<RspDiff>,
+    /// The submitted KAT file this mode was compared with (`kat submitted=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted: Option<SubmittedKat>,
+}
+
+/// A package's own KAT file, as a KAT mode compared with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmittedKat {
+    /// Relative to the source root (`KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp`).
+    pub file: String,
+    /// SHA-256 of the whole file.
+    pub sha256: String,
+    /// Counts the file holds.
+    pub counts: u32,
+    /// Counts compared (the first ones): the mode's.
+    pub compared: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -272,57 +315,7 @@ pub struct SizesData {
     pub audit: Vec<String>,
 }
 
-/// Summary statistics of one timing record (see `measure::stats`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimeSummary {
-    pub trials: u32,
-    pub iters: u64,
-    /// trials x iters.
-    pub n: u64,
-    pub mean_cycles: f64,
-    pub mean_ns: f64,
-    pub ops_per_s: f64,
-    /// Per-op time and cycles of the median trial.
-    pub median_trial_ns: f64,
-    pub median_trial_cycles: f64,
-    /// Per-op cycles across trials.
-    pub min_cycles: f64,
-    pub q1_cycles: f64,
-    pub q3_cycles: f64,
-    pub max_cycles: f64,
-    /// Coefficient of variation of per-op cycles across trials (fraction, not %).
-    pub cv: f64,
-    /// Single-call samples: median and quartiles (ticks).
-    pub sample_median: Option<f64>,
-    pub sample_q1: Option<f64>,
-    pub sample_q3: Option<f64>,
-    /// Trial indices whose per-op cycles are outliers by modified Z-score > 3.5.
-    pub trial_outliers: Vec<usize>,
-    /// Number of single-call samples that are outliers by the same rule.
-    pub sample_outliers: usize,
-    /// cv > 2%.
-    pub unstable: bool,
-    /// Interleaved rounds (absent for a block of trials): median per-op cycles of the
-    /// rounds used, its 95% bootstrap interval, the rounds and how many were interfered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub median_cycles: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ci_low_cycles: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ci_high_cycles: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rounds: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interfered_rounds: Option<u32>,
-    /// Trial indices that lasted less than half or more than twice the target trial length
-    /// (calibration fooled, or the machine interfered).
-    #[serde(default)]
-    pub off_target_trials: Vec<usize>,
-    /// Measured counter rate: total ticks over total monotonic ns of the trials, in GHz
-    /// (for the TSC, the rate of reference cycles).
-    #[serde(default)]
-    pub counter_ghz: Option<f64>,
-}
+pub use crate::measure::stats::TimeSummary;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TimeData {

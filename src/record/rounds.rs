@@ -28,6 +28,18 @@ impl Yardstick {
     }
 }
 
+/// A change of how often a member of a session was timed (adaptive allocation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Visit {
+    /// The session round (0-based) from which it applies.
+    pub from_round: u32,
+    /// Timed in one round of this many (1: every round).
+    pub every: u32,
+    /// Why: its CI against the precision target, e.g. `CI ±0.8% within ±1.0% after 31
+    /// rounds that count`.
+    pub why: String,
+}
+
 /// Why the rounds stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -64,4 +76,13 @@ pub struct Rounds {
     /// The yardstick timed in the same rounds (absent when the session had none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub yardstick: Option<Yardstick>,
+    /// The session round (0-based) each of this member's rounds was timed in (`trials[i]` in
+    /// round `session_rounds[i]`); empty in records from before members could be visited
+    /// less than every round (every round then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_rounds: Vec<u32>,
+    /// Each change of how often this member was timed, in order; empty: every round of the
+    /// session (or a record from before adaptive allocation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub visits: Vec<Visit>,
 }

@@ -134,6 +134,14 @@ pub fn utc(ts: &str) -> String {
     ts.strip_suffix('Z').unwrap_or(ts).to_string()
 }
 
+/// A record's status with its reason: `failed: why`.
+pub fn status_text(r: &crate::record::StepRecord) -> String {
+    match &r.reason {
+        Some(reason) => format!("{}: {}", r.status.name(), reason),
+        None => r.status.name().to_string(),
+    }
+}
+
 /// First 16 hex digits of a digest followed by an ellipsis.
 pub fn short_hash(h: &str) -> String {
     let n = h.char_indices().nth(16).map(|(i, _)| i).unwrap_or(h.len());

@@ -6,7 +6,7 @@
 //! `reports/index.md`), [`csv`] (`reports/results.csv`), [`json`] (`reports/results.json`)
 //! and [`html`] (`site/index.html`, `site/<sub>.html`, with [`svg`] charts). The section
 //! content shared by Markdown and HTML is built once in [`content`] as a [`doc::Doc`].
-//! [`compare`] compares two systems' folders.
+//! [`compare`] compares two systems' folders, [`history`] a series of campaigns.
 //!
 //! Rendering is deterministic: the same records give byte-identical files (no clock reads,
 //! ordered maps, fixed number formats).
@@ -16,6 +16,7 @@ pub mod content;
 pub mod csv;
 pub mod doc;
 pub mod format;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -27,7 +28,8 @@ pub mod view;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use compare::{compare, compare_csv, compare_markdown, Comparison};
+pub use compare::{compare, compare_csv, compare_markdown, compare_with, Comparison};
+pub use history::{history, history_csv, history_markdown, History};
 pub use schema::{Results, RESULTS_SCHEMA, RESULTS_SCHEMA_DOC};
 pub use view::CampaignView;
 

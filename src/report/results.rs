@@ -21,6 +21,29 @@ pub fn kat_word(inst: &InstanceView) -> Option<String> {
     }
 }
 
+/// The verdict cell of one record: the step's verdict, or `not checked: why`.
+pub fn ct_verdict(r: Option<&StepRecord>) -> String {
+    match r {
+        Some(r) => match (&r.data, r.status) {
+            (Some(crate::record::StepData::Ct(d)), Status::Ok) => d.verdict.clone(),
+            _ => format!("not checked: {}", super::format::status_text(r)),
+        },
+        None => "not checked: no record".to_string(),
+    }
+}
+
+/// The variable-latency cell of one record: the scan's verdict, `not scanned (...)` for a
+/// record from before the scan, or `not checked` when the step did not run.
+pub fn ct_latency(r: Option<&StepRecord>) -> String {
+    match r.filter(|r| r.status == Status::Ok).map(|r| &r.data) {
+        Some(Some(crate::record::StepData::Ct(d))) => match &d.latency {
+            Some(l) => l.verdict(),
+            None => "not scanned (a record from before the scan)".to_string(),
+        },
+        _ => "not checked".to_string(),
+    }
+}
+
 /// The constant-time verdict of one operation's record.
 fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
     let data = r
@@ -32,10 +55,10 @@ fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
     let counts = data.and_then(|d| d.variable_latency());
     ResultCt {
         op,
-        verdict: crate::report::content::ct_verdict(r),
+        verdict: ct_verdict(r),
         locations: data.map(|d| crate::ct::unexplained(&d.findings)),
         benign: data.map(|d| d.findings.len() - crate::ct::unexplained(&d.findings)),
-        latency_verdict: data.map(|_| crate::report::content::ct_latency(r)),
+        latency_verdict: data.map(|_| ct_latency(r)),
         variable_latency: counts.map(|(own, _)| own),
         variable_latency_provided: counts.map(|(_, provided)| provided),
     }
@@ -149,6 +172,11 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         per_yardstick: y.map(|y| y.relative.median),
         yardstick_id: y.map(crate::record::rounds::Yardstick::id),
         yardstick_trial_cycles: y.map(|y| y.values.clone()).unwrap_or_default(),
+        interfered_trials: t.and_then(|t| t.rounds.as_ref()).map(|r| {
+            (0..r.interference.len() as u32)
+                .filter(|&i| !r.interference[i as usize].is_empty())
+                .collect()
+        }),
     }
 }
 

@@ -3,7 +3,7 @@
 //! [`Results`] is derived from a [`super::CampaignView`] by [`super::results`] and is also
 //! what the campaign index, the site's charts, other systems' side-by-side figures and
 //! `compare` read (other systems' files are read back into it). Its JSON form is versioned
-//! by [`RESULTS_SCHEMA`]; [`RESULTS_SCHEMA_DOC`] documents it for the README.
+//! by [`RESULTS_SCHEMA`]; [`RESULTS_SCHEMA_DOC`] documents it in `docs/figures.md`.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,7 @@ use crate::record::{Environment, KatStatus, Status};
 /// Schema id written as `"schema"`; bumped when a field changes meaning.
 pub const RESULTS_SCHEMA: &str = "ngcc-pipe/results/1";
 
-/// Markdown description of `results.json`, ready to copy into the README.
+/// Markdown description of `results.json`, as `docs/figures.md` gives it.
 pub const RESULTS_SCHEMA_DOC: &str = r#"### `reports/results.json` (schema `ngcc-pipe/results/1`)
 
 One JSON object per system. Absent values are `null`; shares are fractions (0..1); cycles
@@ -48,7 +48,15 @@ are counter ticks per operation; times are nanoseconds per operation.
         "cycles_per_instruction", "hash_share_instr", "drng_share_instr",
         "yardstick_cycles": the yardstick's median per-call cycles in the same rounds,
         "per_yardstick": median of the per-round ratio operation / yardstick,
-        "yardstick_id": "ngcc-yardstick-1 sha256:<object>", "yardstick_trial_cycles": [per round]
+        "yardstick_id": "ngcc-yardstick-1 sha256:<object>", "yardstick_trial_cycles": [per round],
+        "interfered_trials": [indices into trial_cycles of the rounds marked interfered]
+      } ],
+      "constant_time": [ {                                   (absent without a ct step)
+        "op": "dec", "verdict": "2 locations, all declared benign" | "not checked: why",
+        "locations": not declared benign | null, "benign": declared benign | null,
+        "latency_verdict": the variable-latency scan in words | null,
+        "variable_latency": instructions in the instance's own code | null,
+        "variable_latency_provided": in the provided primitives | null
       } ]
     } ]
   } ]
@@ -56,8 +64,10 @@ are counter ticks per operation; times are nanoseconds per operation.
 ```
 `kat` is the worst mode status (FAIL > NOKAT > MISMATCH > PASS), or the KAT record's status
 when it produced no result. `ops` lists the operations of the `time`, `profile` and `count`
-steps. `results.csv` has the same figures per operation; its last six columns are
-`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr,yardstick_cycles,per_yardstick`.
+steps; `constant_time` those of the `ct` step (`null` counts: not checked, or a record from
+before the variable-latency scan). `results.csv` has the same figures per operation (an
+operation only the `ct` step ran gets a row of its own); its last seven columns are
+`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr,yardstick_cycles,per_yardstick,variable_latency`.
 "#;
 
 /// `results.json`.
@@ -183,6 +193,11 @@ pub struct ResultOp {
     pub yardstick_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub yardstick_trial_cycles: Vec<f64>,
+    /// Timed in rounds: the indices (into `trial_cycles`) of the rounds marked interfered,
+    /// which estimates leave out when enough clean ones remain (absent in older files and
+    /// for trials timed in one block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfered_trials: Option<Vec<u32>>,
 }
 
 impl ResultOp {
@@ -224,14 +239,14 @@ pub fn kat_status_name(s: KatStatus) -> &'static str {
 mod tests {
     use super::*;
 
-    /// The README documents the schema with exactly this text; a change to one must be made
-    /// to the other.
+    /// The documentation (`docs/figures.md`, where the README's reference is moving) gives
+    /// the schema with exactly this text; a change to one must be made to the other.
     #[test]
-    fn readme_documents_the_results_schema() {
-        let readme = include_str!("../../README.md");
+    fn docs_document_the_results_schema() {
+        let figures = include_str!("../../docs/figures.md");
         assert!(
-            readme.contains(RESULTS_SCHEMA_DOC),
-            "README.md is missing RESULTS_SCHEMA_DOC verbatim"
+            figures.contains(RESULTS_SCHEMA_DOC),
+            "docs/figures.md is missing RESULTS_SCHEMA_DOC verbatim"
         );
     }
 }

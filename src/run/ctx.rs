@@ -38,12 +38,13 @@ impl Ctx {
         let facts = keys::Facts {
             cc_version: cc_version(&campaign.system.cc),
             env_fingerprint: env::fingerprint(&env),
+            libraries: super::libs::resolve_all(&campaign),
         };
         if runs {
             env.sandbox = Some(Box::new(sandbox.info.clone()));
         }
         let plan = Plan::build(&campaign);
-        let inputs = keys::all_inputs(&campaign, &plan, &facts);
+        let inputs = keys::all_inputs(&campaign, &plan, &facts, &super::steps::kind_inputs);
         let system = &campaign.system;
         let slurm = match &campaign.system.executor {
             Executor::Slurm(o) if runs => Some(Slurm::new(o).map_err(Error::ToolMissing)?),

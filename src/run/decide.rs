@@ -225,3 +225,279 @@ pub fn dry_run(ctx: &Ctx, selected: &BTreeSet<NodeIndex>, force: &[GlobMatcher])
     out.push_str("(dry run: nothing was built, fetched or run)\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::tests::campaign;
+    use crate::model::KatMode;
+    use crate::record::{KatData, KatModeResult, KatStatus};
+    use crate::run::test_ctx::{ctx, ix, write};
+
+    fn glob(p: &str) -> GlobMatcher {
+        globset::Glob::new(p).unwrap().compile_matcher()
+    }
+
+    /// Every node's decision, by id.
+    fn decisions(ctx: &Ctx, force: &[GlobMatcher]) -> BTreeMap<String, Decision> {
+        let all: BTreeSet<NodeIndex> = ctx.plan.graph.node_indices().collect();
+        decide_all(ctx, &all, force)
+            .into_iter()
+            .map(|(ix, d)| (ctx.node(ix).id.clone(), d))
+            .collect()
+    }
+
+    fn write_all(ctx: &Ctx, status: Status) {
+        for node in ctx.plan.graph.node_weights() {
+            write(ctx, &node.id, status, None);
+        }
+    }
+
+    fn kat_data(statuses: &[KatStatus]) -> Option<StepData> {
+        Some(StepData::Kat(KatData {
+            modes: statuses
+                .iter()
+                .map(|&status| KatModeResult {
+                    mode: KatMode::Single,
+                    status,
+                    counts: 1,
+                    expected_sha256: None,
+                    actual_sha256: None,
+                    rsp: None,
+                    reason: None,
+                    diff: None,
+                })
+                .collect(),
+            log_sha256: String::new(),
+            profile_object_kat: None,
+        }))
+    }
+
+    #[test]
+    fn without_records_everything_runs_for_want_of_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(2), tmp.path());
+        let d = decisions(&c, &[]);
+        // source, report, and per instance build, kat, time:keygen, time:dec
+        assert_eq!(d.len(), 10, "{d:?}");
+        for (id, d) in &d {
+            assert_eq!(*d, Decision::Run(Why::NoRecord), "{id}");
+        }
+    }
+
+    #[test]
+    fn a_finished_campaign_is_up_to_date() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(2), tmp.path());
+        write_all(&c, Status::Ok);
+        for (id, d) in decisions(&c, &[]) {
+            assert_eq!(d, Decision::UpToDate(Status::Ok), "{id}");
+        }
+    }
+
+    #[test]
+    fn forcing_runs_the_match_and_what_depends_on_it_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(2), tmp.path());
+        write_all(&c, Status::Ok);
+        let d = decisions(&c, &[glob("s/K-0/kat")]);
+        let up = |from: &str| Decision::Run(Why::UpstreamRuns(from.into()));
+        assert_eq!(d["s/K-0/kat"], Decision::Run(Why::Forced));
+        assert_eq!(d["s/K-0/time:keygen"], up("s/K-0/kat"));
+        assert_eq!(d["s/K-0/time:dec"], up("s/K-0/kat"));
+        // (The report names the first of its dependencies that runs.)
+        assert!(
+            matches!(&d["s/report"], Decision::Run(Why::UpstreamRuns(id)) if id.starts_with("s/K-0/")),
+            "{:?}",
+            d["s/report"]
+        );
+        for id in [
+            "s/source",
+            "s/K-0/build",
+            "s/K-1/build",
+            "s/K-1/kat",
+            "s/K-1/time:dec",
+        ] {
+            assert_eq!(d[id], Decision::UpToDate(Status::Ok), "{id}");
+        }
+        // A pattern crosses `/`: every instance's timing.
+        let d = decisions(&c, &[glob("*/time:*")]);
+        let forced: Vec<&str> = d
+            .iter()
+            .filter(|(_, d)| **d == Decision::Run(Why::Forced))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        assert_eq!(
+            forced,
+            [
+                "s/K-0/time:dec",
+                "s/K-0/time:keygen",
+                "s/K-1/time:dec",
+                "s/K-1/time:keygen"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_last_run_runs_again_an_unsupported_one_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        write_all(&c, Status::Ok);
+        for status in [Status::Failed, Status::TimedOut, Status::Skipped] {
+            write(&c, "s/K-0/kat", status, None);
+            let d = decisions(&c, &[]);
+            assert_eq!(d["s/K-0/kat"], Decision::Run(Why::LastRun(status)));
+            assert_eq!(
+                d["s/K-0/time:keygen"],
+                Decision::Run(Why::UpstreamRuns("s/K-0/kat".into()))
+            );
+            assert_eq!(d["s/K-0/build"], Decision::UpToDate(Status::Ok));
+        }
+        write(&c, "s/K-0/kat", Status::Unsupported, None);
+        let d = decisions(&c, &[]);
+        assert_eq!(d["s/K-0/kat"], Decision::UpToDate(Status::Unsupported));
+        assert_eq!(d["s/K-0/time:keygen"], Decision::UpToDate(Status::Ok));
+    }
+
+    #[test]
+    fn a_kat_that_failed_only_on_hashes_is_final() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        write_all(&c, Status::Ok);
+        let soft = kat_data(&[KatStatus::Mismatch, KatStatus::Nokat, KatStatus::Pass]);
+        write(&c, "s/K-0/kat", Status::Failed, soft);
+        assert_eq!(
+            decisions(&c, &[])["s/K-0/kat"],
+            Decision::UpToDate(Status::Failed)
+        );
+        let hard = kat_data(&[KatStatus::Mismatch, KatStatus::Fail]);
+        write(&c, "s/K-0/kat", Status::Failed, hard);
+        assert_eq!(
+            decisions(&c, &[])["s/K-0/kat"],
+            Decision::Run(Why::LastRun(Status::Failed))
+        );
+    }
+
+    #[test]
+    fn soft_kat_failure_needs_modes_and_no_fail() {
+        assert!(soft_kat_failure(&kat_data(&[KatStatus::Mismatch])));
+        assert!(soft_kat_failure(&kat_data(&[
+            KatStatus::Pass,
+            KatStatus::Nokat
+        ])));
+        assert!(!soft_kat_failure(&kat_data(&[])));
+        assert!(!soft_kat_failure(&kat_data(&[
+            KatStatus::Pass,
+            KatStatus::Fail
+        ])));
+        assert!(!soft_kat_failure(&None));
+    }
+
+    #[test]
+    fn changed_inputs_are_named_and_run_downstream() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(2), tmp.path());
+        write_all(&c, Status::Ok);
+        let mut edited = campaign(2);
+        edited.flags.get_mut("guide").unwrap().flags = vec!["-O3".into()];
+        let c = ctx(edited, tmp.path());
+        let d = decisions(&c, &[]);
+        let changed = |names: &[&str]| {
+            Decision::Run(Why::InputsChanged(
+                names.iter().map(|s| s.to_string()).collect(),
+            ))
+        };
+        assert_eq!(d["s/K-0/build"], changed(&["flags"]));
+        assert_eq!(d["s/K-1/build"], changed(&["flags"]));
+        assert_eq!(d["s/K-0/kat"], changed(&["after s/K-0/build"]));
+        assert_eq!(d["s/source"], Decision::UpToDate(Status::Ok));
+        assert_eq!(
+            Why::InputsChanged(vec!["flags".into(), "cc".into()]).to_string(),
+            "inputs changed: flags, cc"
+        );
+    }
+
+    #[test]
+    fn a_key_that_differs_with_the_same_inputs_is_a_record_format_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        write_all(&c, Status::Ok);
+        let mut rec = write(&c, "s/K-0/build", Status::Ok, None);
+        rec.cache_key.push('0');
+        let path = c.record_path(c.node(ix(&c, "s/K-0/build")));
+        crate::record::write_json(&path, &rec).unwrap();
+        assert_eq!(
+            decisions(&c, &[])["s/K-0/build"],
+            Decision::Run(Why::InputsChanged(vec!["(record format)".into()]))
+        );
+    }
+
+    #[test]
+    fn decide_node_sees_what_really_ran() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        write_all(&c, Status::Ok);
+        let kat = ix(&c, "s/K-0/kat");
+        let time = ix(&c, "s/K-0/time:dec");
+        assert_eq!(
+            decide_node(&c, time, &[], |_| false),
+            Decision::UpToDate(Status::Ok)
+        );
+        assert_eq!(
+            decide_node(&c, time, &[], |d| d == kat),
+            Decision::Run(Why::UpstreamRuns("s/K-0/kat".into()))
+        );
+        // A dependency that does not run does not make it run.
+        let build = ix(&c, "s/K-0/build");
+        assert_eq!(
+            decide_node(&c, kat, &[], |d| d == time),
+            Decision::UpToDate(Status::Ok)
+        );
+        assert_eq!(
+            decide_node(&c, kat, &[], |d| d == build),
+            Decision::Run(Why::UpstreamRuns("s/K-0/build".into()))
+        );
+    }
+
+    #[test]
+    fn reasons_read_as_the_dry_run_prints_them() {
+        assert_eq!(Why::Forced.to_string(), "forced");
+        assert_eq!(Why::NoRecord.to_string(), "no record");
+        assert_eq!(
+            Why::LastRun(Status::TimedOut).to_string(),
+            format!("last run {}", Status::TimedOut.name())
+        );
+        assert_eq!(
+            Why::UpstreamRuns("s/K-0/kat".into()).to_string(),
+            "upstream runs: s/K-0/kat"
+        );
+    }
+
+    #[test]
+    fn the_dry_run_counts_what_runs_and_what_is_up_to_date() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        write_all(&c, Status::Ok);
+        write(&c, "s/K-0/kat", Status::Failed, None);
+        let all: BTreeSet<NodeIndex> = c.plan.graph.node_indices().collect();
+        let text = dry_run(&c, &all, &[]);
+        let line = |id: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(id))
+                .unwrap_or_else(|| panic!("{id} not listed:\n{text}"))
+                .to_string()
+        };
+        assert!(line("s/K-0/kat").trim_start().starts_with("run"), "{text}");
+        assert!(line("s/K-0/kat").ends_with("last run failed"), "{text}");
+        assert!(line("s/K-0/build").contains("up-to-date"), "{text}");
+        // kat: 1 step, 1 to run, 0 up to date; build: 1, 0, 1.
+        let counts = |kind: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(kind))
+                .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        };
+        assert_eq!(counts("kat").as_deref(), Some("1 1 0"), "{text}");
+        assert_eq!(counts("build").as_deref(), Some("1 0 1"), "{text}");
+        assert!(text.ends_with("(dry run: nothing was built, fetched or run)\n"));
+    }
+}

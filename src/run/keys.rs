@@ -26,6 +26,8 @@ pub struct Facts {
     pub cc_version: String,
     /// Environment fingerprint (CPU model, governor, kernel, ...).
     pub env_fingerprint: String,
+    /// The system libraries instances link (`link "crypto"`), resolved once (`run/libs.rs`).
+    pub libraries: BTreeMap<String, Result<crate::record::LinkedLibrary, String>>,
 }
 
 /// Lower-case hex SHA-256.
@@ -99,11 +101,12 @@ pub fn all_inputs(
     campaign: &Campaign,
     plan: &Plan,
     facts: &Facts,
+    kind_inputs: KindInputs,
 ) -> Vec<BTreeMap<String, String>> {
     let mut inputs = vec![BTreeMap::new(); plan.graph.node_count()];
     let mut keys = vec![String::new(); plan.graph.node_count()];
     for ix in plan.execution_order() {
-        let mut map = own_inputs(campaign, &plan.graph[ix], facts);
+        let mut map = own_inputs(campaign, &plan.graph[ix], facts, kind_inputs);
         for dep in plan.deps(ix) {
             map.insert(
                 format!("after {}", plan.graph[dep].id),
@@ -129,8 +132,17 @@ fn spec_of(campaign: &Campaign, kind: StepKind) -> &StepSpec {
         .expect("node kinds come from declared steps")
 }
 
+/// A step kind's own cache-key inputs of one node (`run/steps`' `KindSpec::inputs`).
+pub type KindInputs =
+    &'static dyn Fn(&Campaign, &Node, &StepSpec, &Facts, &mut BTreeMap<String, String>);
+
 /// A node's own inputs (not counting its dependencies).
-fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, String> {
+fn own_inputs(
+    c: &Campaign,
+    node: &Node,
+    facts: &Facts,
+    kind_inputs: KindInputs,
+) -> BTreeMap<String, String> {
     let spec = spec_of(c, node.kind);
     let mut m = BTreeMap::new();
     m.insert(
@@ -148,7 +160,7 @@ fn own_inputs(c: &Campaign, node: &Node, facts: &Facts) -> BTreeMap<String, Stri
         params.flags = Some(p.to_string());
     }
     m.insert("params".into(), json(&params));
-    super::steps::behaviour(node.kind).inputs(c, node, spec, facts, &mut m);
+    kind_inputs(c, node, spec, facts, &mut m);
     m
 }
 
@@ -180,6 +192,7 @@ mod tests {
 
     fn facts() -> Facts {
         Facts {
+            libraries: BTreeMap::new(),
             cc_version: "gcc 12".into(),
             env_fingerprint: "fp".into(),
         }
@@ -189,9 +202,9 @@ mod tests {
     fn keys_propagate_downstream() {
         let mut c = campaign(2);
         let plan = Plan::build(&c);
-        let before = all_inputs(&c, &plan, &facts());
+        let before = all_inputs(&c, &plan, &facts(), &crate::run::steps::kind_inputs);
         c.flags.get_mut("guide").unwrap().flags = vec!["-O3".into()];
-        let after = all_inputs(&c, &plan, &facts());
+        let after = all_inputs(&c, &plan, &facts(), &crate::run::steps::kind_inputs);
         let build = plan.by_id["s/K-0/build"];
         let time = plan.by_id["s/K-0/time:keygen"];
         assert_eq!(
@@ -211,7 +224,7 @@ mod tests {
     fn per_instance_samples_key_only_the_instances_they_name() {
         let mut c = campaign(2);
         let plan = Plan::build(&c);
-        let before = all_inputs(&c, &plan, &facts());
+        let before = all_inputs(&c, &plan, &facts(), &crate::run::steps::kind_inputs);
         let time = c
             .steps
             .iter_mut()
@@ -225,7 +238,7 @@ mod tests {
             iters: None,
             samples: Some(11),
         });
-        let after = all_inputs(&c, &plan, &facts());
+        let after = all_inputs(&c, &plan, &facts(), &crate::run::steps::kind_inputs);
         let named = plan.by_id["s/K-1/time:keygen"];
         let other = plan.by_id["s/K-0/time:keygen"];
         assert_eq!(
@@ -239,7 +252,7 @@ mod tests {
     fn measurements_depend_on_the_machine() {
         let c = campaign(1);
         let plan = Plan::build(&c);
-        let a = all_inputs(&c, &plan, &facts());
+        let a = all_inputs(&c, &plan, &facts(), &crate::run::steps::kind_inputs);
         let b = all_inputs(
             &c,
             &plan,
@@ -247,6 +260,7 @@ mod tests {
                 env_fingerprint: "other".into(),
                 ..facts()
             },
+            &crate::run::steps::kind_inputs,
         );
         let time = plan.by_id["s/K-0/time:keygen"];
         let kat = plan.by_id["s/K-0/kat"];

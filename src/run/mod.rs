@@ -5,6 +5,7 @@ pub mod ctx;
 pub mod decide;
 pub mod exec;
 pub mod keys;
+pub mod libs;
 pub mod lock;
 pub mod paired;
 pub mod progress;
@@ -12,6 +13,9 @@ pub mod sandbox;
 mod scheduler;
 pub mod session;
 pub mod steps;
+pub mod stop;
+#[cfg(test)]
+pub(crate) mod test_ctx;
 pub mod yardstick;
 
 pub use scheduler::{execute, RunOptions, Summary};

@@ -8,7 +8,9 @@
 //! B/A with its 95% bootstrap CI; the threshold is how far the A/A ratio's CI reaches from
 //! 1, never below 1% ([`stats::aa_threshold`]); the verdict is `slower`/`faster` only when
 //! the whole B/A interval lies beyond `1 ± threshold` ([`stats::paired_verdict`]). Rounds
-//! where any of the three was interfered are left out when enough clean ones remain.
+//! where any of the three was interfered are left out when enough clean ones remain. The
+//! three are visited together (`Settings::group`): once all three reached the precision they
+//! are timed in one round of four, but always in the same rounds.
 //!
 //! The runners run in the sandbox like a campaign's ([`super::sandbox`]), each writing only
 //! its own scratch folder under `B/scratch/compare-measure/`, and their records get the
@@ -200,6 +202,8 @@ pub fn measure(
         precision: crate::measure::rounds::DEFAULT_PRECISION,
         batch: session::DEFAULT_BATCH,
         timeout,
+        // A, B and A/A are visited together, so their rounds stay paired.
+        group: 3,
     };
     let show = |round: usize, worst: f64| {
         if worst.is_finite() {

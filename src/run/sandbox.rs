@@ -355,8 +355,8 @@ mod tests {
     #[test]
     fn bwrap_hides_home_and_keeps_writes_in_the_jail() {
         let sb = Sandbox::detect();
-        if !sb.contained() {
-            eprintln!("skipped: {:?}", sb.info.missing);
+        let missing = (!sb.contained()).then(|| sb.info.missing.join("; "));
+        if !crate::require::require("bubblewrap", missing) {
             return;
         }
         let d = tempfile::tempdir().unwrap();

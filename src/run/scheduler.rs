@@ -202,17 +202,21 @@ pub fn execute(
             }
         }
 
-        // Start what the isolation policy allows. `core`: everything at once (the bench
-        // lane runs exclusive steps one by one, the pool the rest, off the bench core).
-        // `machine`: an exclusive step starts only when no parallel step runs, and no
-        // parallel step starts while an exclusive one runs or waits.
+        // Start what the isolation policy allows ([`may_start`]).
         let settled = held.len() + outcomes.keys().filter(|&&ix| in_session(&ctx, ix)).count();
         if !stop && !held.is_empty() && settled == session_steps {
             session = Some(std::mem::take(&mut held));
         }
         if !stop {
             if let Some(steps) = session.take() {
-                if !machine || running_parallel + running_exclusive == 0 {
+                if may_start(
+                    machine,
+                    true,
+                    running_parallel,
+                    running_exclusive,
+                    jobs,
+                    false,
+                ) {
                     for (ix, _) in &steps {
                         progress.started(&ctx.node(*ix).id, true);
                     }
@@ -228,16 +232,16 @@ pub fn execute(
             while i < queued.len() {
                 let ix = queued[i].0;
                 let exclusive = ctx.node(ix).exclusive;
-                let allowed = if !machine {
-                    true
-                } else if exclusive {
-                    running_parallel == 0 && running_exclusive == 0
-                } else {
-                    running_exclusive == 0
-                        && running_parallel < jobs
-                        && session.is_none()
-                        && !queued.iter().any(|(q, _)| ctx.node(*q).exclusive)
-                };
+                let exclusive_waits =
+                    session.is_some() || queued.iter().any(|(q, _)| ctx.node(*q).exclusive);
+                let allowed = may_start(
+                    machine,
+                    exclusive,
+                    running_parallel,
+                    running_exclusive,
+                    jobs,
+                    exclusive_waits,
+                );
                 if !allowed {
                     i += 1;
                     continue;
@@ -300,6 +304,29 @@ pub fn execute(
         outcomes,
         interrupted: exec::cancelled(),
         stopped_early,
+    }
+}
+
+/// Whether a step may start now, given how many parallel and exclusive steps run, the
+/// parallel workers, and whether an exclusive step (or the timing session) waits to start.
+/// A step is handed over only when it can start at once: a parallel one when a worker is
+/// free, an exclusive one when the bench lane is idle, so nothing waits in the pool's or the
+/// lane's queue that `--fail-fast` or Ctrl-C could not hold back. The isolation policy:
+/// `core` (`machine` false) runs both lanes side by side (the pool off the bench core);
+/// `machine` starts an exclusive step only when nothing runs, and a parallel one only when
+/// no exclusive step runs or waits.
+fn may_start(
+    machine: bool,
+    exclusive: bool,
+    running_parallel: usize,
+    running_exclusive: usize,
+    jobs: usize,
+    exclusive_waits: bool,
+) -> bool {
+    if exclusive {
+        running_exclusive == 0 && (!machine || running_parallel == 0)
+    } else {
+        running_parallel < jobs && (!machine || (running_exclusive == 0 && !exclusive_waits))
     }
 }
 
@@ -490,5 +517,178 @@ fn release(
                 ready.insert(next);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::tests::campaign;
+    use crate::run::test_ctx::{ctx, ix};
+
+    #[test]
+    fn core_isolation_runs_both_lanes_side_by_side() {
+        for waits in [false, true] {
+            // Parallel steps up to the workers, whatever the bench lane does.
+            assert!(may_start(false, false, 0, 1, 2, waits));
+            assert!(may_start(false, false, 1, 1, 2, waits));
+            assert!(!may_start(false, false, 2, 0, 2, waits));
+            // One exclusive step at a time, beside parallel ones.
+            assert!(may_start(false, true, 2, 0, 2, waits));
+            assert!(!may_start(false, true, 0, 1, 2, waits));
+        }
+    }
+
+    #[test]
+    fn machine_isolation_keeps_exclusive_steps_alone() {
+        // An exclusive step: only on an idle machine.
+        assert!(may_start(true, true, 0, 0, 2, true));
+        assert!(!may_start(true, true, 1, 0, 2, true));
+        assert!(!may_start(true, true, 0, 1, 2, true));
+        // A parallel step: not beside an exclusive one, not while one waits, not beyond
+        // the workers.
+        assert!(may_start(true, false, 0, 0, 2, false));
+        assert!(may_start(true, false, 1, 0, 2, false));
+        assert!(!may_start(true, false, 2, 0, 2, false));
+        assert!(!may_start(true, false, 0, 1, 2, false));
+        assert!(!may_start(true, false, 0, 0, 2, true));
+    }
+
+    fn outcome(status: Status, soft: bool, reason: &str) -> Outcome {
+        Outcome {
+            status,
+            reason: Some(reason.to_string()),
+            ran: true,
+            soft,
+            log: None,
+        }
+    }
+
+    #[test]
+    fn a_dependency_that_did_not_succeed_blocks_with_its_reason() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        let kat = ix(&c, "s/K-0/kat");
+        let build = ix(&c, "s/K-0/build");
+        let blocked = |status, soft, reason: &str, kind| {
+            let outcomes = BTreeMap::from([
+                (build, outcome(Status::Ok, false, "")),
+                (kat, outcome(status, soft, reason)),
+            ]);
+            blocked_by(&c, &[build, kat], &outcomes, kind)
+        };
+        assert_eq!(blocked(Status::Ok, false, "", StepKind::Time), None);
+        // Hash mismatches only: dependents still run ("timed anyway").
+        assert_eq!(
+            blocked(Status::Failed, true, "MISMATCH", StepKind::Time),
+            None
+        );
+        assert_eq!(
+            blocked(
+                Status::Failed,
+                false,
+                "FAIL: SIGSEGV in keygen\nlog tail",
+                StepKind::Time
+            ),
+            Some((
+                Status::Skipped,
+                "`s/K-0/kat` failed: FAIL: SIGSEGV in keygen".to_string()
+            ))
+        );
+        assert_eq!(
+            blocked(
+                Status::TimedOut,
+                false,
+                "timed out after 8 s",
+                StepKind::Time
+            ),
+            Some((
+                Status::Skipped,
+                "`s/K-0/kat` failed: timed out after 8 s".to_string()
+            ))
+        );
+        assert_eq!(
+            blocked(Status::Skipped, false, "x", StepKind::Time),
+            Some((Status::Skipped, "`s/K-0/kat` was skipped".to_string()))
+        );
+        assert_eq!(
+            blocked(Status::Unsupported, false, "lacks avx2", StepKind::Time),
+            Some((Status::Unsupported, "lacks avx2".to_string()))
+        );
+        // A report renders whatever exists, failures included.
+        assert_eq!(
+            blocked(Status::Failed, false, "FAIL", StepKind::Report),
+            None
+        );
+    }
+
+    #[test]
+    fn the_first_dependency_that_blocks_decides() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        let (build, kat) = (ix(&c, "s/K-0/build"), ix(&c, "s/K-0/kat"));
+        let outcomes = BTreeMap::from([
+            (build, outcome(Status::Unsupported, false, "lacks avx2")),
+            (kat, outcome(Status::Failed, false, "FAIL")),
+        ]);
+        assert_eq!(
+            blocked_by(&c, &[build, kat], &outcomes, StepKind::Time),
+            Some((Status::Unsupported, "lacks avx2".to_string()))
+        );
+    }
+
+    #[test]
+    fn a_step_is_ready_when_its_last_selected_dependency_finishes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        let all: BTreeSet<NodeIndex> = c.plan.graph.node_indices().collect();
+        let mut waiting: BTreeMap<NodeIndex, usize> = all
+            .iter()
+            .map(|&ix| (ix, c.plan.deps(ix).count()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let mut ready = BTreeSet::new();
+        let report = ix(&c, "s/report");
+        let mut order = vec![];
+        // Finish steps in execution order; each release may make others ready.
+        let mut todo: VecDeque<NodeIndex> = all
+            .iter()
+            .copied()
+            .filter(|ix| !waiting.contains_key(ix))
+            .collect();
+        while let Some(ix) = todo.pop_front() {
+            order.push(c.node(ix).id.clone());
+            assert!(
+                c.plan.deps(ix).all(|d| order.contains(&c.node(d).id)),
+                "{} ready before its dependencies: {order:?}",
+                c.node(ix).id
+            );
+            release(&c, ix, &all, &mut waiting, &mut ready);
+            todo.extend(std::mem::take(&mut ready));
+        }
+        assert!(waiting.is_empty(), "never ready: {waiting:?}");
+        assert_eq!(order.len(), all.len());
+        assert_eq!(order.last(), Some(&c.node(report).id));
+        // A dependent outside the selection is not counted down.
+        let build = ix(&c, "s/K-0/build");
+        let only_build: BTreeSet<NodeIndex> = [build].into();
+        let mut waiting = BTreeMap::from([(ix(&c, "s/K-0/kat"), 1)]);
+        release(&c, build, &only_build, &mut waiting, &mut ready);
+        assert!(ready.is_empty());
+        assert_eq!(waiting.len(), 1);
+    }
+
+    #[test]
+    fn only_exclusive_time_steps_join_the_session() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(1), tmp.path());
+        assert!(in_session(&c, ix(&c, "s/K-0/time:keygen")));
+        assert!(!in_session(&c, ix(&c, "s/K-0/kat")));
+        let mut shared = campaign(1);
+        for s in &mut shared.steps {
+            s.exclusive = false;
+        }
+        let c = ctx(shared, tmp.path());
+        assert!(!in_session(&c, ix(&c, "s/K-0/time:keygen")));
     }
 }

@@ -164,8 +164,11 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, SurveyError> {
         .filter(|(_, g)| !**g)
         .map(|(h, _)| h.clone())
         .collect();
+    let has_provided = !(input.primitive_sources.is_empty() && input.primitives.is_empty());
     let (verdict, mut summary) =
-        verdict::verdict_with(&evidence, &own, &provided_used, &|s| provided.family(s));
+        verdict::verdict_with(&evidence, &own, &provided_used, has_provided, &|s| {
+            provided.family(s)
+        });
     let glue_files: BTreeSet<&str> = hits
         .iter()
         .zip(&is_glue)

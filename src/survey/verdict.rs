@@ -13,15 +13,19 @@ pub fn verdict(
     own: &[OwnSymbol],
     provided_used: &[String],
 ) -> (Verdict, String) {
-    verdict_with(hits, own, provided_used, &|s| {
+    verdict_with(hits, own, provided_used, true, &|s| {
         family_of_symbol(s).map(str::to_string)
     })
 }
 
+/// [`verdict`] with the families of provided symbols from `provided_family`;
+/// `has_provided` is false when the submission declares no provided library at all (a
+/// NIST-round package brings all its symmetric code), which the summary then says.
 pub(super) fn verdict_with(
     hits: &[SourceHit],
     own: &[OwnSymbol],
     provided_used: &[String],
+    has_provided: bool,
     provided_family: &dyn Fn(&str) -> Option<String>,
 ) -> (Verdict, String) {
     // family -> evidence (symbol names, else file:line)
@@ -93,7 +97,9 @@ pub(super) fn verdict_with(
             .filter(|f| *f != "openssl")
             .map(|f| family_title(f))
             .collect();
-        let tail = if unused.is_empty() {
+        let tail = if !has_provided {
+            "; no provided library declared".to_string()
+        } else if unused.is_empty() {
             String::new()
         } else {
             format!("; provided {} unused", unused.join(", "))
@@ -189,5 +195,18 @@ mod tests {
         // Own AES while the provided Keccak is used: a bypass for AES.
         let (v, _) = verdict(&[hit("aes.c", "aes", true)], &[], &["shake256".into()]);
         assert_eq!(v, Verdict::Bypass);
+        // A NIST package declares no provided library: nothing provided is "unused".
+        let (v, s) = verdict_with(
+            &[],
+            &[own("KeccakF1600_StatePermute", "keccak", true)],
+            &[],
+            false,
+            &|_| None,
+        );
+        assert_eq!(v, Verdict::Bypass);
+        assert!(
+            s.ends_with("reachable; no provided library declared"),
+            "{s}"
+        );
     }
 }

@@ -1,11 +1,18 @@
-//! Helpers shared by the integration tests that run the real `ngcc-pipe` binary
-//! (`tests/engine.rs`, `tests/hostile.rs`): the binary with the runner beside it, temporary
-//! output folders, records, and a collector of failed checks.
+//! Helpers shared by the integration tests that run the real `ngcc-pipe` binary: the
+//! binary with the runner beside it, temporary output folders, pipelines that run on this
+//! machine wherever the clone lives, records, a collector of failed checks, and the checks
+//! for what a test needs outside Rust ([`require`]).
 #![allow(dead_code)] // each test binary uses its own subset
 
-use std::path::Path;
+pub mod require;
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Instant;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub use require::{require, require_tool};
 
 use ngcc_pipe::model::{Op, StepKind};
 use ngcc_pipe::record::{self, CampaignRecord, KatData, StepData, StepRecord};
@@ -46,8 +53,17 @@ impl Run {
 }
 
 pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
+    run_with_env(args, &[])
+}
+
+/// [`run`] with more environment variables.
+pub fn run_with_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Run {
     let t0 = Instant::now();
-    let out: Output = ngcc().args(args).output().expect("ngcc-pipe starts");
+    let out: Output = ngcc()
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("ngcc-pipe starts");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -126,4 +142,206 @@ impl Checks {
             self.0.join("\n  - ")
         );
     }
+}
+
+/// The core the tests pin timing to: the first of the cores this process may run on (not a
+/// fixed 0, which a cgroup or `taskset` may exclude).
+pub fn bench_cpu() -> usize {
+    kem_native::sys::thread_affinity()
+        .ok()
+        .and_then(|cpus| cpus.first().copied())
+        .expect("sched_getaffinity lists the cores this process may run on")
+}
+
+/// `text` as a KDL string literal (quotes included).
+pub fn kdl_str(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// `path` with `.` and `..` resolved lexically (for glob patterns, which cannot be
+/// canonicalized).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A copy of the repository's pipeline `rel` written to `to`, runnable from there on this
+/// machine: its `submissions`, `submissions-root` and `outputs` paths made absolute,
+/// `bench-cpu` set to [`bench_cpu`], then each `(from, to)` edit applied (each must match).
+pub fn pipeline_copy(rel: &str, to: &Path, edits: &[(&str, &str)]) -> PathBuf {
+    let src = repo().join(rel);
+    let base = src.parent().expect("the pipeline is in a folder");
+    let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let word = line.split_whitespace().next().unwrap_or("");
+        let line = if word == "bench-cpu" {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            format!("{indent}bench-cpu {}", bench_cpu())
+        } else if ["submissions", "submissions-root", "outputs"].contains(&word)
+            && !line.starts_with(' ')
+        {
+            // `word "a" "b" // comment`: each quoted path made absolute.
+            let code = line.split("//").next().unwrap_or(line);
+            let paths: Vec<String> = code
+                .split('"')
+                .skip(1)
+                .step_by(2)
+                .map(|p| kdl_str(&lexical(&base.join(p)).display().to_string()))
+                .collect();
+            format!("{word} {}", paths.join(" "))
+        } else {
+            line.to_string()
+        };
+        lines.push(line);
+    }
+    let mut text = lines.join("\n") + "\n";
+    for (from, to) in edits {
+        assert!(text.contains(from), "{rel} has no `{from}`");
+        text = text.replacen(from, to, 1);
+    }
+    std::fs::write(to, text).expect("write the pipeline copy");
+    to.to_path_buf()
+}
+
+/// The unpacked folder of crate `name` at exactly `version`, fetched with cargo (offline
+/// first, then from the registry; checksum-verified) as the `source` step does, or why it
+/// cannot be had. Once per process and crate, in a fetch project of this process's own.
+pub fn registry_crate(name: &str, version: &str) -> Result<PathBuf, String> {
+    static SCRATCH: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static FOUND: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
+    let scratch = SCRATCH.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("ngcc-test-fetch-")
+            .tempdir()
+            .expect("temp dir")
+    });
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    found
+        .entry(format!("{name}-{version}"))
+        .or_insert_with(|| {
+            ngcc_pipe::run::steps::source::fetch_crate(scratch.path(), name, version)
+                .map_err(|e| format!("crate `{name}` {version} cannot be fetched with cargo: {e}"))
+        })
+        .clone()
+}
+
+/// [`require`] for the crates the example submissions are built from (group `crates`).
+#[must_use]
+pub fn require_crates(crates: &[(&str, &str)]) -> bool {
+    let missing = crates.iter().find_map(|(n, v)| registry_crate(n, v).err());
+    require("crates", missing)
+}
+
+/// The crates of `submissions/` and `pipelines/quick/`.
+pub const MLKEM_CRATE: (&str, &str) = ("pqcrypto-mlkem", "0.1.1");
+pub const FRODO_CRATE: (&str, &str) = ("pqcrypto-frodo", "0.4.11");
+
+/// [`require`] for valgrind (group `valgrind`: the `count` and `ct` steps).
+#[must_use]
+pub fn require_valgrind() -> bool {
+    require_tool("valgrind", "valgrind", "valgrind")
+}
+
+/// Every file under `dir`, relative, sorted.
+pub fn tree(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Processes alive whose command line names the run's outputs folder: kem-runner, bwrap,
+/// gcc, and what hostile fixtures fork (they keep kem-runner's command line; their names,
+/// shown here too, are `ngcc-hostile-*`).
+pub fn survivors(out: &Path) -> Vec<String> {
+    let needle = out.display().to_string();
+    let mut found = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let cmdline = std::fs::read(e.path().join("cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        if cmdline.contains(&needle) {
+            found.push(format!("{name} {} {cmdline}", comm.trim()));
+        }
+    }
+    found
+}
+
+/// Survivors after giving the kernel a moment to reap what was just killed.
+pub fn settled_survivors(out: &Path) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = survivors(out);
+        if s.is_empty() || Instant::now() > until {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A pipeline over fixture KEMs in `kems` (absolute), with short measurements.
+pub fn fixture_pipeline(
+    name: &str,
+    kems: &Path,
+    subs: &[&str],
+    kat_modes: &str,
+    trial: &str,
+) -> String {
+    let manifests: Vec<String> = subs
+        .iter()
+        .map(|sub| format!("\"{}\"", s(&kems.join(sub).join("manifest.kdl"))))
+        .collect();
+    format!(
+        r#"system "{name}" {{
+    bench-cpu {cpu}
+    cc "gcc"
+}}
+flags "fixture" "-O2"
+flags "harness-default" "-O2"
+submissions {}
+submissions-root "{}"
+outputs "outputs"
+defaults timeout="60s"
+step "source"
+step "build" needs="source" flags="fixture"
+step "kat" needs="build" modes="{kat_modes}"
+step "sizes" needs="kat"
+step "survey" needs="build"
+step "time" needs="kat" exclusive=#true ops="keygen enc dec" trials=2 trial="{trial}" min-iters=5 samples=11
+step "profile" needs="kat" exclusive=#true ops="keygen enc dec" iters=5
+step "report" needs="kat time sizes profile survey"
+step "index" needs="report"
+"#,
+        manifests.join(" "),
+        s(kems),
+        cpu = bench_cpu(),
+    )
 }

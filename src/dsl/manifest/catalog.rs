@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kdl::KdlNode;
+use kdl::{KdlEntry, KdlNode};
 use miette::SourceSpan;
 
 use super::super::diag::{closest, did_you_mean, Diagnostic, SourceFile};
@@ -22,12 +22,27 @@ pub(super) struct KeyAt {
     pub span: SourceSpan,
 }
 
-pub(super) fn lower_kat(
+/// The `kat` node: the settings, and the `submitted=` entry (its template is expanded with
+/// the instances).
+pub(super) fn lower_kat<'n>(
     cx: &mut NodeReader<'_>,
     loader: &Loader<'_>,
-    n: Option<&KdlNode>,
+    n: Option<&'n KdlNode>,
     sub_span: SourceSpan,
     dir: &Path,
+) -> (Option<KatSettings>, Option<&'n KdlEntry>) {
+    let mut submitted = None;
+    let kat = lower_kat_settings(cx, loader, n, sub_span, dir, &mut submitted);
+    (kat, submitted)
+}
+
+fn lower_kat_settings<'n>(
+    cx: &mut NodeReader<'_>,
+    loader: &Loader<'_>,
+    n: Option<&'n KdlNode>,
+    sub_span: SourceSpan,
+    dir: &Path,
+    submitted: &mut Option<&'n KdlEntry>,
 ) -> Option<KatSettings> {
     let mut rng = Some(KatRng::Nist);
     let mut manifest_rel = "kat.sha256".to_string();
@@ -38,7 +53,20 @@ pub(super) fn lower_kat(
         cx.no_args(n, "kat");
         cx.no_children(n, "kat");
         manifest_span = name_span(n);
-        let props = cx.props(n, "`kat`", &["rng", "manifest", "all-count", "reference"]);
+        let props = cx.props(
+            n,
+            "`kat`",
+            &["rng", "manifest", "all-count", "reference", "submitted"],
+        );
+        *submitted = props.get("submitted").copied();
+        if let (Some(r), Some(_)) = (props.get("reference"), props.get("submitted")) {
+            let span = r.name().map(|i| i.span()).unwrap_or(r.span());
+            cx.error(
+                span,
+                "not with `submitted`",
+                "`kat reference=` is for `.rsp` files of the tool's own layouts; with `submitted=` the submitted files are the reference",
+            );
+        }
         if let Some(e) = props.get("rng") {
             rng = match cx.expect_string(e, "rng").as_deref() {
                 Some("nist") => Some(KatRng::Nist),
@@ -92,6 +120,7 @@ pub(super) fn lower_kat(
         manifest,
         all_count: all_count?,
         reference_dir,
+        submitted: submitted.is_some(),
     })
 }
 
@@ -320,7 +349,9 @@ pub(super) fn check_kat_file(
     let mut names: Vec<String> = Vec::new();
     for i in instances {
         names.push(i.id.clone());
-        names.push(format!("{}.all", i.id));
+        if !kat.submitted {
+            names.push(format!("{}.all", i.id));
+        }
     }
     let mut seen: BTreeMap<String, SourceSpan> = BTreeMap::new();
     let mut offset = 0;
@@ -356,6 +387,25 @@ pub(super) fn check_kat_file(
                 }
             }
         }
+    }
+    if kat.submitted {
+        for i in instances.iter().filter(|i| !seen.contains_key(&i.id)) {
+            let at = &i.origin.instance;
+            let shown = loader.fs.display(&kat.manifest);
+            loader.notes.push(
+                Diagnostic::new(
+                    manifest,
+                    format!(
+                        "instance `{}` has no line in {shown} pinning the SHA-256 of its submitted KAT file: its KAT will be NOKAT",
+                        i.id
+                    ),
+                )
+                .label(SourceSpan::new(at.offset.into(), at.len), "declared here")
+                .help("`ngcc-pipe import` writes these lines; `sha256sum` of the submitted .rsp gives one")
+                .note(),
+            );
+        }
+        return;
     }
     for i in instances {
         for mode in &modes {

@@ -10,13 +10,25 @@ use super::super::cflags::flag_problem;
 use super::super::cpu_flags;
 use super::super::diag::line_col;
 use super::super::diag::{backticked, did_you_mean};
-use super::super::pipeline::words;
 use super::super::reader::{name, name_span, NodeReader};
 use super::super::template::{parse_template, undefined_var, Template};
+use super::super::values::words;
+use super::source::{check_root_path, root_path_problem};
+use super::wide::{library, Wide};
 use super::{check_id, id_problem, plain_node};
-use crate::model::{Instance, Origin, Pos, PROFILE_VAR};
+use crate::model::{Api, Instance, Origin, Pos, PROFILE_VAR};
 
-const WHEN_NODES: [&str; 4] = ["cflags", "sources", "requires-cpu", "exclude"];
+const WHEN_NODES: [&str; 6] = [
+    "cflags",
+    "sources",
+    "requires-cpu",
+    "exclude",
+    "link",
+    "kat-submitted",
+];
+/// Variables of a `kat submitted=` template besides the matrix's: api.h's sizes, known
+/// when the instance is built (`PQCkemKAT_{sk}.rsp`).
+pub(crate) const SIZE_VARS: [&str; 4] = ["pk", "sk", "ct", "ss"];
 /// A matrix larger than this is refused (it is surely a mistake, and memory is finite).
 const MAX_MATRIX: usize = 100_000;
 
@@ -135,6 +147,45 @@ struct When {
     sources: Vec<String>,
     requires_cpu: Vec<String>,
     exclude: Vec<String>,
+    libraries: Vec<String>,
+    kat_submitted: Option<Template>,
+}
+
+/// What the submission gives every instance, and where it is (for messages).
+pub(super) struct Shared<'a, 'n> {
+    pub sub_span: SourceSpan,
+    pub what: &'a str,
+    pub wide: &'a Wide,
+    /// `kat submitted=`'s entry, when given.
+    pub kat_submitted: Option<&'n KdlEntry>,
+}
+
+/// A `kat submitted=` template: matrix variables and api.h's sizes.
+fn kat_template(cx: &mut NodeReader<'_>, e: &KdlEntry, what: &str, m: &Matrix) -> Option<Template> {
+    let mut vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+    for v in SIZE_VARS {
+        if vars.contains(&v) {
+            let s = cx.value_span(e);
+            cx.error(
+                s,
+                "ambiguous",
+                format!("matrix variable `{v}` has the name of an api.h size that `{what}` may use: rename the matrix variable"),
+            );
+            return None;
+        }
+    }
+    vars.extend(SIZE_VARS);
+    let t = template_value(cx, e, what, &vars)?;
+    // The path must stay in the source whatever the values: try it with every size `1`.
+    let probe: BTreeMap<String, String> = SIZE_VARS
+        .iter()
+        .map(|v| (v.to_string(), "1".to_string()))
+        .chain(m.iter().map(|(k, vals)| (k.clone(), vals[0].clone())))
+        .collect();
+    let ok = t
+        .expand(&probe)
+        .is_ok_and(|p| check_root_path(cx, &p, e, "submitted KAT file"));
+    ok.then_some(t)
 }
 
 fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
@@ -197,6 +248,8 @@ fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Option<When> 
         sources: Vec::new(),
         requires_cpu: Vec::new(),
         exclude: Vec::new(),
+        libraries: Vec::new(),
+        kat_submitted: None,
     };
     let children = cx.expect_children(n, "when")?;
     for c in children.nodes() {
@@ -207,7 +260,33 @@ fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Option<When> 
             continue;
         }
         plain_node(cx, c);
+        if nm == "link" {
+            for e in c.entries().iter().filter(|e| e.name().is_none()) {
+                match library(cx, e) {
+                    Some(l) if !w.libraries.contains(&l) => w.libraries.push(l),
+                    Some(_) => {}
+                    None => ok = false,
+                }
+            }
+            continue;
+        }
+        if nm == "kat-submitted" {
+            let Some((_, e)) = cx.one_string_arg(c, nm) else {
+                ok = false;
+                continue;
+            };
+            match kat_template(cx, e, "kat-submitted", m) {
+                Some(t) => w.kat_submitted = Some(t),
+                None => ok = false,
+            }
+            continue;
+        }
         let args = cx.string_args(c, nm, 1);
+        if nm == "sources" {
+            for (p, e) in &args {
+                ok &= check_root_path(cx, p, e, "source");
+            }
+        }
         if nm == "cflags" {
             let mut prev: Option<&str> = None;
             for (flag, e) in &args {
@@ -304,13 +383,20 @@ pub(super) fn expand_instances(
     nodes: &[&KdlNode],
     whens: &[&KdlNode],
     m: &Matrix,
-    sub_span: SourceSpan,
-    what: &str,
+    shared: &Shared<'_, '_>,
 ) -> (Vec<Instance>, bool) {
     let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+    let nist = shared.wide.api == Api::Nist;
     if nodes.is_empty() {
-        cx.missing_node(sub_span, "instance", what);
+        cx.missing_node(shared.sub_span, "instance", shared.what);
     }
+    let kat_submitted = match shared.kat_submitted {
+        Some(e) => match kat_template(cx, e, "submitted", m) {
+            Some(t) => Some(t),
+            None => return (Vec::new(), false),
+        },
+        None => None,
+    };
     let mut tpls = Vec::new();
     for n in nodes {
         cx.no_children(n, "instance");
@@ -327,7 +413,19 @@ pub(super) fn expand_instances(
             }
         };
         let dir = get("dir");
-        let namespace = get("namespace");
+        let namespace = match (nist, props.get("namespace")) {
+            (false, _) => get("namespace"),
+            (true, None) => Some(Template { pieces: Vec::new() }),
+            (true, Some(e)) => {
+                let s = cx.value_span(e);
+                let d = cx
+                    .diag("`namespace` given under `api \"nist\"`")
+                    .label(s, "no namespace in a NIST package")
+                    .help("a NIST-round package's api.h and functions carry no prefix (`crypto_kem_keypair`, `CRYPTO_SECRETKEYBYTES`): remove `namespace=`, or remove `api \"nist\"` for a namespaced (PQClean) tree");
+                cx.push(d);
+                None
+            }
+        };
         if let (Some((_, e)), Some(id)) = (id, id_t) {
             let at = |e: Option<&&KdlEntry>| {
                 let s = e.map(|e| cx.value_span(e)).unwrap_or(name_span(n));
@@ -363,6 +461,7 @@ pub(super) fn expand_instances(
     let mut reported: Vec<String> = Vec::new();
     let mut self_reported: Vec<usize> = Vec::new();
     let mut bad_ids: Vec<usize> = Vec::new();
+    let mut bad_dirs: Vec<usize> = Vec::new();
     for (ti, t) in tpls.iter().enumerate() {
         for (ci, vars) in combos.iter().enumerate() {
             // Variables were checked above, so expansion cannot fail here.
@@ -393,6 +492,21 @@ pub(super) fn expand_instances(
             let (Some(dir), Some(namespace)) = (expand(&t.dir), expand(&t.namespace)) else {
                 continue;
             };
+            if let Some(problem) = root_path_problem(&dir) {
+                if !bad_dirs.contains(&ti) {
+                    bad_dirs.push(ti);
+                    let p = &t.origin.dir;
+                    let d = cx
+                        .diag(format!("instance folder `{dir}` {problem}"))
+                        .label(
+                            SourceSpan::new(p.offset.into(), p.len),
+                            "outside the source",
+                        )
+                        .help("`dir=` is relative to the source root and stays inside it");
+                    cx.push(d);
+                }
+                continue;
+            }
             let mut inst = Instance {
                 id,
                 dir,
@@ -400,7 +514,9 @@ pub(super) fn expand_instances(
                 cflags: Vec::new(),
                 extra_sources: Vec::new(),
                 requires_cpu: Vec::new(),
-                exclude: Vec::new(),
+                exclude: shared.wide.exclude.clone(),
+                libraries: shared.wide.libraries.clone(),
+                kat_submitted: kat_submitted.as_ref().map(|k| k.expand_keeping(vars)),
                 vars: vars.clone(),
                 nist_category: None,
                 origin: t.origin.clone(),
@@ -415,6 +531,14 @@ pub(super) fn expand_instances(
                     inst.extra_sources.extend(w.sources.iter().cloned());
                     inst.requires_cpu.extend(w.requires_cpu.iter().cloned());
                     inst.exclude.extend(w.exclude.iter().cloned());
+                    for l in &w.libraries {
+                        if !inst.libraries.contains(l) {
+                            inst.libraries.push(l.clone());
+                        }
+                    }
+                    if let Some(k) = &w.kat_submitted {
+                        inst.kat_submitted = Some(k.expand_keeping(vars));
+                    }
                 }
             }
             out.push(inst);
@@ -426,6 +550,7 @@ pub(super) fn expand_instances(
             .iter()
             .all(|t| t.dir.is_some() && t.namespace.is_some())
         && bad_ids.is_empty()
+        && bad_dirs.is_empty()
         && reported.is_empty();
     (out, complete)
 }

@@ -7,6 +7,10 @@ mod catalog;
 mod ct_benign;
 mod matrix;
 mod primitives;
+mod source;
+mod wide;
+
+pub(crate) use wide::library_problem;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,13 +21,15 @@ use miette::SourceSpan;
 use super::diag::SourceFile;
 use super::fs::normalize;
 use super::loader::Loader;
-use super::reader::{args, name, name_span, NodeReader};
-use crate::model::{Primitives, ReportMeta, Source, Submission};
+use super::reader::{name, name_span, NodeReader};
+use crate::model::{Api, Primitives, ReportMeta, Submission};
 use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};
-use matrix::{expand_instances, lower_matrix};
+use matrix::{expand_instances, lower_matrix, Shared};
 use primitives::lower_primitives_node;
+use source::lower_source;
+use wide::{lower_api, lower_exclude, lower_link, Wide};
 
-const SUBMISSION_NODES: [&str; 15] = [
+const SUBMISSION_NODES: [&str; 17] = [
     "algorithm",
     "category",
     "function",
@@ -39,14 +45,17 @@ const SUBMISSION_NODES: [&str; 15] = [
     "when",
     "nist-category",
     "ct-benign",
+    "api",
+    "exclude",
 ];
-const REPEATABLE: [&str; 6] = [
+const REPEATABLE: [&str; 7] = [
     "note",
     "link",
     "instance",
     "when",
     "nist-category",
     "ct-benign",
+    "exclude",
 ];
 
 /// Lowers one manifest; returns the submission and the span of its id, or `None` when
@@ -152,27 +161,18 @@ fn lower_doc(
             meta.notes.push(s);
         }
     }
+    let mut wide = Wide::default();
     for link in all("link") {
-        plain_node(cx, link);
-        let a: Vec<&KdlEntry> = args(link).collect();
-        if a.len() != 2 {
-            cx.error(
-                name_span(link),
-                "expected a title and a URL",
-                format!(
-                    "`link` takes two arguments (a title and a URL), found {}",
-                    a.len()
-                ),
-            );
-            continue;
-        }
-        if let (Some(t), Some(u)) = (
-            cx.expect_string(a[0], "link"),
-            cx.expect_string(a[1], "link"),
-        ) {
-            meta.links.push((t, u));
-        }
+        lower_link(cx, link, &mut wide.libraries, &mut meta.links);
     }
+    for ex in all("exclude") {
+        lower_exclude(cx, ex, &mut wide.exclude);
+    }
+    let api = match one("api") {
+        Some(a) => lower_api(cx, a),
+        None => Some(Api::Namespaced),
+    };
+    wide.api = api.unwrap_or_default();
 
     let source = match one("source") {
         Some(s) => lower_source(cx, loader, s, &dir),
@@ -187,7 +187,7 @@ fn lower_doc(
         Some(p) => lower_primitives_node(cx, loader, p, &dir),
         None => Some(Primitives::default()),
     };
-    let kat = lower_kat(cx, loader, one("kat"), sub_span, &dir);
+    let (kat, kat_submitted) = lower_kat(cx, loader, one("kat"), sub_span, &dir);
     let ct_benign = ct_benign::lower_ct_benign(cx, &all("ct-benign"));
     let mut size_keys = Vec::new();
     let sizes = match one("sizes") {
@@ -208,8 +208,18 @@ fn lower_doc(
             if typos.contains(&"instance") {
                 (Vec::new(), false)
             } else {
-                let mut instances =
-                    expand_instances(cx, &all("instance"), &all("when"), matrix, sub_span, &what);
+                let mut instances = expand_instances(
+                    cx,
+                    &all("instance"),
+                    &all("when"),
+                    matrix,
+                    &Shared {
+                        sub_span,
+                        what: &what,
+                        wide: &wide,
+                        kat_submitted,
+                    },
+                );
                 crate::dsl::category::apply(cx, &all("nist-category"), matrix, &mut instances.0);
                 instances
             }
@@ -217,6 +227,11 @@ fn lower_doc(
         None => (Vec::new(), false),
     };
     let (instances, ids_complete) = instances;
+    // `when ... { kat-submitted ... }` alone also makes the package's files the answer.
+    let mut kat = kat;
+    if let Some(k) = &mut kat {
+        k.submitted |= instances.iter().any(|i| i.kat_submitted.is_some());
+    }
     // Catalog keys are checked against the instances when they all expanded.
     if ids_complete {
         if let Some(kat) = &kat {
@@ -239,6 +254,7 @@ fn lower_doc(
             sizes,
             instances,
             ct_benign,
+            api: api?,
         },
         id_span,
     ))
@@ -349,118 +365,4 @@ fn simple_string(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<String> {
     plain_node(cx, n);
     let nm = name(n).to_string();
     cx.one_string_arg(n, &nm).map(|(s, _)| s)
-}
-
-fn lower_source(
-    cx: &mut NodeReader<'_>,
-    loader: &Loader<'_>,
-    n: &KdlNode,
-    dir: &Path,
-) -> Option<Source> {
-    cx.no_args(n, "source");
-    cx.no_children(n, "source");
-    let props = cx.props(n, "`source`", &["path", "crate", "version", "root"]);
-    match (props.get("path"), props.get("crate")) {
-        (Some(_), Some(c)) => {
-            let span = c.name().map(|i| i.span()).unwrap_or(c.span());
-            cx.error(
-                span,
-                "second kind of source",
-                "`source` takes either `path` or `crate`, not both",
-            );
-            None
-        }
-        (Some(p), None) => {
-            for k in ["version", "root"] {
-                if let Some(e) = props.get(k) {
-                    let span = e.name().map(|i| i.span()).unwrap_or(e.span());
-                    cx.error(
-                        span,
-                        "only for crates",
-                        format!("property `{k}` applies only to `source crate=...`"),
-                    );
-                }
-            }
-            let rel = cx.expect_string(p, "path")?;
-            let abs = normalize(&dir.join(&rel));
-            if !loader.fs.is_dir(&abs) {
-                let span = cx.value_span(p);
-                let resolved = loader.fs.display(&abs);
-                let msg = if loader.fs.exists(&abs) {
-                    format!("source path `{rel}` is not a folder (resolved to {resolved})")
-                } else {
-                    format!("source path `{rel}` does not exist (resolved to {resolved})")
-                };
-                let d = cx
-                    .diag(msg)
-                    .label(span, "no such folder")
-                    .help("the path is relative to the manifest's folder");
-                cx.push(d);
-                return None;
-            }
-            Some(Source::Path { path: abs })
-        }
-        (None, Some(c)) => {
-            let name = cx.expect_string(c, "crate").filter(|name| {
-                let ok = crate_name_ok(name);
-                if !ok {
-                    let s = cx.value_span(c);
-                    cx.error(
-                        s,
-                        "not a crate name",
-                        format!("`{name}` is not a crates.io package name (letters, digits, `-`, `_`; starting with a letter)"),
-                    );
-                }
-                ok
-            });
-            let version = match props.get("version") {
-                Some(v) => cx.expect_string(v, "version").filter(|ver| {
-                    let parsed = semver::Version::parse(ver);
-                    if let Err(err) = &parsed {
-                        let s = cx.value_span(v);
-                        let d = cx
-                            .diag(format!(
-                                "crate version `{ver}` is not an exact semver version: {err}"
-                            ))
-                            .label(s, "not a version")
-                            .help("give the exact version published on crates.io, e.g. `0.1.1`");
-                        cx.push(d);
-                    }
-                    parsed.is_ok()
-                }),
-                None => {
-                    cx.missing_prop(n, "version", "`source crate=...`");
-                    None
-                }
-            };
-            let root = match props.get("root") {
-                Some(r) => cx.expect_string(r, "root").filter(|root| {
-                    let ok = plain_relative(root);
-                    if !ok {
-                        let s = cx.value_span(r);
-                        cx.error(
-                            s,
-                            "leaves the crate",
-                            format!("`root` `{root}` must be a folder inside the crate (relative, no `..`)"),
-                        );
-                    }
-                    ok
-                }),
-                None => Some(String::new()),
-            };
-            Some(Source::Crate {
-                name: name?,
-                version: version?,
-                root: root?,
-            })
-        }
-        (None, None) => {
-            cx.error(
-                name_span(n),
-                "`path` or `crate` missing",
-                "missing required property `path` or `crate` on `source`",
-            );
-            None
-        }
-    }
 }

@@ -9,6 +9,7 @@ use miette::SourceSpan;
 use super::super::loader::Loader;
 use super::super::reader::{name, name_span, NodeReader};
 use super::confined_path;
+use super::source::check_root_path;
 use crate::model::{PrimitiveFn, Primitives};
 
 const PRIMITIVES_NODES: [&str; 5] = ["sources", "include", "header", "hash", "drng"];
@@ -132,7 +133,17 @@ fn lower_primitives_block(cx: &mut NodeReader<'_>, doc: &KdlDocument) -> Option<
             }
             _ => {
                 cx.props(n, &format!("`{nm}`"), &[]);
-                let vals = cx.string_args(n, nm, 1).into_iter().map(|(s, _)| s);
+                let args = cx.string_args(n, nm, 1);
+                let what = match nm {
+                    "sources" => "primitives source",
+                    "include" => "primitives include folder",
+                    _ => "primitives header",
+                };
+                let vals: Vec<String> = args
+                    .into_iter()
+                    .filter(|(p, e)| check_root_path(cx, p, e, what))
+                    .map(|(s, _)| s)
+                    .collect();
                 match nm {
                     "sources" => p.sources.extend(vals),
                     "include" => p.includes.extend(vals),

@@ -1,4 +1,5 @@
-//! Pure statistics over timing trials: summaries for records and a noise-aware comparison.
+//! Pure statistics over timing trials: summaries for records, the estimates of interleaved
+//! rounds and the comparison of two runs.
 //!
 //! Everything here is a plain function of slices of numbers, unit-tested against vectors
 //! computed by hand. Nothing reads clocks or files.
@@ -23,25 +24,6 @@
 //! - **Off-target trials** ([`off_target`]): trials that lasted less than half or more
 //!   than twice the target trial length.
 //!
-//! ## Is a difference beyond noise? ([`compare_samples`])
-//! Two measurements of the same operation (e.g. two systems, or two runs) each give a few
-//! per-op trial values. A fixed percentage threshold would be too strict for noisy
-//! operations and too lax for quiet ones, so the decision uses the trials themselves, in two
-//! parts that must both hold:
-//! 1. **The samples are separated.** A two-sided Mann-Whitney U test (exact distribution
-//!    for small samples, normal approximation above 400 pairs) at `alpha` = 0.05: it makes
-//!    no normality assumption, which suits skewed timing data with occasional slow trials.
-//!    When the samples are too small for the exact test ever to reach `alpha` (e.g. 3 vs 3
-//!    trials, smallest p = 0.1), complete separation of the two min..max ranges is required
-//!    instead.
-//! 2. **The effect exceeds the dispersion.** `|ratio - 1|` of the medians must exceed
-//!    `spread_factor` (3) times the combined robust relative spread `sqrt(s_a² + s_b²)`,
-//!    `s = 1.4826 MAD / median` (the MAD scaled to a standard deviation for normal data),
-//!    and at least `min_effect` (3%): within-run trials share the same machine state, so
-//!    their spread underestimates run-to-run variation, and issue 4 states 3% as the
-//!    repeatability two back-to-back runs must achieve. Below that floor a "difference" is
-//!    not reproducible even when trials are perfectly separated.
-//!
 //! ## Interleaved rounds ([`median_ci`], [`paired_verdict`])
 //! A timing session measures every (instance, operation) once per round, in a shuffled
 //! order, so slow drift of the host spreads over all of them instead of landing on whichever
@@ -54,13 +36,79 @@
 //! ratios B/A and estimates their median the same way; the verdict is `slower` or `faster`
 //! only when the whole interval lies beyond `1 ± threshold`, the threshold coming from an
 //! A/A pair (one object against itself) in the same session, never below 1%.
+//!
+//! ## Two runs on their records ([`ratio_ci`], [`band_verdict`])
+//! Two campaigns timed weeks apart cannot be paired round by round, so the ratio B/A is the
+//! ratio of the two medians and its **95% bootstrap interval** resamples each run's rounds
+//! on their own ([`BOOTSTRAP_RESAMPLES`] times, type-7 quantiles of the resampled ratios).
+//! This is the uncertainty of the two medians, which shrinks with the rounds (about
+//! `1.25 s / sqrt(n)` for a median of n rounds that spread by s), not the spread of single
+//! rounds. Where both runs timed the same yardstick the same is done on each round's
+//! cycles divided by the yardstick's cycles in that round, which takes out a host that ran
+//! at another speed during one of the runs. The verdict asks whether the interval leaves
+//! an **equivalence band** `1 ± band` (default 2%, [`DEFAULT_BAND`]): `slower` or `faster`
+//! when it lies wholly beyond the band, `same` when it lies wholly within it, `undecided`
+//! when it crosses an edge. A difference that is certain but smaller than the band is
+//! `undecided` or `same`, never flagged.
 
-mod compare;
+mod ratio;
 mod rounds;
 
 use kem_native::output::TimeOutput;
 
-use crate::record::TimeSummary;
+use serde::{Deserialize, Serialize};
+
+/// Summary statistics of one timing record (see [`summarize`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeSummary {
+    pub trials: u32,
+    pub iters: u64,
+    /// trials x iters.
+    pub n: u64,
+    pub mean_cycles: f64,
+    pub mean_ns: f64,
+    pub ops_per_s: f64,
+    /// Per-op time and cycles of the median trial.
+    pub median_trial_ns: f64,
+    pub median_trial_cycles: f64,
+    /// Per-op cycles across trials.
+    pub min_cycles: f64,
+    pub q1_cycles: f64,
+    pub q3_cycles: f64,
+    pub max_cycles: f64,
+    /// Coefficient of variation of per-op cycles across trials (fraction, not %).
+    pub cv: f64,
+    /// Single-call samples: median and quartiles (ticks).
+    pub sample_median: Option<f64>,
+    pub sample_q1: Option<f64>,
+    pub sample_q3: Option<f64>,
+    /// Trial indices whose per-op cycles are outliers by modified Z-score > 3.5.
+    pub trial_outliers: Vec<usize>,
+    /// Number of single-call samples that are outliers by the same rule.
+    pub sample_outliers: usize,
+    /// cv > 2%.
+    pub unstable: bool,
+    /// Interleaved rounds (absent for a block of trials): median per-op cycles of the
+    /// rounds used, its 95% bootstrap interval, the rounds and how many were interfered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_low_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_high_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfered_rounds: Option<u32>,
+    /// Trial indices that lasted less than half or more than twice the target trial length
+    /// (calibration fooled, or the machine interfered).
+    #[serde(default)]
+    pub off_target_trials: Vec<usize>,
+    /// Measured counter rate: total ticks over total monotonic ns of the trials, in GHz
+    /// (for the TSC, the rate of reference cycles).
+    #[serde(default)]
+    pub counter_ghz: Option<f64>,
+}
 
 /// CV above which a measurement is flagged unstable.
 pub const UNSTABLE_CV: f64 = 0.02;
@@ -238,10 +286,7 @@ pub fn off_target(out: &TimeOutput) -> Vec<usize> {
         .collect()
 }
 
-pub use compare::{
-    compare_samples, mann_whitney_p, mann_whitney_u, robust_rel_spread, Difference, NoiseTest,
-    SeparationMethod,
-};
+pub use ratio::{band_verdict, ratio_ci, Change, DEFAULT_BAND};
 pub use rounds::{
     aa_threshold, median_ci, paired_ratios, paired_verdict, Estimate, Verdict, BOOTSTRAP_RESAMPLES,
     MIN_THRESHOLD,

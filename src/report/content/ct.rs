@@ -1,9 +1,12 @@
-//! The constant-time section: per instance and operation one line with both verdicts of the
-//! `ct` step (memcheck's secret-dependent branches and indexes, and the variable-latency
-//! scan), the method and its limits; then, in [`constant_time_detail`] (written to stand
-//! on its own, e.g. in an appendix), every memcheck location (declared or not, and whether
-//! its source line has a branch) and every variable-latency instruction with its
-//! disassembly. Present only when the pipeline declares a `ct` step.
+//! The constant-time section of a submission's report, in two parts kept apart:
+//! [`constant_time`], the body section (the method, its limits, and per instance and
+//! operation one line with both verdicts of the `ct` step: memcheck's secret-dependent
+//! branches and indexes, and the variable-latency scan's count), and
+//! [`constant_time_detail`], the appendix (every memcheck location, declared benign or not
+//! and whether its source line has a branch; what each scan reached and did not follow;
+//! every variable-latency instruction with its disassembly). The appendix is self-contained
+//! (its own heading, naming the submission) so it can be rendered elsewhere. Both are
+//! present only when the pipeline declares a `ct` step.
 
 use std::collections::BTreeMap;
 
@@ -13,8 +16,9 @@ use crate::model::{Op, StepKind};
 use crate::record::ct::CtData;
 use crate::record::{Status, StepData, StepRecord};
 
-use super::{did_not_run, status_text};
+use super::did_not_run;
 use crate::report::doc::{code, Doc, Table};
+use crate::report::results::{ct_latency, ct_verdict};
 use crate::report::view::{CampaignView, InstanceView, SubmissionView};
 
 /// The method in one paragraph (shown under the heading).
@@ -31,42 +35,25 @@ floating-point division and square root: the KyberSlash class) in a function rea
 the operation's API function by direct calls is listed.";
 
 /// What the check does not see, and which part covers what.
-pub const LIMITS: &str = "Limits: memcheck sees only the paths executed with these inputs, \
-and only branches and memory indexes: an instruction whose latency depends on secret operands \
-(a division) is neither, so memcheck cannot see it; the variable-latency scan covers that, \
-but it does not trace operands (an instruction is said to handle secret data only when \
-memcheck has a finding in the same function), follows no indirect call, and knows nothing of \
-cores whose multiplication or other arithmetic is operand-dependent. Both check the \
-compiler's output at these flags: another compiler or other flags may add or remove \
-branches and divisions.";
+pub const LIMITS: &str = "Limits: memcheck sees only the paths executed with these inputs \
+(a branch not taken on them is not checked), and only two uses of secret data: a conditional \
+jump or move, and a memory address. A secret-dependent address (a table lookup, the \
+cache-timing class) is seen whenever it is used, but not how much the cache leaks of it; an \
+instruction whose latency depends on secret operands (a division: the KyberSlash class) is \
+neither, and memcheck cannot see it. The variable-latency scan covers that class: it lists \
+division and square-root instructions in the functions reached from the API function by \
+direct calls, jumps and taken addresses, but it does not trace operands (an instruction is \
+said to handle secret data only when memcheck has a finding in the same function), follows \
+no indirect call or jump, does not scan code outside the object (the C library), and lists \
+no instruction whose latency varies only on some cores (multiplication on some older cores, \
+arithmetic on subnormal floats). Both check the compiler's output at these flags: another \
+compiler or other flags may add or remove branches and divisions. Speculative execution, \
+power and electromagnetic leaks are out of scope.";
 
 fn ct_data(r: &StepRecord) -> Option<&CtData> {
     match &r.data {
         Some(StepData::Ct(d)) if r.status == Status::Ok => Some(d),
         _ => None,
-    }
-}
-
-/// The verdict cell of one record: the step's verdict, or `not checked: why`.
-pub fn verdict_of(r: Option<&StepRecord>) -> String {
-    match r {
-        Some(r) => match ct_data(r) {
-            Some(d) => d.verdict.clone(),
-            None => format!("not checked: {}", status_text(r)),
-        },
-        None => "not checked: no record".to_string(),
-    }
-}
-
-/// The variable-latency cell of one record: the scan's verdict, `not scanned: why`, or
-/// `not checked` when the step did not run.
-pub fn latency_of(r: Option<&StepRecord>) -> String {
-    match r.and_then(ct_data) {
-        Some(d) => match &d.latency {
-            Some(l) => l.verdict(),
-            None => "not scanned (a record from before the scan)".to_string(),
-        },
-        None => "not checked".to_string(),
     }
 }
 
@@ -77,11 +64,8 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
     doc.h(2, "Constant-time check");
     doc.p(METHOD);
     doc.p(LIMITS);
-    let any = sub
-        .instances
-        .iter()
-        .any(|i| i.ops(StepKind::Ct).any(|(_, r)| r.is_some()));
-    if let Some(line) = did_not_run(view, StepKind::Ct, any, "no constant-time verdict") {
+    if let Some(line) = did_not_run(view, StepKind::Ct, any_record(sub), "no constant-time verdict")
+    {
         doc.p(line);
         return;
     }
@@ -96,13 +80,28 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
             verdicts.row(vec![
                 code(&inst.id),
                 op.name().to_string(),
-                verdict_of(r),
-                latency_of(r),
+                ct_verdict(r),
+                ct_latency(r),
             ]);
         }
     }
     doc.table(verdicts);
-    constant_time_detail(doc, view, sub);
+    doc.p(format!(
+        "Where each location and instruction is, with its source line and disassembly: \
+         \"{}\" below.",
+        detail_heading(sub)
+    ));
+}
+
+/// Whether any operation of the submission has a `ct` record.
+fn any_record(sub: &SubmissionView) -> bool {
+    sub.instances
+        .iter()
+        .any(|i| i.ops(StepKind::Ct).any(|(_, r)| r.is_some()))
+}
+
+fn detail_heading(sub: &SubmissionView) -> String {
+    format!("Appendix: constant-time detail of {}", sub.id)
 }
 
 /// Every checked operation's record with its data.
@@ -127,14 +126,16 @@ fn source_cell(f: &Finding, flags: &[String]) -> String {
     }
 }
 
-/// The detail of the constant-time check, on its own (headed, self-contained): memcheck's
-/// locations, the variable-latency instructions, what the scan did not follow, and the
-/// disassembly around each instruction.
-pub fn constant_time_detail(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
-    if !view.declared.contains(&StepKind::Ct) {
+/// The appendix of the constant-time check, on its own (headed, self-contained): memcheck's
+/// locations, what each variable-latency scan covered and did not follow, the instructions
+/// and the disassembly around each. Nothing when no operation has a `ct` record (the body
+/// section says why).
+pub(super) fn constant_time_detail(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
+    if !view.declared.contains(&StepKind::Ct) || !any_record(sub) {
         return;
     }
-    doc.h(3, format!("Constant-time check of {}: locations", sub.id));
+    doc.h(2, detail_heading(sub));
+    doc.h(3, "memcheck's locations");
     let mut places = Table::new(&[
         "instance",
         "operation",
@@ -188,13 +189,7 @@ struct Seen<'d> {
 }
 
 fn latency_detail(doc: &mut Doc, sub: &SubmissionView) {
-    doc.h(
-        3,
-        format!(
-            "Constant-time check of {}: variable-latency instructions",
-            sub.id
-        ),
-    );
+    doc.h(3, "Variable-latency instructions");
     let mut reach = Table::new(&[
         "instance",
         "operation",

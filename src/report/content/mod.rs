@@ -1,7 +1,9 @@
 //! The content of the reports, section by section, as format-neutral [`Doc`]s.
 //!
 //! [`submission_doc`] follows the seed reports (`shared/seeds/`): title, intro, sections
-//! 1-6, symmetric primitives, 7 raw evidence index. [`index_doc`] is the campaign index.
+//! 1-6, symmetric primitives, constant-time check, 7 raw evidence index, then the
+//! constant-time appendix ([`ct`]: locations, instructions, disassembly). [`index_doc`] is
+//! the campaign index.
 //! This file holds the shared helpers and section 1; sections 2-6 are in [`environment`],
 //! [`kat`], [`performance`] and [`resources`], the symmetric-primitives section in
 //! [`primitives`], the raw evidence index in [`evidence`], the campaign index in [`index`]
@@ -22,15 +24,15 @@ mod primitives;
 mod profiles;
 mod resources;
 
-pub use ct::{constant_time_detail, latency_of as ct_latency, verdict_of as ct_verdict};
 pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
 
 use std::collections::BTreeMap;
 
 use crate::model::StepKind;
-use crate::record::{KatStatus, Status, StepRecord};
+use crate::record::{KatStatus, Status};
 
 use super::doc::{code, link, Doc, Table};
+pub(super) use super::format::status_text;
 use super::format::{self as fmt, DASH};
 use super::results;
 use super::view::{self, CampaignView, SubmissionView};
@@ -107,13 +109,6 @@ pub(super) fn sentence(s: &str) -> String {
     }
 }
 
-pub(super) fn status_text(r: &StepRecord) -> String {
-    match &r.reason {
-        Some(reason) => format!("{}: {}", r.status.name(), reason),
-        None => r.status.name().to_string(),
-    }
-}
-
 /// Breadcrumb with the system switch ("system: x86_1 · arm_1").
 pub(super) fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
     let names = view.system_names();
@@ -174,6 +169,7 @@ pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
     primitives::primitives(&mut doc, view, sub);
     ct::constant_time(&mut doc, view, sub);
     evidence::evidence(&mut doc, view, sub);
+    ct::constant_time_detail(&mut doc, view, sub);
     doc
 }
 

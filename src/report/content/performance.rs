@@ -193,10 +193,20 @@ pub(super) fn performance(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVi
                 "Timed in interleaved rounds: each round times one short batch of every \
                  instance and operation of the session, in a freshly shuffled order. Median \
                  cycles are the median of the per-round values with a 95% bootstrap \
-                 confidence interval; rounds marked interfered (steal, irq, or waiting \
-                 for the bench core over 1% of the batch) are left out when at least {} clean rounds \
-                 exist; trials are the rounds.{}",
+                 confidence interval; rounds marked interfered (steal, irq, waiting \
+                 for the bench core over 1% of the batch, or a slow phase of the host: the \
+                 round's yardstick batch more than {} robust standard deviations ({} × \
+                 1.4826 MAD) and at least {} above its median) are left out when at least {} \
+                 clean rounds exist; trials are the rounds. An operation whose interval is \
+                 within the precision after at least {} rounds that count is timed in one \
+                 round of {} from then on (in every round again should it widen), so the \
+                 budget goes to those still above it.{}",
+                crate::measure::interference::SLOW_K,
+                crate::measure::interference::SLOW_K,
+                fmt::share(crate::measure::interference::SLOW_FLOOR),
                 crate::measure::rounds::MIN_ROUNDS,
+                crate::measure::rounds::FULL_ROUNDS,
+                crate::measure::rounds::SPARSE_EVERY,
                 if not_reached {
                     " \"CI wider than the precision\": the time budget ran out first."
                 } else {
@@ -291,7 +301,7 @@ fn layout_spread(doc: &mut Doc, sub: &SubmissionView) {
 /// The compile and link flags the timed objects were really built with, from the build
 /// records (the generated version script named by its file name, not its path).
 pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
-    let mut combos: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+    let mut combos: BTreeMap<(String, String, String, String), Vec<String>> = BTreeMap::new();
     for inst in &sub.instances {
         let Some(b) = inst.record(StepKind::Build).and_then(view::build_data) else {
             continue;
@@ -324,11 +334,42 @@ pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
                     .join(", ")
             ),
         };
+        // System libraries (`link "crypto"`), and files the harness's own functions replace.
+        let mut extra = String::new();
+        if !b.libraries.is_empty() {
+            extra.push_str(&format!(
+                ", against {}",
+                b.libraries
+                    .iter()
+                    .map(|l| format!("{} ({})", code(&l.real.display().to_string()), l.version))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !b.left_out.is_empty() {
+            extra.push_str(&format!(
+                "; left out, as they define functions the harness provides: {}",
+                b.left_out
+                    .iter()
+                    .map(|(f, defs)| format!(
+                        "{} ({})",
+                        code(
+                            &f.file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default()
+                        ),
+                        defs.join(", ")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         combos
             .entry((
                 format!("{} {}", b.cc, compile.collect::<Vec<_>>().join(" ")),
                 link.collect::<Vec<_>>().join(" "),
                 placement,
+                extra,
             ))
             .or_default()
             .push(inst.id.clone());
@@ -340,14 +381,14 @@ pub(super) fn build_commands(doc: &mut Doc, sub: &SubmissionView) {
     doc.list(
         combos
             .into_iter()
-            .map(|((compile, link, placement), ids)| {
+            .map(|((compile, link, placement, extra), ids)| {
                 let link = if link.is_empty() {
                     "flags not recorded".to_string()
                 } else {
                     code(&link)
                 };
                 format!(
-                    "{}: compiled with {}, linked with {}{placement}",
+                    "{}: compiled with {}, linked with {}{extra}{placement}",
                     ids.iter().map(|i| code(i)).collect::<Vec<_>>().join(", "),
                     code(&compile),
                     link

@@ -85,6 +85,9 @@ pub enum StepError {
         /// That build's reason.
         reason: String,
     },
+    /// A system library the instance links (`link "crypto"`) cannot be found.
+    #[error("{0}")]
+    Library(String),
     /// The instance's sources cannot be listed.
     #[error(transparent)]
     Sources(#[from] crate::sources::SourcesError),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::runner_job::parse_runner;
 use super::{Done, JobError, KindSpec, RunnerJob, Step, StepError};
 use crate::graph::Node;
-use crate::model::{Campaign, Instance, KatMode, KatRng, StepKind, StepSpec, Submission};
+use crate::model::{Campaign, Instance, KatMode, KatRng, Source, StepKind, StepSpec, Submission};
 use crate::record::{
     BuildData, KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
 };
@@ -302,6 +302,21 @@ impl KindSpec for Kind {
         if let Some(dir) = &sub.kat.reference_dir {
             m.insert("reference".into(), tree_hash(dir));
         }
+        // The submitted files of a folder source (an archive's are pinned by its digest):
+        // the folder the instance's file lies in.
+        let inst = node.instance.map(|i| &sub.instances[i]);
+        if let (Source::Path { path }, Some(t)) =
+            (&sub.source, inst.and_then(|i| i.kat_submitted.as_deref()))
+        {
+            let fixed = &t[..t.find('{').unwrap_or(t.len())];
+            let dir = path.join(fixed);
+            let dir = if fixed.ends_with('/') {
+                dir
+            } else {
+                dir.parent().map(Path::to_path_buf).unwrap_or(dir)
+            };
+            m.insert("submitted".into(), tree_hash(&dir));
+        }
         m.insert("kem-native".into(), native());
     }
 
@@ -348,6 +363,12 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
     let mut results = Vec::new();
     let mut single_sha = None;
     let all_count = all_count_of(ctx, sub, inst);
+    // With `kat submitted=`, the package's own files (under the source root) are the answer.
+    let submitted_root = if sub.kat.submitted {
+        Some(step.source()?.root)
+    } else {
+        None
+    };
     for mode in modes {
         let counts = match mode {
             KatMode::Single => 1,
@@ -374,6 +395,7 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
             rsp: Some(ctx.rel(&rsp)),
             reason: None,
             diff: None,
+            submitted: None,
         };
         match res {
             Err(reason) => r.reason = Some(reason.to_string()),
@@ -385,68 +407,21 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
                     if mode == KatMode::Single {
                         single_sha = Some(out.rsp_sha256.clone());
                     }
-                    match want {
-                        None if reduced => {
-                            r.status = KatStatus::Nokat;
-                            r.reason = Some(format!(
-                                "reduced by the pipeline to {counts} counts (the manifest's \
-                                 all-count is {}): no expected hash for {counts} counts",
-                                sub.kat.all_count
-                            ));
-                        }
-                        None => {
-                            r.status = KatStatus::Nokat;
-                            r.reason = Some(format!(
-                                "no expected hash for `{}` in {}",
-                                manifest_name(inst.manifest_id(), mode),
-                                sub.kat
-                                    .manifest
-                                    .file_name()
-                                    .unwrap_or_default()
-                                    .to_string_lossy()
-                            ));
-                        }
-                        Some(w) if w == out.rsp_sha256 => r.status = KatStatus::Pass,
-                        Some(w) => {
-                            r.status = KatStatus::Mismatch;
-                            let mut reason = format!("sha256 {} != expected {}", out.rsp_sha256, w);
-                            if let Some(dir) = &sub.kat.reference_dir {
-                                let reference = dir.join(rsp_name(inst.manifest_id(), mode, ""));
-                                if let (Ok(gen), Ok(refr)) = (
-                                    std::fs::read_to_string(&rsp),
-                                    std::fs::read_to_string(&reference),
-                                ) {
-                                    match crate::rsp::first_difference(&gen, &refr) {
-                                        Ok(Some(d)) => {
-                                            let _ = write!(
-                                                reason,
-                                                "; first difference from {}: count {}, field {}, byte offset {}",
-                                                reference.display(),
-                                                d.count,
-                                                d.field,
-                                                d.offset
-                                            );
-                                            r.diff = Some(d);
-                                        }
-                                        Ok(None) => {
-                                            let _ = write!(
-                                                reason,
-                                                "; identical to {} (the expected hash is wrong?)",
-                                                reference.display()
-                                            );
-                                        }
-                                        Err(e) => {
-                                            let _ = write!(
-                                                reason,
-                                                "; cannot compare with {}: {e}",
-                                                reference.display()
-                                            );
-                                        }
-                                    }
-                                }
-                            }
-                            r.reason = Some(reason);
-                        }
+                    if let Some(root) = &submitted_root {
+                        let pin = expected.get(inst.manifest_id()).map(String::as_str);
+                        let shown = sub.kat.manifest.file_name().unwrap_or_default();
+                        super::kat_submitted::apply(
+                            &mut r,
+                            &rsp,
+                            root,
+                            inst,
+                            &build.api,
+                            counts,
+                            pin,
+                            &shown.to_string_lossy(),
+                        );
+                    } else {
+                        judge_hash(&mut r, &out, want, reduced, sub, inst, &rsp);
                     }
                 }
             }
@@ -542,6 +517,84 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
             profile_object_kat,
         })),
     })
+}
+
+/// A mode's verdict against the hash in `kat.sha256` (`want`); with a reference `.rsp`
+/// beside it, a mismatch names the first difference.
+fn judge_hash(
+    r: &mut KatModeResult,
+    out: &KatOutput,
+    want: Option<String>,
+    reduced: bool,
+    sub: &Submission,
+    inst: &Instance,
+    rsp: &Path,
+) {
+    let counts = r.counts;
+    let mode = r.mode;
+    match want {
+        None if reduced => {
+            r.status = KatStatus::Nokat;
+            r.reason = Some(format!(
+                "reduced by the pipeline to {counts} counts (the manifest's \
+                                 all-count is {}): no expected hash for {counts} counts",
+                sub.kat.all_count
+            ));
+        }
+        None => {
+            r.status = KatStatus::Nokat;
+            r.reason = Some(format!(
+                "no expected hash for `{}` in {}",
+                manifest_name(inst.manifest_id(), mode),
+                sub.kat
+                    .manifest
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+            ));
+        }
+        Some(w) if w == out.rsp_sha256 => r.status = KatStatus::Pass,
+        Some(w) => {
+            r.status = KatStatus::Mismatch;
+            let mut reason = format!("sha256 {} != expected {}", out.rsp_sha256, w);
+            if let Some(dir) = &sub.kat.reference_dir {
+                let reference = dir.join(rsp_name(inst.manifest_id(), mode, ""));
+                if let (Ok(gen), Ok(refr)) = (
+                    std::fs::read_to_string(rsp),
+                    std::fs::read_to_string(&reference),
+                ) {
+                    match crate::rsp::first_difference(&gen, &refr) {
+                        Ok(Some(d)) => {
+                            let _ = write!(
+                                reason,
+                                "; first difference from {}: count {}, field {}, byte offset {}",
+                                reference.display(),
+                                d.count,
+                                d.field,
+                                d.offset
+                            );
+                            r.diff = Some(d);
+                        }
+                        Ok(None) => {
+                            let _ = write!(
+                                reason,
+                                "; identical to {} (the expected hash is wrong?)",
+                                reference.display()
+                            );
+                        }
+                        Err(e) => {
+                            let _ = write!(
+                                reason,
+                                "; cannot compare with {}: {e}",
+                                reference.display()
+                            );
+                        }
+                    }
+                }
+            }
+            r.reason = Some(reason);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -54,3 +54,14 @@ pub fn behaviour(kind: StepKind) -> &'static dyn KindSpec {
         StepKind::Index => &index::Kind,
     }
 }
+
+/// [`KindSpec::inputs`] of the node's kind, as the cache keys ask for it.
+pub fn kind_inputs(
+    c: &Campaign,
+    node: &Node,
+    spec: &StepSpec,
+    facts: &Facts,
+    inputs: &mut BTreeMap<String, String>,
+) {
+    behaviour(node.kind).inputs(c, node, spec, facts, inputs);
+}

@@ -8,11 +8,14 @@
 //! payload also adds its variant to [`StepData`].
 
 pub mod build;
+mod compiler;
 mod count;
 pub mod ct;
 pub mod error;
+pub mod harness;
 mod index;
 mod kat;
+pub mod kat_submitted;
 mod kind;
 pub mod link;
 mod profile;
@@ -25,7 +28,7 @@ pub mod time;
 pub mod valgrind_object;
 
 pub use error::{JobError, StepError};
-pub use kind::{behaviour, KindSpec};
+pub use kind::{behaviour, kind_inputs, KindSpec};
 pub use runner_job::{RunnerJob, RunnerRecord, Wrapper};
 
 use std::io::Write as _;
@@ -74,27 +77,7 @@ impl Done {
     }
 }
 
-/// Why a step stopped before producing data: failed or timed out, with the reason.
-pub struct Stop {
-    pub status: Status,
-    pub reason: String,
-}
-
-impl Stop {
-    pub fn failed(reason: impl Into<String>) -> Stop {
-        Stop {
-            status: Status::Failed,
-            reason: reason.into(),
-        }
-    }
-
-    pub fn timed_out(reason: impl Into<String>) -> Stop {
-        Stop {
-            status: Status::TimedOut,
-            reason: reason.into(),
-        }
-    }
-}
+pub use super::stop::Stop;
 
 impl From<Stop> for Done {
     fn from(s: Stop) -> Done {
@@ -228,6 +211,10 @@ impl<'a> Step<'a> {
     /// writes only `scratch`.
     pub fn runner_jail(&self, object: &Path, api_h: &Path, scratch: &Path) -> Jail {
         let mut jail = Jail::runner(&self.ctx.runner, object, api_h, scratch, self.memory());
+        // The system libraries objects link (`link "crypto"`): the loader maps them.
+        for l in self.ctx.facts.libraries.values().flatten() {
+            jail.read.extend([l.file.clone(), l.real.clone()]);
+        }
         // The emulator and the folders it names (`-L` sysroot) must be readable inside.
         for a in self.ctx.emulator.iter().flatten() {
             if Path::new(a).is_absolute() {
@@ -402,6 +389,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             .map(|s| ctx.timeout(s.node))
             .max()
             .unwrap_or(spec.timeout),
+        group: 1,
     };
     let ids: Vec<String> = joined
         .iter()

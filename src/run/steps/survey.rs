@@ -59,13 +59,15 @@ fn run(step: &mut Step) -> Done {
         }
     }
     let compiled: BTreeSet<PathBuf> = instance_objects.iter().map(|(s, _)| s.clone()).collect();
-    // Every file of the instance folder, compiled or not (dead files are evidence too).
+    // Every file of the instance folder, compiled or not (dead files are evidence too),
+    // but those the harness replaces (`api "nist"`: the package's rng.c, PQCgenKAT_kem.c).
     let inst_dir = root.join(&inst.dir);
+    let replaced: Vec<&PathBuf> = build.left_out.iter().map(|(f, _)| f).collect();
     let mut instance_sources: Vec<PathBuf> = std::fs::read_dir(&inst_dir)
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.is_file() && is_code(p))
+                .filter(|p| p.is_file() && is_code(p) && !replaced.contains(&p))
                 .collect()
         })
         .unwrap_or_default();

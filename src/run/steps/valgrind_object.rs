@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::build::Compiler;
+use super::compiler::Compiler;
 use super::StepError;
 use crate::model::Campaign;
 use crate::run::exec::Exit;
@@ -118,6 +118,8 @@ pub struct Inputs<'i> {
     pub shim: &'i Path,
     /// Link flags before the objects (`-shared`, the version script).
     pub link_flags: &'i [String],
+    /// System libraries linked after the objects.
+    pub libraries: &'i [PathBuf],
     /// The instance's build folder.
     pub build_dir: &'i Path,
     /// The instance id (the object's file name).
@@ -205,6 +207,7 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
             .iter()
             .chain(&prims)
             .chain([&shim_obj, &marks_obj])
+            .chain(i.libraries)
             .map(|o| o.display().to_string()),
     );
     c.run(link, || format!("link error for {}", object.display()))?;

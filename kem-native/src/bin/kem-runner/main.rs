@@ -39,9 +39,8 @@
 //! is still printed). Exit 2: usage or load error (one line on stderr, no JSON). A crash
 //! of the KEM kills the process; the parent sees the signal.
 
-use kem_native::api::parse_api_h;
-use kem_native::drbg::{CtrDrbg, KatRngKind, OsRng, Rng};
-use kem_native::error::{rc_check, Exit, KemError, LoadError, RunnerError, SysError, UsageError};
+use kem_native::drbg::Rng;
+use kem_native::error::{rc_check, Exit, KemError, RunnerError, SysError, UsageError};
 use kem_native::kat::{run_kat, KatMode};
 use kem_native::kem::{self, run_on_big_stack, Buffers, Kem, BIG_STACK_BYTES};
 use kem_native::memory::{stack_high_water, status_kib};
@@ -54,178 +53,14 @@ use kem_native::timer;
 use kem_native::timing::{
     check_rc, measure_overhead, prepare, time_op, Batch, Op, OpCall, TimeConfig,
 };
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str =
-    "usage: kem-runner kat|time|profile|serve|count|ct --lib X.so --api api.h --ns PREFIX [options] \
-(kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
-time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
-profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
-serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...]; \
-count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
-ct: --op keygen|enc|dec [--runs N])";
+mod args;
 
-/// The jobs and the options each takes besides [`OBJECT`]: the one table the parser reads.
-const JOBS: &[(&str, &[&str])] = &[
-    ("kat", &["rng", "mode", "counts", "out"]),
-    (
-        "time",
-        &[
-            "op",
-            "cpu",
-            "trials",
-            "trial-ns",
-            "min-iters",
-            "samples",
-            "rng",
-        ],
-    ),
-    ("profile", &["op", "cpu", "iters", "rng"]),
-    (
-        "serve",
-        &[
-            "op",
-            "cpu",
-            "batch-ns",
-            "min-iters",
-            "samples",
-            "rng",
-            "layout",
-        ],
-    ),
-    ("count", &["op", "rng", "iters", "seed"]),
-    ("ct", &["op", "runs"]),
-];
-
-/// Options of every job: the object to load.
-const OBJECT: &[&str] = &["lib", "api", "ns"];
-
-/// Parsed `--key value` pairs of one job.
-struct Args {
-    job: &'static str,
-    values: HashMap<&'static str, String>,
-    /// `--layout`, the one option that may repeat (`serve`).
-    layouts: Vec<String>,
-}
-
-impl Args {
-    fn parse(argv: &[String]) -> Result<Args, UsageError> {
-        let word = argv.first().ok_or(UsageError::MissingJob)?;
-        let &(job, options) = JOBS
-            .iter()
-            .find(|(name, _)| name == word)
-            .ok_or_else(|| UsageError::UnknownJob(word.clone()))?;
-        let mut values = HashMap::new();
-        let mut layouts = Vec::new();
-        let mut it = argv[1..].iter();
-        while let Some(flag) = it.next() {
-            let key = flag
-                .strip_prefix("--")
-                .ok_or_else(|| UsageError::Unexpected(flag.clone()))?;
-            let key = *OBJECT
-                .iter()
-                .chain(options)
-                .find(|k| **k == key)
-                .ok_or_else(|| UsageError::UnknownOption {
-                    key: key.to_string(),
-                    job: job.to_string(),
-                })?;
-            let value = it
-                .next()
-                .ok_or_else(|| UsageError::NoValue(key.to_string()))?;
-            if key == "layout" {
-                layouts.push(value.clone());
-            } else if values.insert(key, value.clone()).is_some() {
-                return Err(UsageError::Twice(key.to_string()));
-            }
-        }
-        Ok(Args {
-            job,
-            values,
-            layouts,
-        })
-    }
-
-    fn get(&self, key: &'static str) -> Result<&str, UsageError> {
-        self.values
-            .get(key)
-            .map(String::as_str)
-            .ok_or(UsageError::Missing { job: self.job, key })
-    }
-
-    fn opt_num<T: std::str::FromStr>(&self, key: &'static str) -> Result<Option<T>, UsageError> {
-        self.values
-            .get(key)
-            .map(|v| {
-                v.parse().map_err(|_| UsageError::NotANumber {
-                    key,
-                    value: v.clone(),
-                })
-            })
-            .transpose()
-    }
-
-    fn num<T: std::str::FromStr>(&self, key: &'static str, default: T) -> Result<T, UsageError> {
-        Ok(self.opt_num(key)?.unwrap_or(default))
-    }
-
-    /// A count that must be at least 1 (`--trials`, `--runs`, ...).
-    fn count<T: std::str::FromStr + PartialEq + From<u8>>(
-        &self,
-        key: &'static str,
-        default: T,
-    ) -> Result<T, UsageError> {
-        let n = self.num(key, default)?;
-        if n == T::from(0) {
-            return Err(UsageError::Zero(key));
-        }
-        Ok(n)
-    }
-
-    /// `--op`.
-    fn op(&self) -> Result<Op, UsageError> {
-        Op::parse(self.get("op")?)
-    }
-
-    /// `--rng` of the jobs that use a KAT generator (`nist`, `hqc`).
-    fn kat_rng(&self) -> Result<KatRngKind, UsageError> {
-        KatRngKind::parse(self.get("rng")?)
-    }
-
-    /// The random source for timing and profiling (`--rng`): by default the NIST CTR_DRBG
-    /// seeded from the OS, so no system call happens inside a timed region; `os` calls
-    /// getrandom on every `randombytes`.
-    fn timing_rng(&self) -> Result<(Rng, &'static str), RunnerError> {
-        match self.values.get("rng").map(String::as_str) {
-            None | Some("ctr-drbg") => {
-                let mut seed = [0u8; 48];
-                OsRng.try_fill(&mut seed)?;
-                Ok((Rng::Nist(Box::new(CtrDrbg::new(&seed, None))), "ctr-drbg"))
-            }
-            Some("os") => Ok((Rng::Os(OsRng), "os")),
-            Some(other) => Err(UsageError::TimingRng(other.to_string()).into()),
-        }
-    }
-
-    /// Load the object (`--lib`) with the sizes of its `--api` under namespace `--ns`.
-    fn load(&self) -> Result<Kem, RunnerError> {
-        let api_path = self.get("api")?;
-        let text = std::fs::read_to_string(api_path).map_err(|source| LoadError::ReadApi {
-            path: api_path.to_string(),
-            source,
-        })?;
-        let ns = self.get("ns")?;
-        let sizes = parse_api_h(&text, ns).map_err(|source| LoadError::Api {
-            path: api_path.to_string(),
-            source,
-        })?;
-        Ok(Kem::load(Path::new(self.get("lib")?), ns, sizes)?)
-    }
-}
+use args::{Args, USAGE};
 
 /// Outcome of a job: the JSON text and whether the KEM behaved.
 struct Outcome {

@@ -1,0 +1,181 @@
+//! The package's KAT files (`PQCkemKAT_<sk>.rsp`, anywhere under the package, usually
+//! `KAT/crypto_kem/<param>/`), matched to parameter sets by `CRYPTO_ALGNAME` (the file's
+//! `# <name>` line) and the secret-key size in the file name, not by folder name.
+
+use std::path::{Path, PathBuf};
+
+use crate::run::keys::sha256_hex;
+
+/// One submitted KAT file.
+#[derive(Debug, Clone)]
+pub struct KatFile {
+    /// Relative to the package root.
+    pub rel: String,
+    /// The size in its name.
+    pub sk: u64,
+    /// Its `# <name>` line, if any.
+    pub algname: Option<String>,
+    /// SHA-256 of the file.
+    pub sha256: String,
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_dir() {
+            walk(&e.path(), out, depth + 1);
+        } else if t.is_file() {
+            out.push(e.path());
+        }
+    }
+}
+
+/// Every `PQCkemKAT_<n>.rsp` under `root`, sorted by path.
+pub fn kat_files(root: &Path) -> Vec<KatFile> {
+    let mut files = Vec::new();
+    walk(root, &mut files, 0);
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(sk) = name
+            .strip_prefix("PQCkemKAT_")
+            .and_then(|r| r.strip_suffix(".rsp"))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(&f) else {
+            continue;
+        };
+        let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        let algname = String::from_utf8_lossy(first)
+            .trim()
+            .strip_prefix('#')
+            .map(|n| n.trim().to_string());
+        out.push(KatFile {
+            rel: f.strip_prefix(root).unwrap_or(&f).display().to_string(),
+            sk,
+            algname,
+            sha256: sha256_hex(&bytes),
+        });
+    }
+    out
+}
+
+/// The file for a parameter set named `param` with `CRYPTO_ALGNAME` `algname` and secret
+/// keys of `sk` bytes, or why none was chosen.
+pub fn choose<'a>(
+    files: &'a [KatFile],
+    param: &str,
+    algname: Option<&str>,
+    sk: u64,
+) -> Result<&'a KatFile, String> {
+    let Some(alg) = algname else {
+        return Err("api.h defines no CRYPTO_ALGNAME, so no KAT file can be matched to it".into());
+    };
+    let found: Vec<&KatFile> = files
+        .iter()
+        .filter(|f| f.sk == sk && f.algname.as_deref() == Some(alg))
+        .collect();
+    match found.as_slice() {
+        [] => {
+            let same_sk: Vec<&str> = files
+                .iter()
+                .filter(|f| f.sk == sk)
+                .map(|f| f.rel.as_str())
+                .collect();
+            Err(if same_sk.is_empty() {
+                format!("no PQCkemKAT_{sk}.rsp in the package")
+            } else {
+                format!(
+                    "no KAT file starts with `# {alg}` (files of that size: {})",
+                    same_sk.join(", ")
+                )
+            })
+        }
+        [one] => Ok(one),
+        many => {
+            // Copies of one file are one answer; prefer the one in the parameter set's folder.
+            if many.iter().all(|f| f.sha256 == many[0].sha256) {
+                let by_folder = many.iter().find(|f| {
+                    Path::new(&f.rel)
+                        .components()
+                        .any(|c| c.as_os_str() == param)
+                });
+                Ok(by_folder.copied().unwrap_or(many[0]))
+            } else {
+                Err(format!(
+                    "several different KAT files match `# {alg}` and size {sk}: {}",
+                    many.iter()
+                        .map(|f| f.rel.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// The `kat submitted=` template that gives `rel` for `param` (the parameter set's folder
+/// name and the size replaced by `{param}` and `{sk}`), braces escaped.
+pub fn template_of(rel: &str, param: &str, sk: u64) -> String {
+    let esc = rel.replace('{', "{{").replace('}', "}}");
+    let mut parts: Vec<String> = esc.split('/').map(str::to_string).collect();
+    for p in parts.iter_mut() {
+        if p == param {
+            *p = "{param}".into();
+        }
+    }
+    let last = parts.len() - 1;
+    parts[last] = parts[last].replace(&format!("PQCkemKAT_{sk}.rsp"), "PQCkemKAT_{sk}.rsp");
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(rel: &str, sk: u64, alg: &str, sha: &str) -> KatFile {
+        KatFile {
+            rel: rel.into(),
+            sk,
+            algname: Some(alg.into()),
+            sha256: sha.into(),
+        }
+    }
+
+    #[test]
+    fn matches_by_name_and_size_not_folder() {
+        let files = vec![
+            f("KAT/kyber512/PQCkemKAT_1632.rsp", 1632, "ML-KEM-512", "a"),
+            f("KAT/kyber768/PQCkemKAT_2400.rsp", 2400, "ML-KEM-768", "b"),
+            f("KAT/other/PQCkemKAT_1632.rsp", 1632, "Other-512", "c"),
+        ];
+        let got = choose(&files, "ml-kem-512", Some("ML-KEM-512"), 1632).unwrap();
+        assert_eq!(got.rel, "KAT/kyber512/PQCkemKAT_1632.rsp");
+        assert!(choose(&files, "x", Some("ML-KEM-1024"), 3168)
+            .unwrap_err()
+            .contains("no PQCkemKAT_3168"));
+        assert!(choose(&files, "x", None, 1632)
+            .unwrap_err()
+            .contains("CRYPTO_ALGNAME"));
+        assert_eq!(
+            template_of(
+                "KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp",
+                "ml-kem-512",
+                1632
+            ),
+            "KAT/crypto_kem/{param}/PQCkemKAT_{sk}.rsp"
+        );
+    }
+}

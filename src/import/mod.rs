@@ -1,0 +1,391 @@
+//! `ngcc-pipe import PACKAGE --into DIR`: turn a NIST-round submission package (a folder,
+//! or a `.tar`/`.tar.gz`/`.zip` archive, unpacked with every entry checked) into
+//! `DIR/<name>/manifest.kdl`, `kat.sha256` and `sizes.csv`.
+//!
+//! What it reads ([`scan`]): `<Kind>_Implementation/crypto_kem/<param>/` folders, each
+//! one's `api.h` (sizes and `CRYPTO_ALGNAME`), Makefile or CMakeLists.txt (`-m` options,
+//! libraries) and sources (headers of system libraries, files defining what the harness
+//! provides); the `PQCkemKAT_<sk>.rsp` files ([`kat`]), matched by name and size. What it
+//! cannot decide is said, never guessed: each such decision is returned for printing.
+
+mod kat;
+mod scan;
+mod write;
+
+use std::path::{Component, Path, PathBuf};
+
+use write::{kdl_str, Manifest, Pair};
+
+/// What to import and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The package: a folder or an archive.
+    pub package: PathBuf,
+    /// The folder the submission's folder is made in.
+    pub into: PathBuf,
+    /// The submission id (default: from the package's name).
+    pub name: Option<String>,
+    /// Replace an existing manifest.
+    pub force: bool,
+    /// The C compiler that evaluates api.h sizes made of macros.
+    pub cc: String,
+}
+
+/// What the import wrote and could not decide.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// Files written, in order.
+    pub written: Vec<PathBuf>,
+    /// Decisions left to the user, and what was left out.
+    pub decisions: Vec<String>,
+}
+
+/// Why nothing was imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The package is not there or not readable.
+    #[error("{0}")]
+    Package(String),
+    /// The archive was refused or could not be unpacked.
+    #[error(transparent)]
+    Archive(#[from] crate::archive::ArchiveError),
+    /// Nothing importable.
+    #[error("{0}")]
+    Empty(String),
+    /// The target exists.
+    #[error("{} exists: pass --force to replace it", .0.display())]
+    Exists(PathBuf),
+    /// Writing failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Where the package came from, for the manifest's `source` line.
+enum Origin {
+    Folder,
+    Archive { sha256: String, top: Option<String> },
+}
+
+impl Origin {
+    /// The `source` node's properties for `package`, seen from the manifest's folder `dir`.
+    fn source(&self, package: &Path, dir: &Path) -> String {
+        let rel = kdl_str(&relative(package, dir).display().to_string());
+        match self {
+            Origin::Folder => format!("path={rel}"),
+            Origin::Archive { sha256, top } => {
+                let mut s = format!("archive={rel} sha256={}", kdl_str(sha256));
+                if let Some(t) = top {
+                    s.push_str(&format!(" root={}", kdl_str(t)));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// A submission id made from a package name: invalid characters become `-`.
+fn id_from(name: &str) -> String {
+    let stem = [".tar.gz", ".tgz", ".tar", ".zip"]
+        .iter()
+        .fold(name.to_string(), |n, suffix| {
+            n.strip_suffix(suffix).map(str::to_string).unwrap_or(n)
+        });
+    let id: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let id = id.trim_matches('-').replace("..", ".");
+    if id.is_empty() {
+        "package".into()
+    } else {
+        id
+    }
+}
+
+/// `to` relative to the folder `from` (both absolute), with `..` where needed.
+fn relative(to: &Path, from: &Path) -> PathBuf {
+    let t: Vec<Component> = to.components().collect();
+    let f: Vec<Component> = from.components().collect();
+    let common = t.iter().zip(&f).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..f.len() {
+        out.push("..");
+    }
+    for c in &t[common..] {
+        out.push(c);
+    }
+    out
+}
+
+/// The algorithm's name: what the parameter sets' names share (`ML-KEM-512`,
+/// `ML-KEM-768` -> `ML-KEM`), else `fallback`.
+fn family(names: &[&str], fallback: &str) -> String {
+    let Some(first) = names.first() else {
+        return fallback.into();
+    };
+    let mut len = first.len();
+    for n in &names[1..] {
+        len = len.min(
+            first
+                .bytes()
+                .zip(n.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
+    }
+    let common =
+        first[..len].trim_end_matches(|c: char| c == '-' || c == '_' || c.is_ascii_digit());
+    if names.len() == 1 {
+        (*first).into()
+    } else if common.is_empty() {
+        fallback.into()
+    } else {
+        common.into()
+    }
+}
+
+/// Imports the package; see the module's documentation.
+pub fn import(o: &Options) -> Result<Imported, ImportError> {
+    let mut done = Imported::default();
+    let package =
+        std::path::absolute(&o.package).map_err(|e| ImportError::Package(e.to_string()))?;
+    let into = std::path::absolute(&o.into).map_err(|e| ImportError::Package(e.to_string()))?;
+    let given = package
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // The folder read, and where the manifest's `source` points.
+    let unpacked;
+    let (root, origin) = if package.is_dir() {
+        (package.clone(), Origin::Folder)
+    } else if package.is_file() && crate::archive::kind_of(&package).is_some() {
+        let bytes = std::fs::read(&package)
+            .map_err(|e| ImportError::Package(format!("{}: {e}", package.display())))?;
+        let sha256 = crate::run::keys::sha256_hex(&bytes);
+        unpacked = tempfile::tempdir().map_err(|e| ImportError::Package(e.to_string()))?;
+        let dest = unpacked.path().join("p");
+        // The path as given: errors name it so.
+        crate::archive::extract(&o.package, &dest)?;
+        // One folder at the top (the usual `Name/...`): the manifest's `root`.
+        let tops: Vec<_> = std::fs::read_dir(&dest)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        let top = match tops.as_slice() {
+            [one] if one.path().is_dir() => Some(one.file_name().to_string_lossy().into_owned()),
+            _ => None,
+        };
+        let root = top.as_ref().map_or(dest.clone(), |t| dest.join(t));
+        (root, Origin::Archive { sha256, top })
+    } else {
+        return Err(ImportError::Package(format!(
+            "{} is neither a folder nor a .tar, .tar.gz, .tgz or .zip archive",
+            o.package.display()
+        )));
+    };
+    let name = o.name.clone().unwrap_or_else(|| {
+        let top = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        id_from(if package.is_dir() { &given } else { &top })
+    });
+    if let Some(p) = crate::dsl::id_problem(&name) {
+        return Err(ImportError::Package(format!(
+            "submission id `{name}` {p}: choose one with --name"
+        )));
+    }
+    let impls = scan::implementations(&root, &o.cc, &mut done.decisions);
+    if impls.is_empty() {
+        return Err(ImportError::Empty(format!(
+            "{}: no `<Kind>_Implementation/crypto_kem/<param>/api.h` found (the NIST layout)",
+            o.package.display()
+        )));
+    }
+    // Parameter sets every implementation has.
+    let mut params: Vec<String> = impls[0].params.iter().map(|p| p.name.clone()).collect();
+    for i in &impls[1..] {
+        params.retain(|p| i.params.iter().any(|q| &q.name == p));
+    }
+    for i in &impls {
+        for p in i.params.iter().filter(|p| !params.contains(&p.name)) {
+            done.decisions.push(format!(
+                "{}: not imported, as not every implementation has parameter set `{}` (add an `instance` line for it)",
+                p.dir, p.name
+            ));
+        }
+    }
+    let kats = kat::kat_files(&root);
+    let mut pairs: Vec<Pair> = Vec::new();
+    for pname in &params {
+        for i in &impls {
+            let Some(param) = i.params.iter().find(|p| &p.name == pname) else {
+                continue;
+            };
+            let pair = Pair {
+                kind: &i.kind,
+                param,
+                kat: match kat::choose(&kats, pname, param.api.algname.as_deref(), param.api.sk) {
+                    Ok(k) => Some(k),
+                    Err(why) => {
+                        done.decisions
+                            .push(format!("{}: no submitted KAT file: {why}", param.dir));
+                        None
+                    }
+                },
+            };
+            explain_libraries(&pair, &mut done.decisions);
+            pairs.push(pair);
+        }
+    }
+    let left: Vec<String> = pairs
+        .iter()
+        .flat_map(|p| {
+            p.param
+                .left_out
+                .iter()
+                .map(|(f, d)| format!("{f} ({})", d.join(", ")))
+        })
+        .fold(Vec::new(), |mut v, x| {
+            if !v.contains(&x) {
+                v.push(x);
+            }
+            v
+        });
+    if !left.is_empty() {
+        done.decisions.push(format!(
+            "left out of every build, as they define what the harness provides: {}",
+            left.join(", ")
+        ));
+    }
+    let renames: Vec<&str> = pairs
+        .iter()
+        .filter_map(|p| p.param.drng_rename.as_deref())
+        .collect();
+    let drng = match renames.first() {
+        Some(r) if renames.iter().all(|x| x == r) && renames.len() == pairs.len() => {
+            done.decisions.push(format!(
+                "the package's headers `#define randombytes {r}`: the harness provides `{r}` (`drng`)"
+            ));
+            Some(*r)
+        }
+        Some(_) => {
+            done.decisions.push(
+                "some headers rename randombytes (`#define randombytes ...`) and others do not: set `primitives { drng ... }` yourself".into(),
+            );
+            None
+        }
+        None => None,
+    };
+    let algnames: Vec<&str> = pairs
+        .iter()
+        .filter_map(|p| p.param.api.algname.as_deref())
+        .collect();
+    let dir = into.join(&name);
+    let manifest_path = dir.join("manifest.kdl");
+    if manifest_path.exists() && !o.force {
+        return Err(ImportError::Exists(manifest_path));
+    }
+    let text = write::manifest(
+        &Manifest {
+            id: &name,
+            algorithm: &family(&algnames, &name),
+            source: origin.source(&package, &dir),
+            from: &o.package.display().to_string(),
+            impls: &impls,
+            params: &params,
+            pairs: &pairs,
+            drng,
+        },
+        &mut done.decisions,
+    );
+    done.decisions.push(
+        "nist-category: the package does not say which security category each parameter set claims; the manifest lists them as a TODO"
+            .to_string(),
+    );
+    std::fs::create_dir_all(&dir).map_err(|source| ImportError::Write {
+        path: dir.clone(),
+        source,
+    })?;
+    for (file, body) in [
+        ("manifest.kdl", text),
+        ("kat.sha256", write::kat_sha256(&pairs)),
+        ("sizes.csv", write::sizes_csv(&pairs)),
+    ] {
+        let path = dir.join(file);
+        std::fs::write(&path, body).map_err(|source| ImportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        done.written.push(path);
+    }
+    Ok(done)
+}
+
+/// Says where the libraries an instance links come from, and which of the build file's are
+/// not linked.
+fn explain_libraries(p: &Pair<'_>, decisions: &mut Vec<String>) {
+    let need = p.needed_libs();
+    for l in &need {
+        let why: Vec<&str> = p
+            .param
+            .source_libs
+            .iter()
+            .filter(|(x, _)| x == l)
+            .map(|(_, w)| w.as_str())
+            .collect();
+        if !p.param.build_libs.contains(l) {
+            decisions.push(format!(
+                "{}: links `{l}` ({}), although its build file does not say so",
+                p.param.dir,
+                why.join(", ")
+            ));
+        }
+    }
+    for l in p.param.build_libs.iter().filter(|l| !need.contains(l)) {
+        decisions.push(format!(
+            "{}: its build file links `{l}`, but no compiled source includes its headers (only the files the harness replaces use it?): not linked",
+            p.param.dir
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_paths_and_families() {
+        assert_eq!(id_from("FrodoKEM-AES.tar.gz"), "FrodoKEM-AES");
+        assert_eq!(id_from("My Package (v2)"), "My-Package--v2");
+        assert_eq!(
+            relative(Path::new("/a/pkgs/x.tgz"), Path::new("/a/subs/x")),
+            PathBuf::from("../../pkgs/x.tgz")
+        );
+        assert_eq!(
+            family(&["ML-KEM-512", "ML-KEM-768", "ML-KEM-1024"], "x"),
+            "ML-KEM"
+        );
+        assert_eq!(
+            family(&["FrodoKEM-640-AES", "FrodoKEM-976-AES"], "x"),
+            "FrodoKEM"
+        );
+        assert_eq!(
+            family(&["FrodoKEM-640-SHAKE"], "frodo"),
+            "FrodoKEM-640-SHAKE"
+        );
+        assert_eq!(family(&["A", "B"], "ab"), "ab");
+    }
+}

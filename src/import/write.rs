@@ -1,0 +1,202 @@
+//! The files `ngcc-pipe import` writes: `manifest.kdl` (a matrix over parameter sets and
+//! implementations, `api "nist"`, the submitted KAT files, the libraries and `-m` options
+//! the sources need), `kat.sha256` (the SHA-256 of each instance's submitted KAT file) and
+//! `sizes.csv` (api.h's sizes).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::kat::{template_of, KatFile};
+use super::scan::{Implementation, Param};
+
+/// A KDL string literal.
+pub fn kdl_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// One instance: its implementation, parameter set and submitted KAT file.
+pub struct Pair<'a> {
+    pub kind: &'a str,
+    pub param: &'a Param,
+    pub kat: Option<&'a KatFile>,
+}
+
+impl Pair<'_> {
+    pub fn id(&self) -> String {
+        format!("{}-{}", self.param.name, self.kind.to_lowercase())
+    }
+
+    /// `param="x" impl="Y"`, the `when` condition of this instance alone.
+    fn cond(&self) -> String {
+        format!(
+            "param={} impl={}",
+            kdl_str(&self.param.name),
+            kdl_str(self.kind)
+        )
+    }
+
+    /// The libraries its compiled sources need, sorted.
+    pub fn needed_libs(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .param
+            .source_libs
+            .iter()
+            .map(|(l, _)| l.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// What the manifest is made of.
+pub struct Manifest<'a> {
+    pub id: &'a str,
+    pub algorithm: &'a str,
+    /// The `source ...` line's properties.
+    pub source: String,
+    /// Where the package came from, for the header comment.
+    pub from: &'a str,
+    pub impls: &'a [Implementation],
+    /// Parameter sets every implementation has, in order.
+    pub params: &'a [String],
+    pub pairs: &'a [Pair<'a>],
+    pub drng: Option<&'a str>,
+}
+
+/// The text of `manifest.kdl`.
+pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// Written by `ngcc-pipe import` from {}.\n// Check it with `ngcc-pipe check --deep` on a pipeline whose `submissions` glob includes it.",
+        m.from
+    );
+    let _ = writeln!(s, "submission {} {{", kdl_str(m.id));
+    let _ = writeln!(s, "    algorithm {}", kdl_str(m.algorithm));
+    let _ = writeln!(s, "    category \"public-key algorithm\"");
+    let _ = writeln!(s, "    function \"key encapsulation\"");
+    let _ = writeln!(s, "    source {}", m.source);
+    let _ = writeln!(
+        s,
+        "    // NIST's API: no namespace; the harness provides randombytes and randombytes_init\n    // and leaves out the package's rng.c and PQCgenKAT_kem.c.\n    api \"nist\""
+    );
+    if let Some(d) = m.drng {
+        let _ = writeln!(s, "    primitives {{\n        drng {}\n    }}", kdl_str(d));
+    }
+    // The submitted KAT files: one template where they all follow it.
+    let mut templates: BTreeMap<String, usize> = BTreeMap::new();
+    for p in m.pairs {
+        if let Some(k) = p.kat {
+            *templates
+                .entry(template_of(&k.rel, &p.param.name, p.param.api.sk))
+                .or_default() += 1;
+        }
+    }
+    let common = templates
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(t, _)| t.clone());
+    if let Some(t) = &common {
+        let _ = writeln!(
+            s,
+            "    // The expected answers: the package's own KAT files, pinned in kat.sha256.\n    kat submitted={}",
+            kdl_str(t)
+        );
+    } else {
+        decisions
+            .push("no submitted KAT file matched any instance: every KAT will be NOKAT".into());
+    }
+    let _ = writeln!(s, "    sizes catalog=\"sizes.csv\"");
+    let kinds: Vec<&str> = m.impls.iter().map(|i| i.kind.as_str()).collect();
+    let _ = writeln!(
+        s,
+        "    matrix param={} impl={}",
+        kdl_str(&m.params.join(" ")),
+        kdl_str(&kinds.join(" "))
+    );
+    let _ = writeln!(
+        s,
+        "    instance \"{{param}}-{{impl:lower}}\" dir=\"{{impl}}_Implementation/crypto_kem/{{param}}\""
+    );
+    // Libraries: for everyone when all need the same, else per instance.
+    let libs: Vec<Vec<String>> = m.pairs.iter().map(Pair::needed_libs).collect();
+    let all_same = libs.windows(2).all(|w| w[0] == w[1]);
+    if all_same {
+        for l in libs.first().into_iter().flatten() {
+            let _ = writeln!(s, "    link {}", kdl_str(l));
+        }
+    }
+    let mut blocks = String::new();
+    for (p, need) in m.pairs.iter().zip(&libs) {
+        let mut body = String::new();
+        if !all_same {
+            for l in need {
+                let _ = writeln!(body, "        link {}", kdl_str(l));
+            }
+        }
+        if let (Some(k), Some(t)) = (p.kat, &common) {
+            let own = template_of(&k.rel, &p.param.name, p.param.api.sk);
+            if &own != t {
+                let _ = writeln!(body, "        kat-submitted {}", kdl_str(&own));
+            }
+        }
+        if !p.param.cflags.is_empty() {
+            let flags: Vec<String> = p.param.cflags.iter().map(|f| kdl_str(f)).collect();
+            let _ = writeln!(body, "        cflags {}", flags.join(" "));
+            let mut cpu = Vec::new();
+            for f in &p.param.cflags {
+                match crate::dsl::cpuinfo_name_of_gcc_flag(f) {
+                    Some(c) if !cpu.contains(&c) => cpu.push(c),
+                    Some(_) => {}
+                    None => decisions.push(format!(
+                        "{}: no CPU feature is known for `{f}`, so no `requires-cpu` for it",
+                        p.id()
+                    )),
+                }
+            }
+            if !cpu.is_empty() {
+                let names: Vec<String> = cpu.iter().map(|c| kdl_str(c)).collect();
+                let _ = writeln!(body, "        requires-cpu {}", names.join(" "));
+            }
+        }
+        if !body.is_empty() {
+            let from = p.param.build_file.as_deref().unwrap_or("the package");
+            let _ = writeln!(blocks, "    // {}: from {from}", p.id());
+            let _ = writeln!(blocks, "    when {} {{\n{body}    }}", p.cond());
+        }
+    }
+    s.push_str(&blocks);
+    let _ = writeln!(
+        s,
+        "    // TODO nist-category: the package does not say which NIST security category each\n    // parameter set claims; add one line per parameter set, e.g.:"
+    );
+    for p in m.params {
+        let _ = writeln!(s, "    // nist-category 1 param={}", kdl_str(p));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// `kat.sha256`: the SHA-256 of each instance's submitted file.
+pub fn kat_sha256(pairs: &[Pair<'_>]) -> String {
+    let mut s = String::from(
+        "# SHA-256 of each instance's submitted KAT file (kat submitted= in manifest.kdl),\n# written by ngcc-pipe import: a package whose files change no longer passes.\n",
+    );
+    for p in pairs {
+        if let Some(k) = p.kat {
+            let _ = writeln!(s, "{}  {}", k.sha256, p.id());
+        }
+    }
+    s
+}
+
+/// `sizes.csv`: api.h's sizes per instance.
+pub fn sizes_csv(pairs: &[Pair<'_>]) -> String {
+    let mut s = String::from("instance,pk,sk,ct,ss\n");
+    for p in pairs {
+        let a = &p.param.api;
+        let _ = writeln!(s, "{},{},{},{},{}", p.id(), a.pk, a.sk, a.ct, a.ss);
+    }
+    s
+}

@@ -1,0 +1,287 @@
+//! `compare`'s Markdown and CSV.
+
+use std::collections::BTreeMap;
+
+use super::super::csv::field;
+use super::super::format;
+use super::{Basis, CompareRow, Comparison, NoAdjustment, Used};
+use crate::measure::stats::{self, Change, Estimate};
+
+/// `1.023 (1.011–1.035)`.
+pub fn ratio_ci_text(e: &Estimate) -> String {
+    format!("{:.3} ({:.3}–{:.3})", e.median, e.ci_low, e.ci_high)
+}
+
+/// Which estimate the verdicts used and why, in one line.
+fn verdict_line(c: &Comparison) -> String {
+    let used = |u: Used| {
+        c.rows
+            .iter()
+            .filter(|r| r.estimates.verdict.is_some_and(|(_, x)| x == u))
+            .count()
+    };
+    let (adjusted, raw) = (used(Used::Adjusted), used(Used::Raw));
+    let mut why: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &c.rows {
+        if let (Err(n), Some((_, Used::Raw))) = (&r.estimates.adjusted, r.estimates.verdict) {
+            *why.entry(n.text()).or_default() += 1;
+        }
+    }
+    let reasons = why
+        .iter()
+        .map(|(w, n)| format!("{w} ({n})"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let hosts: Vec<f64> = c
+        .rows
+        .iter()
+        .filter_map(|r| r.estimates.adjusted.as_ref().ok().map(|a| a.host_ratio))
+        .collect();
+    match (adjusted, raw) {
+        (0, 0) => "No operation has usable values on both sides.".to_string(),
+        (_, 0) => format!(
+            "Verdicts use the adjusted ratio (all {adjusted} operations): both runs timed the \
+             same yardstick object in their rounds, so the host's speed change between them \
+             (yardstick B/A {:.3}) is taken out, which the raw ratio's interval, the noise \
+             within each run, does not cover.",
+            stats::median(&hosts).unwrap_or(1.0)
+        ),
+        (0, _) => format!(
+            "Verdicts use the raw ratio: {reasons}, so a host that ran at another speed \
+             during one run is not taken out (`ngcc-pipe compare --measure` times both \
+             objects now, in the same rounds)."
+        ),
+        _ => format!(
+            "Verdicts use the adjusted ratio for {adjusted} operations (both runs timed the \
+             same yardstick object: the host's speed change is taken out) and the raw ratio \
+             for {raw} ({reasons}: a host speed change stays in)."
+        ),
+    }
+}
+
+/// What each side's values are, where that is not rounds with their interference marks.
+fn fallbacks(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for (side, basis) in [
+        ("A", c.rows.iter().map(|r| r.basis_a).collect::<Vec<_>>()),
+        ("B", c.rows.iter().map(|r| r.basis_b).collect()),
+    ] {
+        let trials = basis
+            .iter()
+            .filter(|b| matches!(b, Basis::Trials { .. }))
+            .count();
+        if trials > 0 {
+            out.push(format!(
+                "{side}: {trials} operation{} timed in one block of trials, not in rounds \
+                 (records from before timing sessions): the interval resamples those trials, \
+                 and there is no yardstick.",
+                if trials == 1 { " was" } else { "s were" }
+            ));
+        }
+        let unmarked = basis
+            .iter()
+            .filter(|b| matches!(b, Basis::Rounds { marked: false, .. }))
+            .count();
+        if unmarked > 0 {
+            out.push(format!(
+                "{side}: `results.json` does not list which rounds were interfered (written \
+                 before it did) for {unmarked} operation{}: every round is used.",
+                if unmarked == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    out
+}
+
+fn count(c: &Comparison, change: Change) -> usize {
+    c.rows.iter().filter(|r| r.change() == Some(change)).count()
+}
+
+/// `rounds 140 (12 left out)` / `trials 5`.
+fn basis_text(b: &Basis) -> String {
+    match *b {
+        Basis::Rounds {
+            rounds, left_out, ..
+        } if left_out > 0 => format!("{rounds} ({left_out})"),
+        Basis::Rounds { rounds, .. } => rounds.to_string(),
+        Basis::Trials { trials } => format!("{trials} trials"),
+    }
+}
+
+fn verdict_cell(r: &CompareRow) -> String {
+    match r.estimates.verdict {
+        Some((c, Used::Adjusted)) => c.name().to_string(),
+        Some((c, Used::Raw)) => format!("{} (raw)", c.name()),
+        None => "no usable rounds".to_string(),
+    }
+}
+
+/// The comparison as Markdown.
+pub fn compare_markdown(c: &Comparison) -> String {
+    let band = format::share(c.band);
+    let mut o = format!(
+        "# Comparison: {} (B) against {} (A)\n\n",
+        c.system_b, c.system_a
+    );
+    o.push_str(&format!(
+        "A: `{}`; B: `{}`. B/A = median per-op cycles of B / A over the rounds each run's \
+         estimate used (interfered rounds left out when enough clean ones remain), with a 95% \
+         bootstrap confidence interval (each run's rounds resampled on their own). Host B/A = \
+         the yardstick's median cycles B / A (a fixed workload timed in the same rounds as \
+         every operation; above 1: the host ran slower during B). Adjusted B/A = the same \
+         ratio on every round's cycles divided by the yardstick's cycles in that round, with \
+         its own interval. Verdict: `slower` or `faster` when the whole interval lies beyond \
+         1 ± {band} (the equivalence band, `--band`), `same` when it lies within it, \
+         `undecided` when it crosses an edge of the band. Rounds: per side, with the \
+         interfered ones left out in brackets.\n\n",
+        c.dir_a.display(),
+        c.dir_b.display(),
+    ));
+    o.push_str(&verdict_line(c));
+    o.push_str("\n\n");
+    let (slower, faster) = (count(c, Change::Slower), count(c, Change::Faster));
+    o.push_str(&format!(
+        "{} of {} compared operations differ beyond ±{band}: {slower} slower, {faster} \
+         faster; {} the same within ±{band}, {} undecided.\n\n",
+        slower + faster,
+        c.rows.len(),
+        count(c, Change::Same),
+        count(c, Change::Undecided),
+    ));
+    let notes = fallbacks(c);
+    if !notes.is_empty() {
+        o.push_str("Fallbacks:\n\n");
+        for n in notes {
+            o.push_str(&format!("- {n}\n"));
+        }
+        o.push('\n');
+    }
+    let counted = c.rows.iter().any(|r| r.instructions.is_some());
+    if counted {
+        o.push_str(
+            "Instructions B/A: mean instructions per operation counted by callgrind \
+             (`count` step) on both sides; deterministic, so exact.\n\n",
+        );
+    }
+    o.push_str(
+        "| submission | instance | op | rounds A | rounds B | median A | median B | B/A (95% CI) \
+         | host B/A | adjusted B/A (95% CI) | verdict |",
+    );
+    o.push_str(if counted {
+        " instructions B/A |\n"
+    } else {
+        "\n"
+    });
+    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|");
+    o.push_str(if counted { "---|\n" } else { "\n" });
+    for r in &c.rows {
+        let e = &r.estimates;
+        let raw = match &e.raw {
+            Some(x) => format!(
+                "{} | {} | {}",
+                format::cycles(x.median_a),
+                format::cycles(x.median_b),
+                ratio_ci_text(&x.ratio)
+            ),
+            None => "– | – | –".to_string(),
+        };
+        let adjusted = match &e.adjusted {
+            Ok(a) => format!("{:.3} | {}", a.host_ratio, ratio_ci_text(&a.ratio)),
+            Err(_) => "– | –".to_string(),
+        };
+        o.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} | {raw} | {adjusted} | {} |",
+            r.submission,
+            r.instance,
+            r.op,
+            basis_text(&r.basis_a),
+            basis_text(&r.basis_b),
+            verdict_cell(r)
+        ));
+        if counted {
+            o.push_str(&match r.instruction_ratio() {
+                Some(x) => format!(" {x:.4} |"),
+                None => " – |".to_string(),
+            });
+        }
+        o.push('\n');
+    }
+    for (label, list) in [("A", &c.only_a), ("B", &c.only_b)] {
+        if !list.is_empty() {
+            o.push_str(&format!("\nMeasured only in {label}:\n\n"));
+            for k in list {
+                o.push_str(&format!("- `{k}`\n"));
+            }
+        }
+    }
+    o
+}
+
+/// The comparison as CSV: one line per operation; ratios with six decimals, cycles with
+/// one; `verdict_from` is `adjusted` or `raw`, `no_adjustment` why there is no adjusted
+/// ratio.
+pub fn compare_csv(c: &Comparison) -> String {
+    let mut o = String::from(
+        "system_a,system_b,submission,instance,op,rounds_a,rounds_b,used_a,used_b,\
+         median_cycles_a,median_cycles_b,ratio,ci_low,ci_high,host_ratio,adjusted_ratio,\
+         adjusted_ci_low,adjusted_ci_high,band,verdict,verdict_from,no_adjustment,\
+         instructions_a,instructions_b,instruction_ratio\n",
+    );
+    let f6 = |x: f64| format!("{x:.6}");
+    let rounds = |b: &Basis| match *b {
+        Basis::Rounds { rounds, .. } => rounds,
+        Basis::Trials { trials } => trials,
+    };
+    for r in &c.rows {
+        let e = &r.estimates;
+        let raw = e.raw.as_ref();
+        let adj = e.adjusted.as_ref().ok();
+        let cells = [
+            c.system_a.clone(),
+            c.system_b.clone(),
+            r.submission.clone(),
+            r.instance.clone(),
+            r.op.name().to_string(),
+            rounds(&r.basis_a).to_string(),
+            rounds(&r.basis_b).to_string(),
+            r.basis_a.used().to_string(),
+            r.basis_b.used().to_string(),
+            raw.map(|x| format!("{:.1}", x.median_a))
+                .unwrap_or_default(),
+            raw.map(|x| format!("{:.1}", x.median_b))
+                .unwrap_or_default(),
+            raw.map(|x| f6(x.ratio.median)).unwrap_or_default(),
+            raw.map(|x| f6(x.ratio.ci_low)).unwrap_or_default(),
+            raw.map(|x| f6(x.ratio.ci_high)).unwrap_or_default(),
+            adj.map(|a| f6(a.host_ratio)).unwrap_or_default(),
+            adj.map(|a| f6(a.ratio.median)).unwrap_or_default(),
+            adj.map(|a| f6(a.ratio.ci_low)).unwrap_or_default(),
+            adj.map(|a| f6(a.ratio.ci_high)).unwrap_or_default(),
+            f6(c.band),
+            e.verdict
+                .map(|v| v.0.name())
+                .unwrap_or_default()
+                .to_string(),
+            e.verdict
+                .map(|v| v.1.name())
+                .unwrap_or_default()
+                .to_string(),
+            e.adjusted
+                .as_ref()
+                .err()
+                .map(|n: &NoAdjustment| n.text())
+                .unwrap_or_default()
+                .to_string(),
+            r.instructions
+                .map(|(a, _)| format!("{a:.1}"))
+                .unwrap_or_default(),
+            r.instructions
+                .map(|(_, b)| format!("{b:.1}"))
+                .unwrap_or_default(),
+            r.instruction_ratio().map(f6).unwrap_or_default(),
+        ];
+        o.push_str(&cells.iter().map(|s| field(s)).collect::<Vec<_>>().join(","));
+        o.push('\n');
+    }
+    o
+}

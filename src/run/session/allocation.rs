@@ -1,0 +1,196 @@
+//! The session's stop rule and its allocation of rounds: which runners a round times, and
+//! how often each group of members is visited once it reached the precision (the rules
+//! themselves are in `crate::measure::rounds`).
+
+use super::live::Live;
+use super::{Stopped, Visit};
+use crate::measure::rounds::{visit_every, visited};
+
+/// The stop rule after a round: every member within the precision (`widest`, the widest
+/// relative CI half-width of the members alive, is infinite before the first check), else
+/// the budget used up, else go on (`None`).
+pub(super) fn stop_rule(
+    widest: f64,
+    precision: f64,
+    used_ns: u64,
+    budget_ns: u64,
+) -> Option<Stopped> {
+    if widest <= precision {
+        Some(Stopped::Precision)
+    } else if used_ns >= budget_ns {
+        Some(Stopped::Budget)
+    } else {
+        None
+    }
+}
+
+/// The runners timed in session round `round`: every alive member whose group (members `i /
+/// group`) is visited in it, in one round of `every[i / group]`, and the yardstick (the
+/// runners after the `n_members` members) in every round.
+pub(super) fn due(
+    alive: &[bool],
+    n_members: usize,
+    group: usize,
+    every: &[usize],
+    round: usize,
+) -> Vec<usize> {
+    (0..alive.len())
+        .filter(|&i| alive[i] && (i >= n_members || visited(round, every[i / group], i / group)))
+        .collect()
+}
+
+/// After the check of the round before `next`: how often each group is visited from round
+/// `next` on ([`visit_every`] of its alive members' `checks`), each change logged with its
+/// reason on the group's alive members.
+pub(super) fn reallocate(
+    members: &mut [Live],
+    checks: &[Option<(usize, f64)>],
+    group: usize,
+    every: &mut [usize],
+    next: usize,
+    precision: f64,
+) {
+    for (g, now) in every.iter_mut().enumerate() {
+        let range = g * group..((g + 1) * group).min(members.len());
+        let alive: Vec<(usize, f64)> = checks[range.clone()].iter().flatten().copied().collect();
+        if alive.is_empty() {
+            continue;
+        }
+        let new = visit_every(&alive, precision, *now);
+        if new == *now {
+            continue;
+        }
+        *now = new;
+        let n = alive.iter().map(|c| c.0).min().unwrap_or(0);
+        let widest = alive.iter().map(|c| c.1).fold(0.0, f64::max);
+        let whose = if group > 1 {
+            " (widest of its group)"
+        } else {
+            ""
+        };
+        let why = if new > 1 {
+            format!(
+                "CI ±{:.2}%{whose} within ±{:.2}% after {n} rounds that count",
+                widest * 100.0,
+                precision * 100.0
+            )
+        } else if widest > precision {
+            format!(
+                "CI ±{:.2}%{whose} wider than ±{:.2}% again",
+                widest * 100.0,
+                precision * 100.0
+            )
+        } else {
+            format!("{n} rounds that count (rounds newly marked interfered)")
+        };
+        for (l, c) in members[range].iter_mut().zip(&checks[g * group..]) {
+            if c.is_some() {
+                l.visits.push(Visit {
+                    from_round: next as u32,
+                    every: new as u32,
+                    why: why.clone(),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_stops_at_the_precision_then_at_the_budget() {
+        assert_eq!(stop_rule(f64::INFINITY, 0.01, 10, 100), None);
+        assert_eq!(stop_rule(0.012, 0.01, 99, 100), None);
+        assert_eq!(stop_rule(0.012, 0.01, 100, 100), Some(Stopped::Budget));
+        // Both at once: the precision is the reason.
+        assert_eq!(stop_rule(0.01, 0.01, 150, 100), Some(Stopped::Precision));
+    }
+
+    #[test]
+    fn due_runners_are_the_alive_members_of_groups_visited_in_the_round_and_the_yardstick() {
+        // Six members in triples (compare --measure) and the yardstick (index 6); the second
+        // triple is visited in one round of 4 (slot 1: rounds 3, 7, ...), member 1 failed.
+        let alive = [true, false, true, true, true, true, true];
+        let every = [1, 4];
+        assert_eq!(due(&alive, 6, 3, &every, 0), [0, 2, 6]);
+        assert_eq!(due(&alive, 6, 3, &every, 3), [0, 2, 3, 4, 5, 6]);
+        // One member per group: each takes its own turn.
+        let alive = [true; 4];
+        assert_eq!(due(&alive, 4, 1, &[4, 4, 1, 4], 0), [0, 2]);
+        assert_eq!(due(&alive, 4, 1, &[4, 4, 1, 4], 1), [2, 3]);
+    }
+
+    #[test]
+    fn reallocation_logs_each_change_with_its_reason() {
+        use super::super::live::fake::live;
+        let dir = tempfile::tempdir().unwrap();
+        let mut members = vec![
+            live(dir.path(), &[1.0], &[0], &[]),
+            live(dir.path(), &[1.0], &[0], &[]),
+        ];
+        let mut every = vec![1, 1];
+        // Member 0 within 90% of the target after 40 rounds, member 1 not.
+        reallocate(
+            &mut members,
+            &[Some((40, 0.005)), Some((40, 0.02))],
+            1,
+            &mut every,
+            40,
+            0.01,
+        );
+        assert_eq!(every, [4, 1]);
+        assert_eq!(
+            members[0].visits,
+            [Visit {
+                from_round: 40,
+                every: 4,
+                why: "CI ±0.50% within ±1.00% after 40 rounds that count".into()
+            }]
+        );
+        assert!(members[1].visits.is_empty());
+        // Still within the target: no change; beyond it: back to every round.
+        reallocate(
+            &mut members,
+            &[Some((41, 0.0095)), Some((41, 0.02))],
+            1,
+            &mut every,
+            41,
+            0.01,
+        );
+        assert_eq!(members[0].visits.len(), 1);
+        reallocate(
+            &mut members,
+            &[Some((42, 0.012)), None],
+            1,
+            &mut every,
+            42,
+            0.01,
+        );
+        assert_eq!(every, [1, 1]);
+        assert_eq!(
+            members[0].visits[1].why,
+            "CI ±1.20% wider than ±1.00% again"
+        );
+        assert_eq!(
+            (members[0].visits[1].from_round, members[0].visits[1].every),
+            (42, 1)
+        );
+        // A group of two goes together, and both members log it.
+        let mut every = vec![1];
+        reallocate(
+            &mut members,
+            &[Some((30, 0.004)), Some((35, 0.008))],
+            2,
+            &mut every,
+            50,
+            0.01,
+        );
+        assert_eq!(every, [4]);
+        assert_eq!(
+            members[1].visits[0].why,
+            "CI ±0.80% (widest of its group) within ±1.00% after 30 rounds that count"
+        );
+    }
+}

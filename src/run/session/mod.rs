@@ -1,0 +1,493 @@
+//! The timing session: every (instance, operation) measured together, in rounds.
+//!
+//! One `kem-runner serve` process per member is started (one after the other, each warmed
+//! up and calibrated to a short batch), then rounds follow: each round times one batch of
+//! every member in a freshly shuffled order (ChaCha8 from a recorded seed), reading the
+//! bench core's `/proc/stat` line around each batch and the runner's own scheduler counters
+//! to mark interfered batches ([`crate::measure::interference`]); with a yardstick, a round
+//! in which it ran far above its median is marked interfered for every member timed in it
+//! ([`interference::slow_rounds`], applied again over the whole session at its end). Rounds
+//! go on until every member's 95% bootstrap CI of the median per-op cycles is within
+//! `precision` of the median, or the measured batch time reaches the budget. A member (or a
+//! group of members, [`Settings::group`]) that has reached the precision with enough rounds
+//! is timed in only one round of four from then on ([`crate::measure::rounds::visit_every`]),
+//! so the budget goes to the members whose CI is still wide; its record says from which
+//! round and why. Then each runner takes its single-call samples, loop overhead, stack and
+//! peak RSS in its own process and returns its record. Slow drift of the host thus spreads
+//! over all members instead of landing on whichever was measured at that moment, and two
+//! objects in the same session are compared on the same moments of the host.
+//!
+//! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
+//! reads the runner, its object and `api.h`, writes only its own scratch folder, under the
+//! step's memory limit. Its protocol lines come on the runner's record channel (the stdout
+//! it was started with; the KEM's own stdout goes to stderr), so a KEM that prints
+//! `batch ...` cannot answer for it.
+//!
+//! A batch that claims more time than the engine waited for its answer is implausible
+//! (code in the runner's process forging answers): its member fails at once, before its
+//! claimed time can use up the session's budget.
+//!
+//! A member that fails (bad return code, crash, timeout, implausible batch) leaves the
+//! session with its reason; the others go on.
+//!
+//! With a [`Gauge`] in the settings, the yardstick ([`super::yardstick`]) is timed in every
+//! round too, at a random position like a member; it does not count towards the budget or
+//! the precision, and every member's [`Rounds`] keeps its per-round cycles and the median
+//! of the member's per-round ratio to it ([`Yardstick`]). A yardstick that fails leaves the
+//! session without one (its log says why); the members go on.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+mod allocation;
+mod live;
+
+use super::exec::{self, NoLine, Served};
+use super::sandbox::{Jail, Sandbox};
+use super::stop::Stop;
+use crate::measure::interference;
+use crate::measure::rounds::MIN_ROUNDS;
+use crate::measure::stats;
+pub use crate::record::rounds::{Rounds, Stopped, Visit, Yardstick};
+use crate::record::TimeOutput;
+use allocation::{due, reallocate, stop_rule};
+use kem_native::serve::{BatchReply, BATCH, DONE, READY};
+use live::Live;
+
+/// Length of one batch (shorter when the step's `trial` is).
+pub const DEFAULT_BATCH: Duration = Duration::from_millis(20);
+
+/// Bootstrap resamples of the stopping check (the recorded interval uses
+/// [`stats::BOOTSTRAP_RESAMPLES`]).
+const CHECK_RESAMPLES: usize = 200;
+
+/// One (object, operation) to time.
+pub struct Member {
+    /// For messages: `ml-kem/ML-KEM-512-clean/time:keygen`.
+    pub label: String,
+    pub object: PathBuf,
+    /// The same code linked in other orders, timed in every batch with `object` (the
+    /// build's `layouts`; see `run::steps::link`); the session lets the runner read them.
+    pub layouts: Vec<PathBuf>,
+    pub api_h: PathBuf,
+    pub namespace: String,
+    pub op: String,
+    pub min_iters: u64,
+    pub samples: u32,
+    /// Share of the session's budget, ns of measured batches.
+    pub budget_ns: u64,
+    pub log: exec::Log,
+    /// What its runner may read and write (the runner, the object, `api.h`; its scratch
+    /// folder) and its memory limit.
+    pub jail: Jail,
+}
+
+/// Settings shared by all members.
+pub struct Settings {
+    pub runner: PathBuf,
+    pub sandbox: Sandbox,
+    pub bench_cpu: usize,
+    /// Target CI half-width relative to the median (0.01 = 1%).
+    pub precision: f64,
+    pub batch: Duration,
+    /// Longest wait for one answer of a runner (the step's timeout).
+    pub timeout: Duration,
+    /// Members visited together, in consecutive groups of this many (the A, B and A/A
+    /// triples of `compare --measure`, whose rounds must stay paired); 1 otherwise.
+    pub group: usize,
+}
+
+/// The yardstick as a session runs it: its runner's member (op keygen) and what identifies it.
+pub struct Gauge {
+    pub member: Member,
+    pub name: String,
+    pub object_sha256: String,
+}
+
+/// One member's end of the session.
+pub struct Outcome {
+    pub commands: Vec<Vec<String>>,
+    pub result: Result<(TimeOutput, Rounds), Stop>,
+    /// Per-op cycles of every round the member was timed in, for paired comparisons (the
+    /// members of a group are timed in the same rounds).
+    pub values: Vec<f64>,
+    /// Whether each round was interfered.
+    pub interfered: Vec<bool>,
+    /// How long the member's runner process lasted, from its start to its exit (for the
+    /// plausibility of its record).
+    pub elapsed: Duration,
+}
+
+/// A fresh random seed for the round order and the bootstrap.
+pub fn fresh_seed() -> u64 {
+    let mut b = [0u8; 8];
+    if kem_native::drbg::OsRng.try_fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        return t.as_nanos() as u64;
+    }
+    u64::from_le_bytes(b)
+}
+
+/// Run a session over `members` (and the yardstick `gauge`, if any); `on_round(round, worst
+/// half-width)` is told after each round. Outcomes come back in the order of `members`.
+///
+/// The steps: start every runner ([`spawn_all`]: load, warm up, calibrate), time rounds
+/// until the stop rule holds ([`rounds`]), then let the yardstick's runner and every
+/// member's finish in their own processes ([`finish_gauge`], [`finish_member`]).
+pub fn run(
+    members: Vec<Member>,
+    gauge: Option<Gauge>,
+    s: &Settings,
+    on_round: &dyn Fn(usize, f64),
+) -> (String, u64, Vec<Outcome>) {
+    let seed = fresh_seed();
+    let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
+    let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
+    let n_members = members.len();
+    let (mut live, gauge_id) = line_up(members, gauge);
+    let runners = live.len();
+    spawn_all(&mut live, s);
+    let stopped = rounds(&mut live, n_members, budget_ns, seed, s, on_round);
+    // The yardstick's runner finishes first; its values count only if it lasted the session.
+    let gauge = match gauge_id {
+        Some(g) => live.pop().and_then(|l| finish_gauge(l, s)).map(|l| (l, g)),
+        None => None,
+    };
+    // The yardstick's slow phases over the whole session mark every member's rounds.
+    let slow = gauge
+        .as_ref()
+        .map(|(g, _)| interference::slow_rounds(&g.values))
+        .unwrap_or_default();
+    let end = End {
+        id: &id,
+        seed,
+        runners,
+        stopped,
+        budget_ns,
+        gauge: gauge.as_ref(),
+        slow: &slow,
+    };
+    let out = live
+        .into_iter()
+        .map(|l| finish_member(l, &end, s))
+        .collect();
+    (id, seed, out)
+}
+
+/// The session's runners: the members, then the yardstick's (when there is one; it is not
+/// a member), and what identifies the yardstick (name, object SHA-256).
+fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(String, String)>) {
+    let (gauge_id, gauge_member) = match gauge {
+        Some(g) => (Some((g.name, g.object_sha256)), Some(g.member)),
+        None => (None, None),
+    };
+    let live = members
+        .into_iter()
+        .chain(gauge_member)
+        .map(|m| Live {
+            m,
+            served: None,
+            failed: None,
+            values: Vec::new(),
+            rounds: Vec::new(),
+            why: Vec::new(),
+            positions: Vec::new(),
+            visits: Vec::new(),
+            batches: Vec::new(),
+            commands: Vec::new(),
+            elapsed: Duration::ZERO,
+        })
+        .collect();
+    (live, gauge_id)
+}
+
+/// Start the runners one at a time: loading, warm-up and calibration on the bench core.
+/// Every runner holds its pipes and log for the whole session; one that cannot start or
+/// does not report ready fails.
+fn spawn_all(live: &mut [Live], s: &Settings) {
+    let room = exec::make_room_for(live.len());
+    for l in live.iter_mut() {
+        if let Err(why) = &room {
+            l.fail(Stop::failed(why.clone()));
+            continue;
+        }
+        if exec::cancelled() {
+            l.fail(Stop::failed("interrupted"));
+            continue;
+        }
+        spawn(l, s);
+    }
+}
+
+/// The `kem-runner serve` arguments of one runner.
+fn serve_args(m: &Member, s: &Settings) -> Vec<String> {
+    [
+        "serve".to_string(),
+        "--lib".into(),
+        m.object.display().to_string(),
+        "--api".into(),
+        std::path::absolute(&m.api_h)
+            .unwrap_or_else(|_| m.api_h.clone())
+            .display()
+            .to_string(),
+        "--ns".into(),
+        m.namespace.clone(),
+        "--op".into(),
+        m.op.clone(),
+        "--cpu".into(),
+        s.bench_cpu.to_string(),
+        "--batch-ns".into(),
+        s.batch.as_nanos().to_string(),
+        "--min-iters".into(),
+        m.min_iters.to_string(),
+        "--samples".into(),
+        m.samples.to_string(),
+    ]
+    .into_iter()
+    .chain(
+        m.layouts
+            .iter()
+            .flat_map(|p| ["--layout".to_string(), p.display().to_string()]),
+    )
+    .collect()
+}
+
+/// Start one runner in its jail and wait for its `ready`.
+fn spawn(l: &mut Live, s: &Settings) {
+    let args = serve_args(&l.m, s);
+    let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
+        .chain(args.iter().cloned())
+        .collect();
+    l.commands.push(shown.clone());
+    l.m.jail.read.extend(l.m.layouts.iter().cloned());
+    let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
+    match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
+        Ok(mut served) => {
+            let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
+            l.served = Some(served);
+            if !matches!(&r, Ok((w, _)) if w == READY) {
+                l.fail_from(r, s.timeout);
+            }
+        }
+        Err(e) => l.fail(Stop::failed(format!("cannot run kem-runner: {e}"))),
+    }
+}
+
+/// Time rounds until the stop rule holds ([`stop_rule`]): every member's CI within the
+/// precision (checked from [`MIN_ROUNDS`] rounds on, leaving out the rounds interfered so
+/// far, the yardstick's slow phases included), the members' measured batch time at the
+/// budget, or no member left (all failed, or the run was interrupted). Each round times the
+/// runners [`due`] in it, in a shuffled order; after each check the groups that reached the
+/// precision are visited less, those whose CI widened again in every round ([`reallocate`]).
+/// The yardstick, when there is one, is the last of `live`, after the `n_members` members.
+fn rounds(
+    live: &mut [Live],
+    n_members: usize,
+    budget_ns: u64,
+    seed: u64,
+    s: &Settings,
+    on_round: &dyn Fn(usize, f64),
+) -> Stopped {
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let group = s.group.max(1);
+    let mut every = vec![1; n_members.div_ceil(group)];
+    let mut used_ns = 0u64;
+    let mut round = 0usize;
+    loop {
+        if !live[..n_members].iter().any(Live::alive) || exec::cancelled() {
+            return Stopped::NoMembers;
+        }
+        let alive: Vec<bool> = live.iter().map(Live::alive).collect();
+        let mut order = due(&alive, n_members, group, &every, round);
+        order.shuffle(&mut rng);
+        for (pos, &i) in order.iter().enumerate() {
+            if let Some(ns) = batch(&mut live[i], round, pos, s) {
+                if i < n_members {
+                    used_ns += ns;
+                }
+            }
+        }
+        round += 1;
+        let worst = if round >= MIN_ROUNDS {
+            let (members, gauge) = live.split_at_mut(n_members);
+            let slow = gauge
+                .first()
+                .map(|g| interference::slow_rounds(&g.values))
+                .unwrap_or_default();
+            let checks: Vec<Option<(usize, f64)>> = members
+                .iter()
+                .map(|l| {
+                    if l.alive() {
+                        l.check(&slow, seed)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            reallocate(members, &checks, group, &mut every, round, s.precision);
+            checks.iter().flatten().map(|c| c.1).fold(0.0, f64::max)
+        } else {
+            f64::INFINITY
+        };
+        on_round(round, worst);
+        if let Some(stopped) = stop_rule(worst, s.precision, used_ns, budget_ns) {
+            return stopped;
+        }
+    }
+}
+
+/// Time one batch of `l` at position `pos` of session round `round`: its measured ns, or
+/// `None` when it failed (no answer, a bad answer, or a batch claiming more time than it
+/// took).
+fn batch(l: &mut Live, round: usize, pos: usize, s: &Settings) -> Option<u64> {
+    let served = l.served.as_mut().expect("alive members are served");
+    let before = interference::read_cpu(s.bench_cpu);
+    let sent = Instant::now();
+    let r = match served.send("batch") {
+        Ok(()) => served.next_line(&[BATCH, DONE], Instant::now() + s.timeout, &mut l.m.log),
+        Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+    };
+    let wall = sent.elapsed();
+    let after = interference::read_cpu(s.bench_cpu);
+    let reply = match &r {
+        Ok((w, json)) if w == BATCH => serde_json::from_str::<BatchReply>(json).ok(),
+        _ => None,
+    };
+    let Some(b) = reply.filter(|b| b.iters > 0) else {
+        l.fail_from(r, s.timeout);
+        return None;
+    };
+    if u128::from(b.ns) > wall.as_nanos() {
+        let stop = Stop::failed(format!(
+            "implausible timing record: batch {} claims {:.3} ms but kem-runner answered \
+             in {:.3} ms",
+            l.values.len() + 1,
+            b.ns as f64 / 1e6,
+            wall.as_secs_f64() * 1e3
+        ));
+        l.fail(stop);
+        return None;
+    }
+    l.batches.push((b.iters, b.cycles, b.ns));
+    l.values.push(b.cycles as f64 / b.iters as f64);
+    l.rounds.push(round);
+    l.why.push(interference::judge(before, after, &b.own, b.ns));
+    l.positions.push(pos as u32);
+    Some(b.ns)
+}
+
+/// Ask a runner to finish (`finish`) and read its `done` line.
+fn ask_finish(l: &mut Live, s: &Settings) -> Result<(String, String), NoLine> {
+    let served = l.served.as_mut().expect("alive");
+    match served.send("finish") {
+        Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
+        Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+    }
+}
+
+/// The yardstick's runner, finished: `None` when it did not last the session.
+fn finish_gauge(mut l: Live, s: &Settings) -> Option<Live> {
+    let finished = l.alive() && {
+        let r = ask_finish(&mut l, s);
+        let served = l.served.as_mut().expect("alive");
+        served.wait(&mut l.m.log);
+        r.is_ok()
+    };
+    finished.then_some(l)
+}
+
+/// What every member's record shares of the session's end.
+struct End<'a> {
+    id: &'a str,
+    seed: u64,
+    runners: usize,
+    stopped: Stopped,
+    budget_ns: u64,
+    /// The yardstick's runner when it lasted the session, and its (name, SHA-256).
+    gauge: Option<&'a (Live, (String, String))>,
+    /// Per session round: why the yardstick found it a slow phase of the host.
+    slow: &'a [Option<String>],
+}
+
+/// A member's runner finishes in its own process (samples, overhead, stack, peak RSS) and
+/// its outcome is made: its record with the [`Rounds`], or why it failed.
+fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
+    l.mark_slow(end.slow);
+    if l.alive() {
+        match ask_finish(&mut l, s) {
+            Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
+                Ok(o) if o.failure.is_none() && lists(&o, &l.batches) => {
+                    let served = l.served.as_mut().expect("alive");
+                    served.wait(&mut l.m.log);
+                    l.elapsed = served.elapsed();
+                    let rounds = member_rounds(&mut l, end, s);
+                    l.served = None;
+                    return finish(l, Ok((o, rounds)));
+                }
+                Ok(o) if o.failure.is_some() => l.fail_from(Ok((DONE.into(), json)), s.timeout),
+                Ok(_) => l.fail(Stop::failed(format!(
+                    "{}: the runner's record does not list the batches it answered",
+                    l.m.op
+                ))),
+                Err(_) => l.fail_from(Ok((DONE.into(), json)), s.timeout),
+            },
+            Err(e) => l.fail_from(Err(e), s.timeout),
+        }
+    }
+    let stop = l
+        .failed
+        .take()
+        .unwrap_or_else(|| Stop::failed("interrupted"));
+    finish(l, Err(stop))
+}
+
+/// What a finished member's record keeps of the session.
+fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
+    let (estimate, clean_only) = l
+        .estimate(&[], end.seed, stats::BOOTSTRAP_RESAMPLES)
+        .expect("an alive member has rounds");
+    Rounds {
+        session: end.id.to_string(),
+        seed: end.seed,
+        members: end.runners,
+        positions: std::mem::take(&mut l.positions),
+        interference: l.why.clone(),
+        clean_only,
+        estimate,
+        precision: s.precision,
+        reached: estimate.rel_half_width() <= s.precision,
+        stopped: end.stopped,
+        budget_s: end.budget_ns as f64 * 1e-9,
+        yardstick: end
+            .gauge
+            .and_then(|(gl, (name, sha))| l.yardstick(gl, (name, sha), end.seed)),
+        session_rounds: l.rounds.iter().map(|&r| r as u32).collect(),
+        visits: std::mem::take(&mut l.visits),
+    }
+}
+
+/// Whether the final record's trials are exactly the batches the runner answered.
+fn lists(out: &TimeOutput, batches: &[(u64, u64, u64)]) -> bool {
+    out.trials.len() == batches.len()
+        && out
+            .trials
+            .iter()
+            .zip(batches)
+            .all(|(t, &b)| (t.iters, t.cycles, t.ns) == b)
+}
+
+fn finish(l: Live, result: Result<(TimeOutput, Rounds), Stop>) -> Outcome {
+    let interfered = l.why.iter().map(|w| !w.is_empty()).collect();
+    Outcome {
+        commands: l.commands,
+        result,
+        values: l.values,
+        interfered,
+        elapsed: l.elapsed,
+    }
+}

@@ -30,9 +30,11 @@ pub mod record;
 pub mod report;
 pub mod rsp;
 pub mod run;
+pub mod safe_fs;
 pub mod sizes;
 pub mod sources;
 pub mod survey;
+pub mod text;
 
 /// `require`: what a unit test needs outside Rust (see the file).
 #[cfg(test)]

@@ -111,7 +111,7 @@ pub fn parse_rsp(text: &str) -> Result<Vec<RspEntry>, String> {
         let kind = match line_kind(raw) {
             Ok((_, kind)) => kind,
             Err(_) => {
-                let shown: String = raw.chars().take(60).collect();
+                let shown = crate::text::excerpt(raw, 60);
                 return Err(format!(
                     "line {line}: expected `name = HEX`, `count = N`, a `#` comment or a blank line, found `{shown}`"
                 ));
@@ -126,22 +126,24 @@ pub fn parse_rsp(text: &str) -> Result<Vec<RspEntry>, String> {
             }),
             Line::Field("count", value) => {
                 return Err(format!(
-                    "line {line}: `count` must be a decimal number, found `{value}`"
+                    "line {line}: `count` must be a decimal number, found `{}`",
+                    crate::text::excerpt(value, 40)
                 ))
             }
             Line::Field(name, value) => {
+                let shown = crate::text::excerpt(name, 40);
                 let Some(entry) = entries.last_mut() else {
                     return Err(format!(
-                        "line {line}: field `{name}` before the first `count = N` line"
+                        "line {line}: field `{shown}` before the first `count = N` line"
                     ));
                 };
                 if let Some(prev) = entry.fields.iter().find(|f| f.name == name) {
                     return Err(format!(
-                        "line {line}: field `{name}` repeated in count {} (first on line {})",
+                        "line {line}: field `{shown}` repeated in count {} (first on line {})",
                         entry.count, prev.line
                     ));
                 }
-                let value = decode_hex(value, line, name)?;
+                let value = decode_hex(value, line, &shown)?;
                 entry.fields.push(RspField {
                     name: name.to_string(),
                     value,

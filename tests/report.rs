@@ -178,6 +178,7 @@ fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campaign {
             isolation: ngcc_pipe::model::Isolation::Core,
             target: Default::default(),
             executor: Default::default(),
+            sandbox: Default::default(),
         },
         flags,
         outputs: PathBuf::from(format!("/fixture/outputs/{system}")),

@@ -45,16 +45,62 @@ impl Limit {
 /// spawned it dies (so an engine killed with SIGKILL leaves no child behind), just before
 /// it executes the program.
 pub fn limit_child(cmd: &mut std::process::Command, limits: &[Limit]) {
+    setup_child(
+        cmd,
+        ChildSetup {
+            limits: limits.to_vec(),
+            ..ChildSetup::default()
+        },
+    );
+}
+
+/// What a child process does to itself between fork and exec ([`setup_child`]), in this
+/// order: join control groups, apply resource limits, keep file descriptors open across
+/// exec, become another user, and ask for `SIGKILL` when its parent thread dies.
+#[derive(Debug, Default)]
+pub struct ChildSetup {
+    /// Resource limits (soft = hard).
+    pub limits: Vec<Limit>,
+    /// `cgroup.procs` files the child writes `0` to (joining those groups, its descendants
+    /// with it). Writing needs the engine's privileges: done before the user changes.
+    pub cgroups: Vec<std::path::PathBuf>,
+    /// Descriptors (opened close-on-exec by the caller) that the program inherits under
+    /// the same numbers (`bwrap --seccomp N`, `--ro-bind-fd N`); closed in the parent when
+    /// the command is dropped.
+    pub keep_fds: Vec<std::os::fd::OwnedFd>,
+    /// The (uid, gid) the child runs as, with no supplementary groups (needs root).
+    pub user: Option<(u32, u32)>,
+}
+
+/// Make `cmd`'s child apply `setup` to itself just before it executes the program.
+pub fn setup_child(cmd: &mut std::process::Command, setup: ChildSetup) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     let limits: Vec<(libc::__rlimit_resource_t, u64)> =
-        limits.iter().map(|l| l.resource()).collect();
+        setup.limits.iter().map(|l| l.resource()).collect();
+    let cgroups: Vec<std::ffi::CString> = setup
+        .cgroups
+        .iter()
+        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+        .collect();
+    let keep = setup.keep_fds;
+    let user = setup.user;
     // SAFETY: the closure runs in the forked child before exec and only calls
-    // async-signal-safe functions (prctl, setrlimit) on values prepared before the fork;
-    // it allocates nothing.
+    // async-signal-safe functions (open, write, close, setrlimit, fcntl, setgroups,
+    // setgid, setuid, prctl) on values prepared before the fork; it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(io::Error::last_os_error());
+            for path in &cgroups {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if written != 1 {
+                    return Err(io::Error::last_os_error());
+                }
             }
             for &(resource, value) in &limits {
                 let lim = libc::rlimit {
@@ -65,9 +111,45 @@ pub fn limit_child(cmd: &mut std::process::Command, limits: &[Limit]) {
                     return Err(io::Error::last_os_error());
                 }
             }
+            for fd in &keep {
+                if libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if let Some((uid, gid)) = user {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(gid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            // After the user change, which clears it.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
             Ok(())
         });
     }
+}
+
+/// The effective user id of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid(2) cannot fail and takes no arguments.
+    unsafe { libc::geteuid() }
+}
+
+/// Bytes and inodes available to an unprivileged user on the file system holding `path`
+/// (`statvfs`).
+pub fn free_space(path: &std::path::Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: statvfs(3) writes into the zeroed struct we pass; `c` is a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.f_bavail as u64 * st.f_frsize as u64, st.f_favail as u64))
 }
 
 /// Take the process's stdout for the caller and point file descriptor 1 at stderr, so
@@ -177,6 +259,13 @@ mod tests {
         assert_eq!(thread_affinity().unwrap(), vec![before[0]]);
         set_thread_affinity(&before).unwrap();
         assert_eq!(thread_affinity().unwrap(), before);
+    }
+
+    #[test]
+    fn reports_free_space() {
+        let (bytes, _) = free_space(std::path::Path::new("/")).unwrap();
+        assert!(bytes > 0);
+        assert!(free_space(std::path::Path::new("/nonexistent/x")).is_err());
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub(super) fn exec(args: RunArgs, outputs: Option<&Path>) -> Result<(), Error> {
     )
 }
 
+/// How long an interrupted run may take to stop its steps and write its records.
+const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_millis(1700);
+
 fn run_campaign(
     ctx: Ctx,
     selected: &BTreeSet<petgraph::graph::NodeIndex>,
@@ -70,8 +73,18 @@ fn run_campaign(
 ) -> Result<(), Error> {
     let ctx = Arc::new(ctx);
     let _ = ctrlc::set_handler(|| {
-        run::exec::CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+        if run::exec::CANCELLED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         eprintln!("\ninterrupted: stopping running steps; finished steps are kept, `run` again to continue");
+        // Running steps see the flag within milliseconds; a worker stuck anyway (in a
+        // system call on something a KEM left) does not hold the run: exit regardless.
+        // Contained processes die with the engine (parent-death signal).
+        std::thread::spawn(|| {
+            std::thread::sleep(INTERRUPT_GRACE);
+            eprintln!("interrupted: a step did not stop in time; exiting without it");
+            std::process::exit(130);
+        });
     });
     std::fs::create_dir_all(&ctx.out).map_err(Error::io(ctx.out.display()))?;
     let _lock = run::lock::OutputsLock::acquire(&ctx.out)?;
@@ -80,6 +93,7 @@ fn run_campaign(
             eprintln!("warning: {} (fix: {})", w.what, w.fix);
         }
     }
+    sandbox_warning(&ctx.sandbox);
     let campaign_json = ctx.out.join("campaign.json");
     // The campaign record the last run left, kept when this one turns out to change nothing.
     let previous: Option<CampaignRecord> = record::read_json(&campaign_json).ok().flatten();
@@ -183,6 +197,27 @@ fn run_campaign(
     }
 }
 
+/// Say on the terminal what containment of submission code is not in force: without
+/// bubblewrap a warning whatever the verbosity (the code runs uncontained).
+fn sandbox_warning(sandbox: &crate::run::sandbox::Sandbox) {
+    let missing = &sandbox.info.missing;
+    if missing.is_empty() {
+        return;
+    }
+    if sandbox.contained() {
+        eprintln!("note: sandbox: not in force here:");
+    } else {
+        eprintln!(
+            "warning: submission code runs UNCONTAINED: install bubblewrap (Debian/Ubuntu: \
+             `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`), or refuse such runs \
+             with `sandbox \"required\"` in the pipeline's system block. Not in force:"
+        );
+    }
+    for m in missing {
+        eprintln!("  - {}", crate::text::clean_line(m));
+    }
+}
+
 /// Per step kind: ran / up to date / failed / skipped; then each failure with its log.
 fn print_summary(ctx: &Ctx, summary: &run::Summary) {
     let mut table: BTreeMap<StepKind, [usize; 5]> = BTreeMap::new();
@@ -220,7 +255,7 @@ fn print_summary(ctx: &Ctx, summary: &run::Summary) {
                 "  {} [{}]: {}",
                 ctx.node(*ix).id,
                 o.status.name(),
-                o.reason.as_deref().unwrap_or("")
+                crate::text::clean(o.reason.as_deref().unwrap_or(""))
             );
             if let Some(log) = &o.log {
                 eprintln!("      log: {}", ctx.out.join(log).display());

@@ -299,9 +299,10 @@ pub fn parse(text: &str) -> Result<Profile, ParseError> {
                 message: "cost line before `events:`".into(),
             });
         }
+        // The profile is a file the KEM could have written: quote at most an excerpt.
         p.line(line).map_err(|message| ParseError {
             line: i + 1,
-            message,
+            message: crate::text::excerpt(&message, 200),
         })?;
         seen_events |= !p.profile.events.is_empty();
     }

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::Finding;
+use crate::text::excerpt;
 
 /// Error kinds that make a finding.
 pub const SECRET_KINDS: [&str; 2] = ["UninitCondition", "UninitValue"];
@@ -93,11 +94,11 @@ pub fn parse_memcheck_xml(xml: &str, object_name: &str) -> Result<Memcheck, Memc
     let doc = roxmltree::Document::parse(xml)?;
     let root = doc.root_element();
     if !root.has_tag_name("valgrindoutput") {
-        return Err(MemcheckError::Root(root.tag_name().name().to_string()));
+        return Err(MemcheckError::Root(excerpt(root.tag_name().name(), 60)));
     }
     if let Some(tool) = text(root, "tool") {
         if tool != "memcheck" {
-            return Err(MemcheckError::Tool(tool.to_string()));
+            return Err(MemcheckError::Tool(excerpt(tool, 60)));
         }
     }
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
@@ -106,7 +107,9 @@ pub fn parse_memcheck_xml(xml: &str, object_name: &str) -> Result<Memcheck, Memc
             let (Some(u), Some(c)) = (text(pair, "unique"), text(pair, "count")) else {
                 continue;
             };
-            let c: u64 = c.parse().map_err(|_| MemcheckError::Count(c.to_string()))?;
+            let c: u64 = c
+                .parse()
+                .map_err(|_| MemcheckError::Count(excerpt(c, 40)))?;
             counts.insert(u, c);
         }
     }

@@ -15,7 +15,8 @@ use super::reader::{args, name, name_span, NodeReader};
 use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
 use super::values::{duration_value, words};
 use crate::model::{
-    host_arch, Executor, FlagProfile, Isolation, SlurmOptions, StepSpec, System, Target,
+    host_arch, Executor, FlagProfile, Isolation, SandboxPolicy, SlurmOptions, StepSpec, System,
+    Target,
 };
 
 /// Top-level nodes of a pipeline.
@@ -29,7 +30,8 @@ const TOP_NODES: [&str; 7] = [
     "step",
 ];
 /// Children of `system`.
-const SYSTEM_NODES: [&str; 7] = [
+const SYSTEM_NODES: [&str; 8] = [
+    "sandbox",
     "arch",
     "bench-cpu",
     "cc",
@@ -202,6 +204,7 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
     let mut isolation = Isolation::Core;
     let mut target = Target::default();
     let mut executor = Executor::Local;
+    let mut sandbox = SandboxPolicy::Preferred;
     let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
     let mut bench_typo = false;
     for c in children.nodes() {
@@ -238,6 +241,22 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
                 }
             }
             "arch" => arch = cx.one_string_arg(c, "arch").map(|(s, _)| s),
+            "sandbox" => {
+                if let Some((v, e)) = cx.one_string_arg(c, "sandbox") {
+                    match v.as_str() {
+                        "preferred" => sandbox = SandboxPolicy::Preferred,
+                        "required" => sandbox = SandboxPolicy::Required,
+                        other => {
+                            let s = cx.value_span(e);
+                            cx.error(
+                                s,
+                                "not a sandbox policy",
+                                format!("unknown sandbox policy `{other}`, expected one of `required`, `preferred`"),
+                            );
+                        }
+                    }
+                }
+            }
             "isolation" => {
                 if let Some((v, e)) = cx.one_string_arg(c, "isolation") {
                     match v.as_str() {
@@ -293,6 +312,7 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
         isolation,
         target,
         executor,
+        sandbox,
     })
 }
 

@@ -287,6 +287,7 @@ pub(crate) mod tests {
                 bench_cpu: 1,
                 cc: "cc".into(),
                 isolation: Isolation::Core,
+                sandbox: SandboxPolicy::Preferred,
                 target: Default::default(),
                 executor: Default::default(),
             },

@@ -47,6 +47,25 @@ pub struct System {
     /// Where steps run (`executor "slurm" { ... }`); local by default.
     #[serde(skip_serializing_if = "Executor::is_local")]
     pub executor: Executor,
+    /// Whether submission code may run without bubblewrap (`sandbox "required"`: no).
+    #[serde(skip_serializing_if = "SandboxPolicy::is_preferred")]
+    pub sandbox: SandboxPolicy,
+}
+
+/// `sandbox "preferred"` (the default: without bubblewrap, run with a warning) or
+/// `sandbox "required"` (without it, refuse to run submission code).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxPolicy {
+    #[default]
+    Preferred,
+    Required,
+}
+
+impl SandboxPolicy {
+    pub fn is_preferred(&self) -> bool {
+        *self == SandboxPolicy::Preferred
+    }
 }
 
 /// How a system whose `arch` differs from the host's is run here.

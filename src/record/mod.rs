@@ -560,12 +560,14 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
 
 /// Read a JSON record; `Ok(None)` when the file does not exist.
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> std::io::Result<Option<T>> {
-    match std::fs::read(path) {
+    // Read like a file submission code could have replaced: no link followed, no FIFO or
+    // device read, at most `RECORD_CAP` bytes.
+    match crate::safe_fs::read(path, crate::safe_fs::RECORD_CAP) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(e.into_io()),
     }
 }
 

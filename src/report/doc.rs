@@ -69,8 +69,10 @@ impl Doc {
     }
 }
 
-/// Inline code span, choosing a fence longer than any backtick run inside.
+/// Inline code span, choosing a fence longer than any backtick run inside. The text is
+/// kept on one line with control characters shown escaped (`crate::text::clean_line`).
 pub fn code(s: &str) -> String {
+    let s = crate::text::clean_line(s);
     if s.contains('`') {
         format!("`` {s} ``")
     } else {
@@ -78,9 +80,55 @@ pub fn code(s: &str) -> String {
     }
 }
 
-/// A link.
+/// A link; when `href` is not one a report may hold ([`href_kind`]), the text alone.
 pub fn link(text: &str, href: &str) -> String {
-    format!("[{text}]({href})")
+    match href_kind(href) {
+        Href::Refused => text.to_string(),
+        _ => format!("[{text}]({href})"),
+    }
+}
+
+/// What a link target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Href {
+    /// `http://`, `https://` or `mailto:`.
+    External,
+    /// A path relative to the report, or a `#fragment`.
+    Relative,
+    /// Anything else (`javascript:`, `data:`, `file:`, `//host`, spaces or controls):
+    /// rendered as text, never as a link.
+    Refused,
+}
+
+/// The kind of a link target: only web and mail addresses and relative paths are links.
+pub fn href_kind(href: &str) -> Href {
+    if href.is_empty()
+        || href.chars().any(|c| {
+            c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | '"' | '\\' | '(' | ')')
+        })
+    {
+        return Href::Refused;
+    }
+    let lower = href.to_ascii_lowercase();
+    if ["http://", "https://", "mailto:"]
+        .iter()
+        .any(|p| lower.starts_with(p) && lower.len() > p.len())
+    {
+        return Href::External;
+    }
+    // A scheme is what stands before the first `:` when no `/`, `?` or `#` comes first.
+    let scheme_end = href.find(':');
+    let path_end = href.find(['/', '?', '#']);
+    let has_scheme = match (scheme_end, path_end) {
+        (Some(c), Some(p)) => c < p,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    if has_scheme || href.starts_with("//") {
+        Href::Refused
+    } else {
+        Href::Relative
+    }
 }
 
 /// Inline pieces of a text, for renderers that need structure (HTML).
@@ -189,5 +237,36 @@ mod tests {
         );
         assert_eq!(parse_inline("x ` y"), vec![Inline::Text("x ` y".into())]);
         assert_eq!(parse_inline(&code("a`b")), vec![Inline::Code("a`b".into())]);
+    }
+
+    #[test]
+    fn only_web_mail_and_relative_links() {
+        for ok in [
+            "https://x.org/a",
+            "http://x",
+            "mailto:a@b",
+            "../r/x.json",
+            "x.md#s",
+            "#top",
+        ] {
+            assert_ne!(href_kind(ok), Href::Refused, "{ok}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "data:text/html,<b>",
+            "vbscript:x",
+            "file:///etc/shadow",
+            "//evil.example",
+            "https://",
+            "a b",
+            "x\u{1b}y",
+            "",
+        ] {
+            assert_eq!(href_kind(bad), Href::Refused, "{bad}");
+        }
+        assert_eq!(link("Spec", "javascript:alert(1)"), "Spec");
+        assert_eq!(link("Spec", "https://x.org"), "[Spec](https://x.org)");
+        assert_eq!(code("a\x1b[2Jb\nc"), "`a\\x1b[2Jb\\nc`");
     }
 }

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use super::content;
-use super::doc::{parse_inline, Block, Doc, Inline, Table};
+use super::doc::{href_kind, parse_inline, Block, Doc, Href, Inline, Table};
 use super::results::Results;
 use super::svg::{self, esc};
 use super::view::CampaignView;
@@ -28,10 +28,6 @@ figure{margin:1.2rem 0;overflow-x:auto}figcaption{font-size:.85rem;color:#5b6575
 svg.chart{display:block;font-family:inherit;background:#fff;width:100%;height:auto}svg.narrow{display:none}svg .ebar{stroke:#1d2430;stroke-width:1.2;fill:none}svg .grid{stroke:#e3e7ec;stroke-width:1}svg .axis{stroke:#8a94a3}svg .gline{stroke:#8a94a3;stroke-width:2}svg .leader{stroke:#8a94a3;stroke-width:.8}\
 svg .tick{fill:#4a5260}svg .lbl{fill:#1d2430}svg .grp{font-weight:600;fill:#1d2430}svg .ct{font-weight:600;fill:#1d2430}\
 @media (max-width:719.98px){body{padding:.5rem .75rem}h1{font-size:1.3rem}.systems{display:block}.systems>section{min-width:0}svg.wide{display:none}svg.narrow{display:block}table{font-size:.82rem}th,td{white-space:nowrap}td.long{white-space:normal;min-width:16rem}}";
-
-fn is_external(href: &str) -> bool {
-    href.contains("://") || href.starts_with("//") || href.starts_with("mailto:")
-}
 
 /// Rewrite a report link for the site.
 fn site_href(href: &str) -> String {
@@ -56,15 +52,16 @@ fn write_inline(parts: &[Inline], o: &mut String) {
                 o.push_str(&esc(c));
                 o.push_str("</code>");
             }
-            Inline::Link { text, href } => {
-                if is_external(href) {
-                    write_inline(text, o);
-                } else {
+            // The site links only to its own pages and records: a web address shows its
+            // label, and a target no report may hold (`javascript:`, `data:`) too.
+            Inline::Link { text, href } => match href_kind(href) {
+                Href::Relative => {
                     o.push_str(&format!("<a href=\"{}\">", esc(&site_href(href))));
                     write_inline(text, o);
                     o.push_str("</a>");
                 }
-            }
+                Href::External | Href::Refused => write_inline(text, o),
+            },
         }
     }
 }
@@ -306,5 +303,9 @@ mod tests {
             "../../arm_1/site/x.html"
         );
         assert_eq!(inline("<b>"), "&lt;b&gt;");
+        assert_eq!(
+            inline("[a](javascript:alert(1)) [b](data:text/html,x) \x1b[31m"),
+            "a) b \\x1b[31m"
+        );
     }
 }

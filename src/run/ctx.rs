@@ -41,6 +41,16 @@ impl Ctx {
             libraries: super::libs::resolve_all(&campaign),
         };
         if runs {
+            if campaign.system.sandbox == crate::model::SandboxPolicy::Required
+                && !sandbox.contained()
+            {
+                return Err(Error::ToolMissing(format!(
+                    "refusing to run submission code uncontained (`sandbox \"required\"` in system \
+                     `{}`): {}",
+                    campaign.system.name,
+                    sandbox.info.missing.join("; ")
+                )));
+            }
             env.sandbox = Some(Box::new(sandbox.info.clone()));
         }
         let plan = Plan::build(&campaign);

@@ -266,6 +266,7 @@ mod tests {
                     rsp: None,
                     reason: None,
                     diff: None,
+                    submitted: None,
                 })
                 .collect(),
             log_sha256: String::new(),

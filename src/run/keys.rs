@@ -6,13 +6,14 @@
 //! steps it depends on, so a change anywhere upstream reaches everything downstream.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use petgraph::graph::NodeIndex;
 use sha2::{Digest, Sha256};
 
 use crate::graph::{Node, Plan};
 use crate::model::{Campaign, StepKind, StepSpec};
+use crate::safe_fs::tree::SOURCE_BOUNDS;
 
 /// Bumped when a step's logic changes in a way that invalidates its old records
 /// (3: `time` measured in interleaved sessions, `profile` repeated; 4: the yardstick timed
@@ -54,43 +55,40 @@ pub fn json<T: serde::Serialize>(v: &T) -> String {
     value(serde_json::to_string(v).expect("model serializes"))
 }
 
-/// Hash of the files below `dir` (recursively, sorted by path); missing folders hash as empty.
-pub fn tree_hash(dir: &Path) -> String {
-    let mut files = Vec::new();
-    collect_files(dir, &mut files);
-    files.sort();
+/// Hash of the files below `dir` (sorted by path; a symbolic link counts as its target's
+/// name, never followed); a missing folder hashes as empty. A tree deeper or larger than
+/// [`SOURCE_BOUNDS`], or a file that cannot be read, is an error (the step that uses the
+/// tree fails with it; see `steps/build.rs`).
+pub fn tree_hash(dir: &Path) -> Result<String, String> {
+    use crate::safe_fs::tree::{walk, Kind};
+    let mut entries = walk(dir, SOURCE_BOUNDS).map_err(|e| e.to_string())?;
+    entries.sort_by(|a, b| a.rel.cmp(&b.rel));
     let mut h = Sha256::new();
-    for f in files {
-        h.update(
-            f.strip_prefix(dir)
-                .unwrap_or(&f)
-                .to_string_lossy()
-                .as_bytes(),
-        );
+    for e in entries {
+        let content = match &e.kind {
+            Kind::Dir => continue,
+            Kind::File(_) => crate::safe_fs::read(&dir.join(&e.rel), crate::safe_fs::OUTPUT_CAP)
+                .map_err(|e| e.to_string())?,
+            Kind::Link(target) => format!("-> {}", target.display()).into_bytes(),
+            Kind::Other => b"(not a file)".to_vec(),
+        };
+        h.update(e.rel.to_string_lossy().as_bytes());
         h.update([0]);
-        h.update(std::fs::read(&f).unwrap_or_default());
+        h.update(content);
         h.update([0]);
     }
-    hex::encode(h.finalize())
+    Ok(hex::encode(h.finalize()))
 }
 
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect_files(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
+/// [`tree_hash`] as a cache-key input: the hash, or `unreadable: <why>` (which the step
+/// then fails with).
+pub fn tree_input(dir: &Path) -> String {
+    tree_hash(dir).unwrap_or_else(|why| format!("unreadable: {why}"))
 }
 
 /// Hash of one file's contents, or `missing`.
 pub fn file_hash(path: &Path) -> String {
-    std::fs::read(path)
+    crate::safe_fs::read(path, crate::safe_fs::OUTPUT_CAP)
         .map(|b| sha256_hex(&b))
         .unwrap_or_else(|_| "missing".to_string())
 }

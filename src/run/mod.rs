@@ -7,6 +7,7 @@ pub mod exec;
 pub mod keys;
 pub mod libs;
 pub mod lock;
+pub mod outside;
 pub mod paired;
 pub mod progress;
 pub mod sandbox;

@@ -138,7 +138,7 @@ fn open_log(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<super::exec
 /// A fresh, empty scratch folder for one runner.
 fn scratch(dir: &Path, sub: &str, inst: &str, name: &str) -> Result<PathBuf, Error> {
     let path = member_path(dir, "scratch", sub, inst, name)?;
-    let _ = std::fs::remove_dir_all(&path);
+    let _ = crate::safe_fs::tree::remove_tree(&path);
     std::fs::create_dir_all(&path).map_err(Error::io(path.display()))?;
     Ok(path)
 }
@@ -214,7 +214,7 @@ pub fn measure(
     };
     let (id, seed, outcomes) = session::run(members, None, &settings, &show);
     eprintln!();
-    let _ = std::fs::remove_dir_all(b.join("scratch").join("compare-measure"));
+    let _ = crate::safe_fs::tree::remove_tree(&b.join("scratch").join("compare-measure"));
     let _ = std::fs::remove_dir(b.join("scratch"));
     let mut rows = Vec::new();
     let mut failures = Vec::new();

@@ -107,7 +107,10 @@ impl Progress {
     pub fn update(&self, id: &str, what: &str) {
         if let Some(b) = &self.bars {
             if let Some(bar) = b.busy.lock().expect("progress lock").get(id) {
-                bar.set_message(format!("{id} [bench lane] {what}"));
+                bar.set_message(format!(
+                    "{id} [bench lane] {}",
+                    crate::text::excerpt(what, 120)
+                ));
             }
         }
     }
@@ -140,7 +143,7 @@ impl Progress {
         }
         if let Some(r) = reason {
             line.push_str(": ");
-            line.push_str(r.lines().next().unwrap_or(""));
+            line.push_str(&crate::text::clean_line(r.lines().next().unwrap_or("")));
         }
         self.println(line);
     }

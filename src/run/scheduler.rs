@@ -431,7 +431,9 @@ fn release_job(ctx: &Ctx, ix: NodeIndex, rec: &mut StepRecord) {
 }
 
 /// Write a record and turn it into an outcome.
-fn finish_record(ctx: &Ctx, ix: NodeIndex, rec: StepRecord, ran: bool) -> Outcome {
+fn finish_record(ctx: &Ctx, ix: NodeIndex, mut rec: StepRecord, ran: bool) -> Outcome {
+    // A reason may quote what a KEM or a tool wrote: no control character is kept.
+    rec.reason = rec.reason.map(|r| crate::text::clean(&r));
     let path = ctx.record_path(ctx.node(ix));
     if let Err(e) = record::write_json(&path, &rec) {
         return Outcome {

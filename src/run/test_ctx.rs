@@ -17,9 +17,10 @@ pub(crate) fn ctx(mut campaign: Campaign, out: &Path) -> Ctx {
     let facts = keys::Facts {
         cc_version: "gcc 12".into(),
         env_fingerprint: "fp".into(),
+        libraries: Default::default(),
     };
     let plan = Plan::build(&campaign);
-    let inputs = keys::all_inputs(&campaign, &plan, &facts);
+    let inputs = keys::all_inputs(&campaign, &plan, &facts, &super::steps::kind_inputs);
     Ctx {
         out: out.to_path_buf(),
         campaign,

@@ -321,6 +321,7 @@ mod tests {
             bench_cpu,
             cc: "gcc".into(),
             isolation: crate::model::Isolation::Core,
+            sandbox: crate::model::SandboxPolicy::Preferred,
             target: Default::default(),
             executor: Default::default(),
         }

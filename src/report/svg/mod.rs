@@ -47,7 +47,8 @@ const OP_COLOURS: [(Op, &str); 3] = [
 /// Escape text for XML/HTML.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
+    // Control characters (ESC, ...) are shown escaped, never written raw.
+    for c in crate::text::clean(s).chars() {
         match c {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),

@@ -25,6 +25,8 @@ pub mod slurm;
 pub use capture::{open_log, Capture, Log};
 pub use served::{make_room_for, NoLine, Served, SERVED_QUEUE};
 
+use super::sandbox::disk::{DiskGuard, Poll};
+
 /// Set by the Ctrl-C handler; every running child is killed when it flips.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);
 
@@ -51,6 +53,8 @@ pub enum Exit {
     TimedOut,
     /// Killed by us because the run was interrupted.
     Cancelled,
+    /// Killed by us for what its folders hold (the reason; see `sandbox::disk`).
+    Exceeded(String),
 }
 
 impl Exit {
@@ -74,6 +78,7 @@ impl Exit {
             Exit::Signal(s) => format!("killed by {}", kem_native::sys::signal_name(*s)),
             Exit::TimedOut => "timed out".to_string(),
             Exit::Cancelled => "interrupted".to_string(),
+            Exit::Exceeded(why) => why.clone(),
         }
     }
 }
@@ -151,6 +156,21 @@ pub fn run_observed(
     log: &mut Log,
     on_stderr_line: &(dyn Fn(&str) + Sync),
 ) -> std::io::Result<Output> {
+    run_guarded(cmd, shown, deadline, log, on_stderr_line, None)
+}
+
+/// [`run_observed`], and with a disk guard, the folders the child may write are checked
+/// while it runs ([`DiskGuard`]'s interval) and once after it ended: a verdict kills it
+/// (group and all) and becomes its [`Exit::Exceeded`].
+pub fn run_guarded(
+    cmd: &mut Command,
+    shown: &[String],
+    deadline: Instant,
+    log: &mut Log,
+    on_stderr_line: &(dyn Fn(&str) + Sync),
+    guard: Option<&DiskGuard>,
+) -> std::io::Result<Output> {
+    let mut poll = guard.map(Poll::new);
     writeln!(log, "$ {}", shell_line(shown))?;
     let mut child = cmd
         .stdin(Stdio::null())
@@ -188,7 +208,7 @@ pub fn run_observed(
         } else if Instant::now() >= deadline {
             Some(Exit::TimedOut)
         } else {
-            None
+            poll.as_mut().and_then(Poll::due).map(Exit::Exceeded)
         };
         if let Some(reason) = reason {
             let _ = kem_native::sys::kill_process_group(pgid);
@@ -218,6 +238,11 @@ pub fn run_observed(
         (None, Some(c), _) => Exit::Code(c),
         (None, None, Some(s)) => Exit::Signal(s),
         (None, None, None) => Exit::Code(-1),
+    };
+    // What it left counts too (it may have been quicker than the interval).
+    let exit = match guard.and_then(DiskGuard::check) {
+        Some(why) if !matches!(exit, Exit::Cancelled | Exit::TimedOut) => Exit::Exceeded(why),
+        _ => exit,
     };
     let (stdout, stderr, truncated) = {
         let o = out_cap.lock().expect("capture lock");

@@ -9,6 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{cancelled, reader, shell_line, Capture, Exit, Log, CAP, DRAIN};
+use crate::run::sandbox::disk::{self, DiskGuard};
 
 /// Open files the engine holds for one served child: its stdin, stdout and stderr pipes and
 /// its log.
@@ -57,6 +58,8 @@ pub struct Served {
     started: Instant,
     /// How it ended and when the engine saw it end.
     exit: Option<(Exit, Instant)>,
+    /// The folders it may write, checked while it is waited for, and when next.
+    guard: Option<(DiskGuard, Instant)>,
 }
 
 /// Stdout lines of a [`Served`] child read ahead of the engine.
@@ -134,7 +137,29 @@ impl Served {
             sandboxed,
             started,
             exit: None,
+            guard: None,
         })
+    }
+
+    /// Check the folders the child may write with `guard` while waiting for its lines: a
+    /// verdict kills it.
+    pub fn watch(&mut self, guard: DiskGuard) {
+        self.guard = Some((guard, Instant::now() + disk::EVERY));
+    }
+
+    /// The guard's verdict when a check is due.
+    fn guard_due(&mut self) -> Option<String> {
+        let (guard, next) = self.guard.as_mut()?;
+        if Instant::now() < *next {
+            return None;
+        }
+        *next = Instant::now() + disk::EVERY;
+        guard.check()
+    }
+
+    /// The child's process id (bubblewrap's, around the program, when sandboxed).
+    pub fn id(&self) -> u32 {
+        self.child.id()
     }
 
     /// Send one command line.
@@ -156,6 +181,11 @@ impl Served {
         log: &mut Log,
     ) -> Result<(String, String), NoLine> {
         loop {
+            if let Some(why) = self.guard_due() {
+                let why = Exit::Exceeded(why);
+                self.kill(&why.describe(), log);
+                return Err(NoLine::Killed(why));
+            }
             let wait = deadline
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(200));

@@ -66,6 +66,7 @@ pub fn local_env(bench_cpu: usize, cc: &str) -> Environment {
         bench_cpu,
         cc: cc.to_string(),
         isolation: crate::model::Isolation::Core,
+        sandbox: crate::model::SandboxPolicy::Preferred,
         target: Default::default(),
         executor: Default::default(),
     })

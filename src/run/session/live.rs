@@ -29,6 +29,8 @@ pub(super) struct Live {
     pub(super) batches: Vec<(u64, u64, u64)>,
     pub(super) commands: Vec<Vec<String>>,
     pub(super) elapsed: Duration,
+    /// CPU its processes use outside its batches (`run/outside.rs`).
+    pub(super) cpu: super::super::outside::Watch,
 }
 
 impl Live {
@@ -186,6 +188,7 @@ pub(super) mod fake {
             batches: Vec::new(),
             commands: Vec::new(),
             elapsed: Duration::ZERO,
+            cpu: Default::default(),
         }
     }
 }

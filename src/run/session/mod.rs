@@ -46,6 +46,8 @@ mod allocation;
 mod live;
 
 use super::exec::{self, NoLine, Served};
+use super::outside;
+use super::sandbox::disk::{DiskGuard, DISK};
 use super::sandbox::{Jail, Sandbox};
 use super::stop::Stop;
 use crate::measure::interference;
@@ -153,6 +155,7 @@ pub fn run(
     let runners = live.len();
     spawn_all(&mut live, s);
     let stopped = rounds(&mut live, n_members, budget_ns, seed, s, on_round);
+    late_cpu(&mut live);
     // The yardstick's runner finishes first; its values count only if it lasted the session.
     let gauge = match gauge_id {
         Some(g) => live.pop().and_then(|l| finish_gauge(l, s)).map(|l| (l, g)),
@@ -179,6 +182,23 @@ pub fn run(
     (id, seed, out)
 }
 
+/// What the runners' processes used after their last batch counts too: such a runner
+/// fails, and the others' last rounds are marked.
+fn late_cpu(live: &mut [Live]) {
+    let late: Vec<String> = live
+        .iter_mut()
+        .filter(|l| l.alive())
+        .filter_map(|l| {
+            let why = l.cpu.before_batch()?;
+            l.fail(Stop::failed(format!("{}: {why}", l.m.op)));
+            Some(l.m.label.clone())
+        })
+        .collect();
+    for l in live.iter_mut().filter(|l| l.alive()) {
+        outside::mark(&mut l.why, &late);
+    }
+}
+
 /// The session's runners: the members, then the yardstick's (when there is one; it is not
 /// a member), and what identifies the yardstick (name, object SHA-256).
 fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(String, String)>) {
@@ -201,6 +221,7 @@ fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(St
             batches: Vec::new(),
             commands: Vec::new(),
             elapsed: Duration::ZERO,
+            cpu: Default::default(),
         })
         .collect();
     (live, gauge_id)
@@ -268,7 +289,9 @@ fn spawn(l: &mut Live, s: &Settings) {
     let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
     match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
         Ok(mut served) => {
+            served.watch(DiskGuard::new(&l.m.jail.write, DISK));
             let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
+            l.cpu = outside::Watch::of(served.id());
             l.served = Some(served);
             if !matches!(&r, Ok((w, _)) if w == READY) {
                 l.fail_from(r, s.timeout);
@@ -305,12 +328,23 @@ fn rounds(
         let alive: Vec<bool> = live.iter().map(Live::alive).collect();
         let mut order = due(&alive, n_members, group, &every, round);
         order.shuffle(&mut rng);
+        let mut disturbed = Vec::new();
         for (pos, &i) in order.iter().enumerate() {
-            if let Some(ns) = batch(&mut live[i], round, pos, s) {
+            let l = &mut live[i];
+            if let Some(why) = l.cpu.before_batch() {
+                l.fail(Stop::failed(format!("{}: {why}", l.m.op)));
+                disturbed.push(l.m.label.clone());
+                continue;
+            }
+            if let Some(ns) = batch(l, round, pos, s) {
+                l.cpu.after_batch();
                 if i < n_members {
                     used_ns += ns;
                 }
             }
+        }
+        for l in live.iter_mut().filter(|l| l.alive()) {
+            outside::mark(&mut l.why, &disturbed);
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {

@@ -16,7 +16,7 @@ use super::{Done, KindSpec, Step, StepError};
 use crate::graph::Node;
 use crate::model::{Campaign, Source, StepKind, StepSpec};
 use crate::record::{BuildData, LayoutObject, Status, StepData};
-use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, value, Facts};
+use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, tree_input, value, Facts};
 use crate::run::sandbox::Jail;
 use crate::sources::instance_files;
 
@@ -50,7 +50,7 @@ pub use super::harness::{drng_symbol, shim_source};
 /// Sum of PT_LOAD segment memory sizes of an ELF object.
 pub fn load_segments_size(path: &Path) -> Result<u64, StepError> {
     use object::read::elf::{ElfFile64, ProgramHeader};
-    let data = std::fs::read(path).map_err(StepError::io(path))?;
+    let data = crate::safe_fs::read(path, crate::safe_fs::OUTPUT_CAP)?;
     let elf = ElfFile64::<object::Endianness>::parse(&*data).map_err(|e| StepError::Parse {
         what: path.display().to_string(),
         source: e.into(),
@@ -119,12 +119,12 @@ impl KindSpec for Kind {
             m.insert(format!("library {l}"), value(resolved));
         }
         if let Source::Path { path } = &sub.source {
-            let mut files = tree_hash(&path.join(&inst.dir));
+            let mut files = tree_input(&path.join(&inst.dir));
             for extra in inst.extra_sources.iter().chain(&sub.primitives.sources) {
                 files.push_str(&file_hash(&path.join(extra)));
             }
             for inc in &sub.primitives.includes {
-                files.push_str(&tree_hash(&path.join(inc)));
+                files.push_str(&tree_input(&path.join(inc)));
             }
             m.insert("files".into(), sha256_hex(files.as_bytes()));
         }
@@ -199,6 +199,11 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     flags.extend(inst.cflags.iter().cloned());
 
     let inst_dir = root.join(&inst.dir);
+    // The trees the cache key hashed: a loop cannot make the walk spin (links are not
+    // followed), but an absurd depth or size fails here with the walk's reason.
+    for dir in std::iter::once(&inst.dir).chain(&sub.primitives.includes) {
+        tree_hash(&root.join(dir)).map_err(StepError::Tree)?;
+    }
     let api_h = inst_dir.join("api.h");
     let listing = instance_files(&root, inst, sub.api)?;
     let sources = listing.files;
@@ -247,8 +252,24 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     );
     let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
     std::fs::create_dir_all(&prim_dir).map_err(StepError::io(&prim_dir))?;
+    // The compiler sees its instance's folder, the folders of its extra sources, the
+    // primitives' sources, headers and include folders: not the rest of the source tree
+    // (another submission's, when they share a root) and nothing of the outputs but its own
+    // build folder and the shared primitives' (no `.incbin` of another submission's object).
+    let mut read = vec![inst_dir.clone()];
+    for f in inst
+        .extra_sources
+        .iter()
+        .chain(&sub.primitives.sources)
+        .chain(&sub.primitives.headers)
+    {
+        read.extend(root.join(f).parent().map(Path::to_path_buf));
+    }
+    read.extend(sub.primitives.includes.iter().map(|i| root.join(i)));
+    read.sort();
+    read.dedup();
     let jail = Jail {
-        read: vec![root.clone(), ctx.out.clone()],
+        read,
         write: vec![build_dir.clone(), prim_dir.clone()],
         cwd: build_dir.clone(),
         memory: step.memory(),
@@ -261,8 +282,14 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     };
     let mut api_flags = flags.clone();
     api_flags.extend(includes.iter().cloned());
-    let (api, api_h, api_evaluated) =
-        super::harness::api_sizes(&mut c, &api_h, &inst.namespace, &api_flags, &build_dir)?;
+    let (api, api_h, api_evaluated) = super::harness::api_sizes(
+        &mut c,
+        &root,
+        &api_h,
+        &inst.namespace,
+        &api_flags,
+        &build_dir,
+    )?;
     let lib_files: Vec<PathBuf> = libraries.iter().map(|l| l.file.clone()).collect();
 
     // Instance sources.
@@ -354,7 +381,7 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
         let obj = build_dir.join(format!("{}.{name}.so", inst.id));
         let args = link::args(&link_base, &obj, Some(&anchor), &kem_objects, j, &tail);
         c.run(args, || format!("link error for {}", obj.display()))?;
-        let bytes = std::fs::read(&obj).map_err(StepError::File)?;
+        let bytes = crate::safe_fs::read(&obj, crate::safe_fs::OUTPUT_CAP)?;
         layouts.push(LayoutObject {
             name,
             object: ctx.rel(&obj),
@@ -366,10 +393,12 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     let profile_object = if ctx.spec(StepKind::Profile).is_some() {
         let mut headers = Vec::new();
         for h in &sub.primitives.headers {
-            let text = std::fs::read_to_string(root.join(h)).map_err(|source| StepError::Read {
-                path: format!("primitives header {h}"),
-                source,
-            })?;
+            let text = crate::safe_fs::read_within(&root, &root.join(h), 16 << 20)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| StepError::Read {
+                    path: format!("primitives header {h}"),
+                    source: e.into_io(),
+                })?;
             headers.push((h.clone(), text));
         }
         let wrappers =
@@ -428,7 +457,7 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
         None
     };
 
-    let bytes = std::fs::read(&object).map_err(StepError::File)?;
+    let bytes = crate::safe_fs::read(&object, crate::safe_fs::OUTPUT_CAP)?;
     // The size of the object without the anchor's page padding (up to 8 KiB that the KEM
     // does not need): measured on the same objects linked without it, then removed.
     let sizing = build_dir.join(format!("{}.unanchored.so", inst.id));

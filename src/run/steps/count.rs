@@ -207,30 +207,32 @@ fn finish(
         .join("count")
         .join(&step.submission().id)
         .join(format!("{}__{op}", step.instance().id));
-    let _ = std::fs::remove_dir_all(&keep);
+    crate::safe_fs::tree::remove_tree(&keep).map_err(StepError::io(&keep))?;
     std::fs::create_dir_all(&keep).map_err(StepError::io(&keep))?;
     let mut profiles = Vec::new();
     let mut kept = Vec::new();
     for i in 1..=output.iters {
         let name = format!("callgrind.out.{i}");
         let from = scratch.join(&name);
-        let text = std::fs::read_to_string(&from).map_err(|source| StepError::MissingProfile {
-            call: i,
-            of: output.iters,
-            source,
-        })?;
-        let p = count::parse(&text).map_err(|e| StepError::Parse {
+        // A file the KEM could have replaced: no link followed, no FIFO or device read.
+        let to = keep.join(&name);
+        let bytes =
+            crate::safe_fs::keep(&from, &to, crate::safe_fs::OUTPUT_CAP).map_err(|source| {
+                StepError::MissingProfile {
+                    call: i,
+                    of: output.iters,
+                    source,
+                }
+            })?;
+        let p = count::parse(&String::from_utf8_lossy(&bytes)).map_err(|e| StepError::Parse {
             what: name.clone(),
             source: e.into(),
         })?;
-        let to = keep.join(&name);
-        std::fs::write(&to, &text).map_err(StepError::io(&to))?;
         profiles.push(p);
         kept.push(step.ctx.rel(&to));
     }
-    if scratch
-        .join(format!("callgrind.out.{}", output.iters + 1))
-        .exists()
+    if std::fs::symlink_metadata(scratch.join(format!("callgrind.out.{}", output.iters + 1)))
+        .is_ok()
     {
         return Err(StepError::ExtraProfiles(output.iters));
     }

@@ -127,17 +127,23 @@ fn run(step: &mut Step) -> Result<Done, StepError> {
         .join(format!("ct__{op}.memcheck.xml"));
     let raw = ctx.out.join(&raw_rel);
     let (out, kept) = job.run(step, &mut log, &|_| {}, |_, out, _| {
-        // Keep the raw XML whatever happened; the scratch folder goes next.
-        Ok((out, std::fs::copy(&xml, &raw).is_ok()))
+        // Keep the raw XML whatever happened (read as a file the KEM could have replaced:
+        // no link followed, no FIFO or device read); the scratch folder goes next.
+        Ok((
+            out,
+            crate::safe_fs::keep(&xml, &raw, crate::safe_fs::OUTPUT_CAP),
+        ))
     })?;
-    if kept {
+    if kept.is_ok() {
         step.artefacts.push(raw_rel.clone());
     }
     let record: kem_native::ct::CtOutput = record(step, &out, op, Some("memcheck"))?;
-    if !kept {
-        return Err(StepError::NoXml);
-    }
-    let text = std::fs::read_to_string(&raw).map_err(StepError::io(&raw_rel))?;
+    let bytes = match kept {
+        Ok(b) => b,
+        Err(e) if e.is_missing() => return Err(StepError::NoXml),
+        Err(e) => return Err(e.into()),
+    };
+    let text = String::from_utf8_lossy(&bytes);
     let m = crate::ct::parse_memcheck_xml(&text, &object_name)?;
     if !m.finished {
         return Err(StepError::Unfinished);

@@ -38,6 +38,14 @@ pub enum StepError {
     /// A file or folder error in the OS's own words (the log, a generated file).
     #[error("{0}")]
     File(io::Error),
+    /// A submission's tree that is too deep or too large to walk, or has an unreadable
+    /// file (the walk's reason).
+    #[error("source tree {0}")]
+    Tree(String),
+    /// A file submission code wrote or controls that is not read back (a link, FIFO,
+    /// device, oversized file; see `crate::safe_fs`).
+    #[error("{0}")]
+    Untrusted(#[from] crate::safe_fs::FileError),
     /// A file that cannot be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -124,7 +132,7 @@ pub enum StepError {
         /// Calls counted.
         of: u64,
         /// Why the file cannot be read.
-        source: io::Error,
+        source: crate::safe_fs::FileError,
     },
     /// callgrind left more profiles than calls were counted.
     #[error("callgrind dumped more than {0} profiles: the operation was called outside the counted calls")]

@@ -137,15 +137,19 @@ pub fn evaluated_header(api: &ApiSizes, namespace: &str) -> String {
 /// header kem-runner reads, and whether they were evaluated.
 pub(super) fn api_sizes(
     c: &mut Compiler,
+    root: &Path,
     api_h: &Path,
     namespace: &str,
     flags: &[String],
     build_dir: &Path,
 ) -> Result<(ApiSizes, PathBuf, bool), StepError> {
-    let text = std::fs::read_to_string(api_h).map_err(|source| StepError::Read {
-        path: api_h.display().to_string(),
-        source,
-    })?;
+    // The submission's file: read only where it resolves inside the source tree.
+    let text = crate::safe_fs::read_within(root, api_h, 1 << 20)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| StepError::Read {
+            path: api_h.display().to_string(),
+            source: e.into_io(),
+        })?;
     let parsed = kem_native::api::parse_api_h(&text, namespace);
     let err = match parsed {
         Ok(api) => return Ok((api, api_h.to_path_buf(), false)),
@@ -160,7 +164,7 @@ pub(super) fn api_sizes(
     };
     c.compile(&probe, &obj, flags)
         .map_err(|e| not_numbers(e.to_string()))?;
-    let bytes = std::fs::read(&obj).map_err(StepError::File)?;
+    let bytes = crate::safe_fs::read(&obj, crate::safe_fs::OUTPUT_CAP)?;
     let api = read_probe(&bytes).map_err(not_numbers)?;
     let header = build_dir.join("ngcc_api.h");
     std::fs::write(&header, evaluated_header(&api, namespace)).map_err(StepError::File)?;

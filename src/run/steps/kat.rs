@@ -16,7 +16,7 @@ use crate::record::{
     BuildData, KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
 };
 use crate::run::exec::Exit;
-use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, Facts};
+use crate::run::keys::{file_hash, json, native, sha256_hex, tree_input, Facts};
 use crate::run::Ctx;
 
 /// A line of `kat.sha256` that is not `<sha256>  <name>`.
@@ -45,7 +45,7 @@ pub enum KatError {
     #[error(
         "kem-runner reported success but its .rsp file cannot be read ({0}); record not trusted"
     )]
-    Unreadable(std::io::Error),
+    Unreadable(crate::safe_fs::FileError),
     /// Not text.
     #[error("the .rsp file is not UTF-8 text")]
     NotUtf8,
@@ -122,7 +122,7 @@ pub fn parse_sha256_manifest(text: &str) -> Result<BTreeMap<String, String>, Man
         if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(ManifestError::Digest {
                 line: n + 1,
-                hash: hash.to_string(),
+                hash: crate::text::excerpt(hash, 16),
             });
         }
         map.insert(name.to_string(), hash.to_ascii_lowercase());
@@ -155,7 +155,8 @@ fn verify_rsp(
     counts: u32,
     build: &BuildData,
 ) -> Result<String, KatError> {
-    let bytes = std::fs::read(rsp).map_err(KatError::Unreadable)?;
+    let bytes =
+        crate::safe_fs::read(rsp, crate::safe_fs::OUTPUT_CAP).map_err(KatError::Unreadable)?;
     let sha = sha256_hex(&bytes);
     let text = String::from_utf8(bytes).map_err(|_| KatError::NotUtf8)?;
     let entries = crate::rsp::parse_rsp(&text).map_err(KatError::Parse)?;
@@ -201,7 +202,7 @@ fn kem_said(stderr: &[u8]) -> Option<String> {
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with(kem_native::kat::CALLING))
-        .map(|l| l.chars().take(200).collect())
+        .map(|l| crate::text::excerpt(l, 200))
         .collect();
     (!lines.is_empty()).then(|| lines[lines.len().saturating_sub(2)..].join(" / "))
 }
@@ -300,7 +301,7 @@ impl KindSpec for Kind {
         }
         m.insert("expected".into(), file_hash(&sub.kat.manifest));
         if let Some(dir) = &sub.kat.reference_dir {
-            m.insert("reference".into(), tree_hash(dir));
+            m.insert("reference".into(), tree_input(dir));
         }
         // The submitted files of a folder source (an archive's are pinned by its digest):
         // the folder the instance's file lies in.
@@ -315,7 +316,7 @@ impl KindSpec for Kind {
             } else {
                 dir.parent().map(Path::to_path_buf).unwrap_or(dir)
             };
-            m.insert("submitted".into(), tree_hash(&dir));
+            m.insert("submitted".into(), tree_input(&dir));
         }
         m.insert("kem-native".into(), native());
     }
@@ -345,12 +346,17 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
         .and_then(|s| s.kat_modes.clone())
         .or_else(|| spec.map(|s| s.params.kat_modes.clone()))
         .unwrap_or_default();
-    let expected = match std::fs::read_to_string(&sub.kat.manifest) {
+    // The submission's file, read only where it resolves inside its own folder.
+    let manifest_dir = sub.kat.manifest.parent().unwrap_or(Path::new("."));
+    let expected = match crate::safe_fs::read_within(manifest_dir, &sub.kat.manifest, 1 << 20)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    {
         Ok(t) => parse_sha256_manifest(&t).map_err(|e| StepError::Parse {
             what: sub.kat.manifest.display().to_string(),
             source: e.into(),
         })?,
-        Err(_) => BTreeMap::new(),
+        Err(e) if e.is_missing() => BTreeMap::new(),
+        Err(e) => return Err(e.into()),
     };
     let kat_dir = ctx.out.join("kat").join(&sub.id);
     std::fs::create_dir_all(&kat_dir).map_err(StepError::File)?;
@@ -560,8 +566,9 @@ fn judge_hash(
             if let Some(dir) = &sub.kat.reference_dir {
                 let reference = dir.join(rsp_name(inst.manifest_id(), mode, ""));
                 if let (Ok(gen), Ok(refr)) = (
-                    std::fs::read_to_string(rsp),
-                    std::fs::read_to_string(&reference),
+                    crate::safe_fs::read_text(rsp, crate::safe_fs::OUTPUT_CAP),
+                    crate::safe_fs::read_within(dir, &reference, crate::safe_fs::OUTPUT_CAP)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned()),
                 ) {
                     match crate::rsp::first_difference(&gen, &refr) {
                         Ok(Some(d)) => {

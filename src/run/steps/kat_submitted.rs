@@ -108,7 +108,8 @@ pub fn judge(
         }
     };
     let path = root.join(&rel);
-    let bytes = match std::fs::read(&path) {
+    // The submitter's file: read only where it resolves inside the source tree.
+    let bytes = match crate::safe_fs::read_within(root, &path, crate::safe_fs::OUTPUT_CAP) {
         Ok(b) => b,
         Err(e) => {
             return Verdict::fail(
@@ -209,7 +210,7 @@ pub fn apply(
         );
         return;
     };
-    let text = match std::fs::read_to_string(rsp) {
+    let text = match crate::safe_fs::read_text(rsp, crate::safe_fs::OUTPUT_CAP) {
         Ok(t) => t,
         Err(e) => {
             r.status = KatStatus::Fail;

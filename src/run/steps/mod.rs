@@ -38,6 +38,7 @@ use std::time::Instant;
 
 use petgraph::graph::NodeIndex;
 
+use super::sandbox::disk::{DiskGuard, DISK};
 use super::sandbox::Jail;
 use super::{exec, Ctx};
 use crate::graph::Node;
@@ -159,7 +160,15 @@ impl<'a> Step<'a> {
         self.contained = true;
         self.slurm_job()?;
         let mut cmd = self.ctx.sandbox_for(self.ix).command(program, args, jail);
-        let mut out = exec::run_observed(&mut cmd, &shown, self.deadline, log, on_stderr_line)?;
+        let guard = DiskGuard::new(&jail.write, DISK);
+        let mut out = exec::run_guarded(
+            &mut cmd,
+            &shown,
+            self.deadline,
+            log,
+            on_stderr_line,
+            Some(&guard),
+        )?;
         if self.ctx.sandbox.contained() {
             out.exit = out.exit.through_sandbox();
         }
@@ -189,14 +198,15 @@ impl<'a> Step<'a> {
     /// (`scratch/<sub>/<instance>/<name>` under the outputs).
     pub fn scratch(&self, name: &str) -> Result<PathBuf, StepError> {
         let dir = self.ctx.out.join("scratch").join(self.slug()).join(name);
-        let _ = std::fs::remove_dir_all(&dir);
+        // What a previous run's KEM left (however deep) goes first.
+        crate::safe_fs::tree::remove_tree(&dir).map_err(StepError::io(&dir))?;
         std::fs::create_dir_all(&dir).map_err(StepError::io(&dir))?;
         Ok(dir)
     }
 
     /// Remove a scratch folder made by [`Step::scratch`] and its parents left empty.
     pub fn drop_scratch(&self, dir: &Path) {
-        let _ = std::fs::remove_dir_all(dir);
+        let _ = crate::safe_fs::tree::remove_tree(dir);
         let top = self.ctx.out.join("scratch");
         let mut d = dir.parent();
         while let Some(p) = d.filter(|p| p.starts_with(&top)) {
@@ -414,7 +424,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
     };
     let (_, _, outcomes) = super::session::run(members, gauge, &settings, &show);
     let scratch = ctx.out.join("scratch");
-    let _ = std::fs::remove_dir_all(scratch.join("yardstick"));
+    let _ = crate::safe_fs::tree::remove_tree(&scratch.join("yardstick"));
     let _ = std::fs::remove_dir(scratch);
     for ((i, rec, build, scratch), o) in joined.into_iter().zip(outcomes) {
         steps[i].drop_scratch(&scratch);
@@ -446,7 +456,7 @@ fn yardstick_gauge(ctx: &Ctx) -> Option<super::session::Gauge> {
     };
     let _ = writeln!(log, "$ {}", built.command.join(" "));
     let scratch = ctx.out.join("scratch").join("yardstick");
-    let _ = std::fs::remove_dir_all(&scratch);
+    let _ = crate::safe_fs::tree::remove_tree(&scratch);
     if let Err(e) = std::fs::create_dir_all(&scratch) {
         let _ = writeln!(log, "yardstick: `{}`: {e}", scratch.display());
         return None;

@@ -51,7 +51,9 @@ fn run(step: &mut Step) -> Done {
             _ => None,
         })
         .and_then(|m| m.rsp)
-        .and_then(|rsp| std::fs::read_to_string(ctx.out.join(rsp)).ok())
+        .and_then(|rsp| {
+            crate::safe_fs::read_text(&ctx.out.join(rsp), crate::safe_fs::OUTPUT_CAP).ok()
+        })
         .and_then(|text| crate::sizes::kat_sizes(&text).ok());
     Done::ok(StepData::Sizes(crate::sizes::audit(
         &build.api,

@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 use ngcc_pipe::model::{KatMode, Op, StepKind};
 use ngcc_pipe::record::{KatStatus, Status, StepData};
 
+#[path = "../common/mod.rs"]
 mod common;
+mod session;
+mod stopping;
 use common::*;
 
 /// `hostile.kdl` copied into `dir` (see [`pipeline_copy`]) with `edits`.
@@ -68,7 +71,9 @@ enum Want {
     Contained(&'static str),
 }
 
-const KAT_CASES: [(&str, Want); 12] = [
+const KAT_CASES: [(&str, Want); 19] = [
+    // Refused either way: the source folder is read-only, or (a clone under /tmp) not
+    // there at all in the jail's private /tmp.
     (
         "write-outside",
         Want::Contained("write-outside: cannot write"),
@@ -98,6 +103,22 @@ const KAT_CASES: [(&str, Want); 12] = [
     ("printf", Want::Pass),
     ("protocol-printf", Want::Pass),
     ("stderr-flood", Want::Pass),
+    ("write-outputs", Want::Pass),
+    ("read-secrets", Want::Pass),
+    ("markup", Want::Fail(Status::Failed, "not a heading")),
+    ("fork-bomb", Want::Fail(Status::Failed, "fork failed after")),
+    (
+        "fill-tmp",
+        Want::Fail(Status::Failed, "No space left on device"),
+    ),
+    (
+        "fill-disk",
+        Want::Fail(Status::Failed, "more than 20000 files and folders"),
+    ),
+    (
+        "rsp-link",
+        Want::Fail(Status::Failed, "is a symbolic link (not followed)"),
+    ),
     (
         "malloc-30g",
         Want::Fail(
@@ -108,6 +129,53 @@ const KAT_CASES: [(&str, Want); 12] = [
 ];
 
 const OPS: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
+
+/// Whether a record says the step ran in bubblewrap with everything in force (as root) or
+/// with what an unprivileged user can have (no cgroups, a shared process count).
+fn in_force(r: &ngcc_pipe::record::StepRecord) -> bool {
+    let Some(s) = &r.sandbox else {
+        return false;
+    };
+    let root = kem_native::sys::effective_uid() == 0;
+    s.tool.starts_with("bubblewrap")
+        && s.protections.iter().any(|p| p.starts_with("seccomp:"))
+        && if root {
+            s.missing.is_empty()
+        } else {
+            !s.missing
+                .iter()
+                .any(|m| m.contains("bubblewrap unavailable"))
+        }
+}
+
+/// The number after `prefix` in `text`.
+fn number_after(text: &str, prefix: &str) -> Option<u64> {
+    let rest = &text[text.find(prefix)? + prefix.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Files below `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    found.push(e.path());
+                }
+            }
+        }
+    }
+    found
+}
 
 /// The hostile campaign, run once and checked case by case.
 #[test]
@@ -127,6 +195,10 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
     let fixtures_before = tree(&repo().join("tests/fixtures"));
     let flags = format!("flags \"fixture\" \"-O2 -DHOSTILE_PORT={port}\"");
     let pipeline = pipeline(tmp.path(), &[("flags \"fixture\" \"-O2\"", &flags)]);
+    // A sibling campaign `read-secrets` tries to read (a marker no output may contain).
+    let secret = format!("sibling-secret-{}", std::process::id());
+    std::fs::create_dir_all(tmp.path().join("sibling")).expect("sibling folder");
+    std::fs::write(tmp.path().join("sibling/campaign.json"), &secret).expect("sibling record");
 
     let started = Instant::now();
     let mut child = ngcc()
@@ -224,8 +296,7 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             rec(&out, StepKind::Build, case, Some(case), None),
             kat.clone(),
         ] {
-            let missing = rec.sandbox.as_ref().map(|s| s.missing.clone());
-            c.check(missing == Some(vec![]), || {
+            c.check(in_force(&rec), || {
                 format!("{}: sandbox {:?}", rec.id, rec.sandbox)
             });
         }
@@ -245,8 +316,7 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             c.check(t.status == Status::Ok, || {
                 format!("{case} time:{op} {:?}: {:?}", t.status, t.reason)
             });
-            let missing = t.sandbox.as_ref().map(|s| s.missing.clone());
-            c.check(missing == Some(vec![]), || {
+            c.check(in_force(&t), || {
                 format!("{}: sandbox {:?}", t.id, t.sandbox)
             });
         }
@@ -294,6 +364,84 @@ fn hostile_kems_are_contained_and_the_good_one_is_measured() {
             || format!("forged-time time:{op} {:?}: {:?}", t.status, t.reason),
         );
     }
+
+    // The compiler sees neither another submission's source nor /etc/shadow, and cannot
+    // embed the outputs' campaign.json.
+    let inc = rec(&out, StepKind::Build, "incbin", Some("incbin"), None);
+    c.check(
+        inc.status == Status::Failed
+            && inc.reason.as_deref().is_some_and(|r| {
+                r.contains("campaign.json") && r.contains("not found") && !r.contains("jail leak")
+            }),
+        || format!("incbin build {:?}: {:?}", inc.status, inc.reason),
+    );
+    // The process limit holds; /tmp and /dev/shm are small.
+    let kat_reason = |case: &str| {
+        rec(&out, StepKind::Kat, case, Some(case), None)
+            .reason
+            .unwrap_or_default()
+    };
+    let forks = number_after(&kat_reason("fork-bomb"), "fork failed after ");
+    c.check(forks.is_some_and(|n| n <= 300), || {
+        format!("fork-bomb got {forks:?} children (limit 256)")
+    });
+    let fill = kat_reason("fill-tmp");
+    let (tmp_mib, shm_mib) = (
+        number_after(&fill, "/tmp took "),
+        number_after(&fill, "/dev/shm took "),
+    );
+    c.check(
+        tmp_mib.is_some_and(|m| m <= 512) && shm_mib.is_some_and(|m| m <= 64),
+        || format!("fill-tmp: /tmp {tmp_mib:?} MiB, /dev/shm {shm_mib:?} MiB: {fill}"),
+    );
+    // No secret reached the outputs: the sibling's marker, /etc/shadow's first line.
+    let mut secrets = vec![secret.clone().into_bytes()];
+    if let Ok(shadow) = std::fs::read_to_string("/etc/shadow") {
+        secrets.extend(shadow.lines().next().map(|l| l.as_bytes().to_vec()));
+    }
+    for s in &secrets {
+        let found = files_containing(&out, s);
+        c.check(found.is_empty(), || {
+            format!("a secret is in the outputs: {found:?}")
+        });
+        c.check(
+            !r.stdout.as_bytes().windows(s.len()).any(|w| w == s)
+                && !r.stderr.as_bytes().windows(s.len()).any(|w| w == s),
+            || "a secret is on the terminal".to_string(),
+        );
+    }
+
+    // Untrusted text is text: no raw ESC byte in the outputs or on the terminal, no live
+    // `javascript:`/`data:` link and no tag from `markup` in the reports and the site.
+    // (Logs keep what the KEM wrote, raw; records are JSON, which escapes it.)
+    let mut esc = files_containing(&out.join("reports"), b"\x1b");
+    esc.extend(files_containing(&out.join("site"), b"\x1b"));
+    c.check(esc.is_empty(), || format!("raw ESC bytes in {esc:?}"));
+    c.check(
+        !r.stdout.contains('\x1b') && !r.stderr.contains('\x1b'),
+        || "raw ESC bytes on the terminal".to_string(),
+    );
+    for needle in [
+        &b"href=\"javascript:"[..],
+        b"href=\"data:",
+        b"](javascript:",
+        b"](data:",
+        b"<script>",
+        b"<img src",
+    ] {
+        // (`reports/results.json` holds the text as JSON data, not as a link or tag.)
+        let mut found = files_containing(&out.join("reports"), needle);
+        found.extend(files_containing(&out.join("site"), needle));
+        found.retain(|p| p.extension().is_none_or(|e| e != "json"));
+        c.check(found.is_empty(), || {
+            format!("`{}` in {found:?}", String::from_utf8_lossy(needle))
+        });
+    }
+    let site = std::fs::read_to_string(out.join("site/markup.html")).unwrap_or_default();
+    c.check(
+        site.contains("&lt;script&gt;") && site.contains("Spec"),
+        || "site/markup.html does not show the manifest's text escaped".to_string(),
+    );
 
     // Nothing outside the outputs folder, no listener contact, no survivors.
     for m in markers() {

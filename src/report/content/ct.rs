@@ -32,7 +32,7 @@ reason, not hidden; a conditional at a source line with no branch on it is label
 introduced by the compiler, and no declaration covers it. The same object is then \
 disassembled: every instruction whose latency depends on its operands (integer division, \
 floating-point division and square root: the KyberSlash class) in a function reachable from \
-the operation's API function by direct calls is listed.";
+the operation's API function is listed.";
 
 /// What the check does not see, and which part covers what.
 pub const LIMITS: &str = "Limits: memcheck sees only the paths executed with these inputs \
@@ -64,8 +64,12 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
     doc.h(2, "Constant-time check");
     doc.p(METHOD);
     doc.p(LIMITS);
-    if let Some(line) = did_not_run(view, StepKind::Ct, any_record(sub), "no constant-time verdict")
-    {
+    if let Some(line) = did_not_run(
+        view,
+        StepKind::Ct,
+        any_record(sub),
+        "no constant-time verdict",
+    ) {
         doc.p(line);
         return;
     }

@@ -83,20 +83,42 @@ fn leaky_fixtures_are_caught_at_their_lines_and_findings_repeat() {
                 assert_eq!(f.line, leak_line(name), "{name} {op}");
                 assert_eq!(f.kinds, [kind]);
                 assert!(f.benign.is_none());
+                // The source line was read; both leaks are in the source, not the compiler's.
+                let text = std::fs::read_to_string(&f.file).expect("fixture source");
+                let line = text.lines().nth(f.line as usize - 1).map(str::trim);
+                assert_eq!(f.source.as_deref(), line);
+                assert!(!f.compiler);
             }
         }
     }
     // The report's section and the index's column.
     let md = std::fs::read_to_string(out.join("reports/ct-branch.md")).expect("report");
     assert!(md.contains("## Constant-time check"), "{md}");
-    assert!(md.contains("| `ct-branch` | dec | 1 location |"), "{md}");
-    assert!(md.contains("| `ct-branch` | keygen | no secret-dependent branch or index found |"));
+    // One line per operation: memcheck's verdict and the variable-latency scan's.
+    for (op, verdict) in [
+        (Op::Keygen, "no secret-dependent branch or index found"),
+        (Op::Dec, "1 location"),
+    ] {
+        let r = rec(&out, StepKind::Ct, "ct-branch", Some("ct-branch"), Some(op));
+        let Some(StepData::Ct(d)) = r.data else {
+            panic!("no ct data");
+        };
+        let scan = d.latency.as_ref().expect("scanned");
+        assert!(scan.scanned().is_some(), "{scan:?}");
+        let row = format!("| `ct-branch` | {op} | {verdict} | {} |", scan.verdict());
+        assert!(md.contains(&row), "{row}\n{md}");
+    }
     let line = leak_line("ct-branch");
     assert!(
         md.contains(&format!(
-            "| `ct-branch` | dec | `FIX_CTBRANCH_crypto_kem_dec` | kem.c:{line} | UninitCondition | 3 (1 stack) | no |"
+            "| `ct-branch` | dec | `FIX_CTBRANCH_crypto_kem_dec` | kem.c:{line} | UninitCondition | 3 (1 stack) | branch in the source | not declared |"
         )),
         "{md}"
+    );
+    let table = std::fs::read_to_string(out.join("reports/ct-table.md")).expect("report");
+    assert!(
+        table.contains("| UninitValue | 96 (1 stack) | memory index | not declared |"),
+        "{table}"
     );
     let clean = std::fs::read_to_string(out.join("reports/ct-clean.md")).expect("report");
     assert!(clean.contains("No location found in any checked operation."));
@@ -345,6 +367,37 @@ fn kyberslash_divisions_in_old_kyber_at_os_and_none_in_ml_kem() {
         sorted.sort();
         expected.sort();
         assert_eq!(sorted, expected, "Kyber768 -Os {op}");
+        // The report: one line per instance and operation with the count, and the
+        // instructions with their source lines in the detail.
+        let md = std::fs::read_to_string(out.join("reports/kyber-2021.md")).expect("report");
+        let n = expected.len();
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| `Kyber768-clean@os` | {op} |")))
+            .unwrap_or_else(|| panic!("no verdict line for {op}:\n{md}"));
+        assert!(
+            line.contains(&format!("| {n} ("))
+                && line.contains(&format!(
+                    "in {n} functions: 1 declared benign; {} reachable, operands not traced",
+                    n - 1
+                )),
+            "{line}"
+        );
+        // Instructions are listed once per instance with the operations that reach them.
+        assert!(
+            md.contains(&format!(
+                "| `Kyber768-clean@os` | enc, dec | `{ns}poly_compress` | poly.c:{} |",
+                poly[0]
+            )),
+            "{md}"
+        );
+        assert!(
+            md.contains(&format!(
+                "| `Kyber768-clean@os` | dec | `{ns}poly_tomsg` | poly.c:{} |",
+                poly[1]
+            )),
+            "{md}"
+        );
         // What else divides is the provided primitives' code (SHAKE's length arithmetic).
         assert!(provided.iter().all(|p| p.1 == "fips202.c"), "{provided:?}");
         let (own, _) = scanned(&out, "kyber-2021", "Kyber768-clean@guide", op, ns);
@@ -354,6 +407,21 @@ fn kyberslash_divisions_in_old_kyber_at_os_and_none_in_ml_kem() {
             let (own, provided) = scanned(&out, "ml-kem", &inst, op, "PQCLEAN_MLKEM768_CLEAN_");
             assert!(own.is_empty(), "{inst} {op}: {own:?}");
             assert!(provided.iter().all(|p| p.1 == "fips202.c"), "{provided:?}");
+            let md = std::fs::read_to_string(out.join("reports/ml-kem.md")).expect("report");
+            let line = md
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{inst}` | {op} |")))
+                .unwrap_or_else(|| panic!("no verdict line for {inst} {op}:\n{md}"));
+            let cell = line
+                .trim_end_matches(" |")
+                .rsplit(" | ")
+                .next()
+                .unwrap_or("");
+            assert!(
+                cell == "no variable-latency instruction reachable"
+                    || cell.starts_with("none in the instance's code;"),
+                "{line}"
+            );
         }
     }
 }

@@ -29,6 +29,10 @@ use ngcc_pipe::report::{self, CampaignView};
 
 use kem_native::output::{Calibration, CoreCycles, Memory, Overhead, TimeOutput, Trial};
 
+/// The `ct` records of `x86_1` (memcheck findings and variable-latency scans).
+#[path = "report_ct/records.rs"]
+mod ct_records;
+
 const FIXTURES: &str = "tests/fixtures/records";
 
 // ---------------------------------------------------------------- campaign model
@@ -185,7 +189,7 @@ fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campaign {
 }
 
 fn x86_campaign() -> Campaign {
-    campaign(
+    let mut c = campaign(
         "x86_1",
         "x86-64",
         vec![
@@ -208,7 +212,16 @@ fn x86_campaign() -> Campaign {
                 ],
             ),
         ],
-    )
+    );
+    // x86_1 also checks constant time (arm_1 does not).
+    c.steps.push(StepSpec {
+        kind: StepKind::Ct,
+        needs: vec![StepKind::Kat],
+        exclusive: false,
+        timeout: Duration::from_secs(1800),
+        params: StepParams::default(),
+    });
+    c
 }
 
 fn arm_campaign() -> Campaign {
@@ -946,6 +959,7 @@ fn x86_records() -> Ctx {
             },
         );
     }
+    ct_records::ct_records(&mut ctx);
     ctx
 }
 

@@ -172,6 +172,8 @@ pub fn parse_memcheck_xml(xml: &str, object_name: &str) -> Result<Memcheck, Memc
                 .map(Frame::shown)
                 .collect(),
             benign: None,
+            source: None,
+            compiler: false,
         });
         if !f.kinds.iter().any(|k| k == kind) {
             f.kinds.push(kind.to_string());

@@ -6,16 +6,23 @@
 //!   two memcheck client requests kem-runner's `ct` job calls (see `kem_native::ct` for
 //!   what is marked when);
 //! * [`memcheck`]: parsing memcheck's XML output into findings, deduplicated by location;
+//! * [`label_sources`]: a conditional at a source line with no branch on it
+//!   ([`source_line`]) is labelled as introduced by the compiler;
 //! * [`classify`]: findings at a function the manifest declares benign (`ct-benign`) are
-//!   labelled with the manifest's reason (they stay in the list);
-//! * [`verdict`]: the words the report prints.
+//!   labelled with the manifest's reason (they stay in the list), except those the compiler
+//!   introduced: a declaration covers the source's branches;
+//! * [`verdict`]: the words the report prints;
+//! * [`latency`]: the variable-latency scan (division and square root), which memcheck
+//!   cannot see.
 //!
 //! Limits of the method: only the paths executed with these inputs are seen; what is
 //! checked is the compiler's output at these flags; a secret-dependent branch inside a
-//! function memcheck cannot see into (a system call, say) is not a finding.
+//! function memcheck cannot see into (a system call, say) is not a finding; an instruction
+//! whose latency depends on its operands is no branch and no index (the [`latency`] scan).
 
 pub mod latency;
 pub mod memcheck;
+pub mod source_line;
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +75,13 @@ pub struct Finding {
     /// The manifest's reason when its function is declared benign (`ct-benign`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub benign: Option<String>,
+    /// Its source line (trimmed), when the file could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// A conditional (`UninitCondition`) at a source line with no branch on it
+    /// ([`source_line::has_branch`]): the compiler introduced the branch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compiler: bool,
 }
 
 impl Finding {
@@ -75,6 +89,30 @@ impl Finding {
     pub fn location(&self) -> String {
         let base = self.file.rsplit('/').next().unwrap_or(&self.file);
         format!("{base}:{}", self.line)
+    }
+
+    /// `introduced by the compiler (flags ...)` for a finding the compiler introduced,
+    /// with the flags of the checked object.
+    pub fn compiler_label(&self, flags: &[String]) -> Option<String> {
+        self.compiler
+            .then(|| format!("introduced by the compiler (flags {})", flags.join(" ")))
+    }
+}
+
+/// Read each finding's source line with `read` (a file's text by path; `None`: not
+/// readable) and mark the conditionals at a line with no branch as the compiler's.
+pub fn label_sources(findings: &mut [Finding], mut read: impl FnMut(&str) -> Option<String>) {
+    let mut texts: std::collections::BTreeMap<String, Option<String>> = Default::default();
+    for f in findings {
+        let text = texts.entry(f.file.clone()).or_insert_with(|| read(&f.file));
+        let line = text.as_deref().and_then(|t| {
+            let n = usize::try_from(f.line).ok()?.checked_sub(1)?;
+            t.lines().nth(n)
+        });
+        f.source = line.map(|l| l.trim().to_string());
+        f.compiler = line.is_some_and(|l| {
+            f.kinds.iter().any(|k| k == "UninitCondition") && !source_line::has_branch(l)
+        });
     }
 }
 
@@ -94,9 +132,14 @@ pub fn owner(f: &Finding) -> &str {
 
 /// Label every finding whose function (see [`owner`]) is declared benign: the name as
 /// declared, or with the instance's `namespace` prefix (PQClean's exported functions carry
-/// it).
+/// it). A finding the compiler introduced ([`label_sources`]) is not covered: what the
+/// manifest declares are the branches of the source.
 pub fn classify(findings: &mut [Finding], benign: &[CtBenign], namespace: &str) {
     for f in findings {
+        if f.compiler {
+            f.benign = None;
+            continue;
+        }
         let function = owner(f).to_string();
         f.benign = benign
             .iter()
@@ -111,19 +154,26 @@ pub fn classify(findings: &mut [Finding], benign: &[CtBenign], namespace: &str) 
 }
 
 /// The report's verdict for one operation: `no secret-dependent branch or index found`, or
-/// `N locations` (with how many are declared benign).
+/// `N locations` (with how many are declared benign and how many the compiler introduced).
 pub fn verdict(findings: &[Finding]) -> String {
     let n = findings.len();
     let benign = findings.iter().filter(|f| f.benign.is_some()).count();
+    let compiler = findings.iter().filter(|f| f.compiler).count();
+    let s = if n == 1 { "" } else { "s" };
+    let mut parts = Vec::new();
+    if benign > 0 {
+        parts.push(format!("{benign} declared benign"));
+    }
+    if compiler > 0 {
+        parts.push(format!("{compiler} introduced by the compiler"));
+    }
+    let all = if n == 1 { "" } else { "all " };
     match (n, benign) {
         (0, _) => "no secret-dependent branch or index found".to_string(),
-        (1, 0) => "1 location".to_string(),
-        (n, 0) => format!("{n} locations"),
-        (n, b) if b == n => format!(
-            "{n} location{}, all declared benign",
-            if n == 1 { "" } else { "s" }
-        ),
-        (n, b) => format!("{n} locations ({b} declared benign)"),
+        (n, b) if b == n => format!("{n} location{s}, all declared benign"),
+        _ if compiler == n => format!("{n} location{s}, {all}introduced by the compiler"),
+        _ if parts.is_empty() => format!("{n} location{s}"),
+        _ => format!("{n} location{s} ({})", parts.join(", ")),
     }
 }
 
@@ -146,6 +196,8 @@ mod tests {
             contexts: 1,
             stack: Vec::new(),
             benign: None,
+            source: None,
+            compiler: false,
         }
     }
 
@@ -188,6 +240,67 @@ mod tests {
         assert_eq!(verdict(&f[2..3]), "1 location");
         assert_eq!(verdict(&[]), "no secret-dependent branch or index found");
         assert_eq!(f[0].location(), "indcpa.c:128");
+    }
+
+    #[test]
+    fn branchless_source_lines_are_the_compilers_and_not_covered_by_a_declaration() {
+        let src = "static uint64_t single_bit_mask(uint32_t pos) {\n\
+                   \x20   for (size_t i = 0; i < 64; ++i) {\n\
+                   \x20       if (val0 < KYBER_Q) {\n\
+                   \x20       y[i] = t[i] & 0xFFFF;\n";
+        let mut f = vec![
+            finding("single_bit_mask", 2),
+            finding("rej_uniform", 3),
+            finding("composeinv", 4),
+            finding("lost", 9),
+        ];
+        f[2].kinds = vec!["UninitValue".into()];
+        f[3].file = "/gone.c".into();
+        let mut reads = Vec::new();
+        label_sources(&mut f, |p| {
+            reads.push(p.to_string());
+            (p == "/src/indcpa.c").then(|| src.to_string())
+        });
+        // One read per file.
+        assert_eq!(reads, ["/src/indcpa.c", "/gone.c"]);
+        let got: Vec<(bool, Option<&str>)> = f
+            .iter()
+            .map(|x| (x.compiler, x.source.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (true, Some("for (size_t i = 0; i < 64; ++i) {")),
+                (false, Some("if (val0 < KYBER_Q) {")),
+                // A memory index needs no branch: not labelled.
+                (false, Some("y[i] = t[i] & 0xFFFF;")),
+                (false, None),
+            ]
+        );
+        let flags = ["-O3".to_string(), "-g".to_string()];
+        assert_eq!(
+            f[0].compiler_label(&flags).as_deref(),
+            Some("introduced by the compiler (flags -O3 -g)")
+        );
+        assert_eq!(f[1].compiler_label(&flags), None);
+        let benign = [
+            CtBenign {
+                function: "single_bit_mask".into(),
+                reason: "r".into(),
+            },
+            CtBenign {
+                function: "rej_uniform".into(),
+                reason: "public seed".into(),
+            },
+        ];
+        classify(&mut f, &benign, "");
+        assert_eq!(f[0].benign, None);
+        assert_eq!(f[1].benign.as_deref(), Some("public seed"));
+        assert_eq!(
+            verdict(&f),
+            "4 locations (1 declared benign, 1 introduced by the compiler)"
+        );
+        assert_eq!(verdict(&f[..1]), "1 location, introduced by the compiler");
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! step: mean instructions per call, timed cycles over them, and the instruction shares),
 //! yardstick_cycles, per_yardstick (the yardstick timed in the same rounds: its median
 //! per-call cycles, and the median of the per-round ratio operation / yardstick, which
-//! `ngcc-pipe compare` uses to take the host's drift out of a comparison of two runs).
+//! `ngcc-pipe compare` uses to take the host's drift out of a comparison of two runs),
+//! variable_latency (the `ct` step's scan: instructions with operand-dependent latency
+//! reachable from the operation in the instance's own code; an operation checked by `ct`
+//! but neither timed nor profiled gets a row of its own).
 //! A campaign that builds with several flag profiles (instance ids `<id>@<profile>`) gets one
 //! more column, `flags`, last: the build's profile. Unknown values are
 //! empty cells; an instance without timed or profiled operations gets one row with an empty
@@ -23,7 +26,7 @@ use super::view::CampaignView;
 use super::Renderer;
 
 /// Header line of `results.csv`.
-pub const COLUMNS: [&str; 34] = [
+pub const COLUMNS: [&str; 35] = [
     "system",
     "submission",
     "instance",
@@ -58,6 +61,7 @@ pub const COLUMNS: [&str; 34] = [
     "drng_share_instr",
     "yardstick_cycles",
     "per_yardstick",
+    "variable_latency",
 ];
 
 /// The CSV renderer.
@@ -107,6 +111,24 @@ pub fn to_csv(results: &Results) -> String {
                 ]
             };
             let sizes = [i(inst.pk), i(inst.sk), i(inst.ct), i(inst.ss)];
+            let variable_latency = |op: Option<crate::model::Op>| {
+                i(inst
+                    .constant_time
+                    .iter()
+                    .find(|c| Some(c.op) == op)
+                    .and_then(|c| c.variable_latency))
+            };
+            // No timing figures: the instance's own cells only.
+            let blank = |op: Option<crate::model::Op>| {
+                let mut r = common(op.map_or("", |o| o.name()));
+                r.extend(std::iter::repeat_n(String::new(), 7));
+                r.push(i(inst.static_bytes));
+                r.extend(std::iter::repeat_n(String::new(), 3));
+                r.extend(sizes.iter().cloned());
+                r.extend(std::iter::repeat_n(String::new(), 14));
+                r.push(variable_latency(op));
+                r
+            };
             let mut rows: Vec<Vec<String>> = Vec::new();
             for o in &inst.ops {
                 let mut r = common(o.op.name());
@@ -137,17 +159,17 @@ pub fn to_csv(results: &Results) -> String {
                     f(o.drng_share_instr, 6),
                     f(o.yardstick_cycles, 1),
                     f(o.per_yardstick, 6),
+                    variable_latency(Some(o.op)),
                 ]);
                 rows.push(r);
             }
+            for c in &inst.constant_time {
+                if !inst.ops.iter().any(|o| o.op == c.op) {
+                    rows.push(blank(Some(c.op)));
+                }
+            }
             if rows.is_empty() {
-                let mut r = common("");
-                r.extend(std::iter::repeat_n(String::new(), 7));
-                r.push(i(inst.static_bytes));
-                r.extend(std::iter::repeat_n(String::new(), 3));
-                r.extend(sizes.iter().cloned());
-                r.extend(std::iter::repeat_n(String::new(), 14));
-                rows.push(r);
+                rows.push(blank(None));
             }
             for mut r in rows {
                 if profiles {
@@ -198,7 +220,7 @@ mod tests {
              trials,iters,cv,static_bytes,baseline_rss_kib,peak_rss_kib,stack_bytes,pk,sk,ct,ss,\
              hash_share,drng_share,counter_ghz,median_cycles,ci_low_cycles,ci_high_cycles,\
              rounds,interfered_rounds,instructions,cycles_per_instruction,hash_share_instr,\
-             drng_share_instr,yardstick_cycles,per_yardstick\n"
+             drng_share_instr,yardstick_cycles,per_yardstick,variable_latency\n"
         );
     }
 }

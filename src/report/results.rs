@@ -32,6 +32,18 @@ pub fn ct_verdict(r: Option<&StepRecord>) -> String {
     }
 }
 
+/// The variable-latency cell of one record: the scan's verdict, `not scanned (...)` for a
+/// record from before the scan, or `not checked` when the step did not run.
+pub fn ct_latency(r: Option<&StepRecord>) -> String {
+    match r.filter(|r| r.status == Status::Ok).map(|r| &r.data) {
+        Some(Some(crate::record::StepData::Ct(d))) => match &d.latency {
+            Some(l) => l.verdict(),
+            None => "not scanned (a record from before the scan)".to_string(),
+        },
+        _ => "not checked".to_string(),
+    }
+}
+
 /// The constant-time verdict of one operation's record.
 fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
     let data = r
@@ -40,11 +52,15 @@ fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
             Some(crate::record::StepData::Ct(d)) => Some(d),
             _ => None,
         });
+    let counts = data.and_then(|d| d.variable_latency());
     ResultCt {
         op,
         verdict: ct_verdict(r),
         locations: data.map(|d| crate::ct::unexplained(&d.findings)),
         benign: data.map(|d| d.findings.len() - crate::ct::unexplained(&d.findings)),
+        latency_verdict: data.map(|_| ct_latency(r)),
+        variable_latency: counts.map(|(own, _)| own),
+        variable_latency_provided: counts.map(|(_, provided)| provided),
     }
 }
 

@@ -50,6 +50,13 @@ are counter ticks per operation; times are nanoseconds per operation.
         "per_yardstick": median of the per-round ratio operation / yardstick,
         "yardstick_id": "ngcc-yardstick-1 sha256:<object>", "yardstick_trial_cycles": [per round],
         "interfered_trials": [indices into trial_cycles of the rounds marked interfered]
+      } ],
+      "constant_time": [ {                                   (absent without a ct step)
+        "op": "dec", "verdict": "2 locations, all declared benign" | "not checked: why",
+        "locations": not declared benign | null, "benign": declared benign | null,
+        "latency_verdict": the variable-latency scan in words | null,
+        "variable_latency": instructions in the instance's own code | null,
+        "variable_latency_provided": in the provided primitives | null
       } ]
     } ]
   } ]
@@ -57,8 +64,10 @@ are counter ticks per operation; times are nanoseconds per operation.
 ```
 `kat` is the worst mode status (FAIL > NOKAT > MISMATCH > PASS), or the KAT record's status
 when it produced no result. `ops` lists the operations of the `time`, `profile` and `count`
-steps. `results.csv` has the same figures per operation; its last six columns are
-`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr,yardstick_cycles,per_yardstick`.
+steps; `constant_time` those of the `ct` step (`null` counts: not checked, or a record from
+before the variable-latency scan). `results.csv` has the same figures per operation (an
+operation only the `ct` step ran gets a row of its own); its last seven columns are
+`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr,yardstick_cycles,per_yardstick,variable_latency`.
 "#;
 
 /// `results.json`.
@@ -120,6 +129,15 @@ pub struct ResultCt {
     /// Locations not declared benign, and declared benign; `None` when not checked.
     pub locations: Option<usize>,
     pub benign: Option<usize>,
+    /// The variable-latency scan in words (absent in older results files).
+    #[serde(default)]
+    pub latency_verdict: Option<String>,
+    /// Variable-latency instructions (division, square root) reachable in the instance's
+    /// own code, and in the provided primitives; `None` when not scanned.
+    #[serde(default)]
+    pub variable_latency: Option<usize>,
+    #[serde(default)]
+    pub variable_latency_provided: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -203,6 +203,8 @@ fn finding(function: &str) -> Finding {
         contexts: 1,
         stack: vec![],
         benign: None,
+        source: None,
+        compiler: false,
     }
 }
 

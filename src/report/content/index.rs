@@ -13,17 +13,24 @@ use crate::report::results::{self, ResultInstance, Results};
 use crate::report::view::{self, CampaignView};
 
 /// The index's constant-time cell: per checked operation the locations not declared
-/// benign (`+N benign` beside), `not checked` otherwise.
+/// benign (`+N benign` beside, and the variable-latency instructions of the instance's own
+/// code when there are any), `not checked` otherwise.
 fn ct_cell(inst: &ResultInstance) -> String {
     if inst.constant_time.is_empty() {
         return DASH.into();
     }
     inst.constant_time
         .iter()
-        .map(|c| match (c.locations, c.benign) {
-            (Some(n), Some(0)) => format!("{} {n}", c.op),
-            (Some(n), Some(b)) => format!("{} {n} (+{b} benign)", c.op),
-            _ => format!("{} not checked", c.op),
+        .map(|c| {
+            let mut cell = match (c.locations, c.benign) {
+                (Some(n), Some(0)) => format!("{} {n}", c.op),
+                (Some(n), Some(b)) => format!("{} {n} (+{b} benign)", c.op),
+                _ => return format!("{} not checked", c.op),
+            };
+            if let Some(v) = c.variable_latency.filter(|v| *v > 0) {
+                cell.push_str(&format!(", {v} variable-latency"));
+            }
+            cell
         })
         .collect::<Vec<_>>()
         .join(" / ")

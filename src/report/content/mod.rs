@@ -1,7 +1,9 @@
 //! The content of the reports, section by section, as format-neutral [`Doc`]s.
 //!
 //! [`submission_doc`] follows the seed reports (`shared/seeds/`): title, intro, sections
-//! 1-6, symmetric primitives, 7 raw evidence index. [`index_doc`] is the campaign index.
+//! 1-6, symmetric primitives, constant-time check, 7 raw evidence index, then the
+//! constant-time appendix ([`ct`]: locations, instructions, disassembly). [`index_doc`] is
+//! the campaign index.
 //! This file holds the shared helpers and section 1; sections 2-6 are in [`environment`],
 //! [`kat`], [`performance`] and [`resources`], the symmetric-primitives section in
 //! [`primitives`], the raw evidence index in [`evidence`], the campaign index in [`index`]
@@ -167,6 +169,7 @@ pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
     primitives::primitives(&mut doc, view, sub);
     ct::constant_time(&mut doc, view, sub);
     evidence::evidence(&mut doc, view, sub);
+    ct::constant_time_detail(&mut doc, view, sub);
     doc
 }
 

@@ -1,11 +1,12 @@
 //! `ct` (per instance and operation, parallel): the constant-time check. kem-runner's `ct`
 //! job runs the operation `iters` times on the build's valgrind object under
 //! `valgrind --tool=memcheck`, with the secrets marked undefined (see `kem_native::ct`);
-//! memcheck's XML output becomes findings ([`crate::ct`]) labelled with the manifest's
-//! `ct-benign` reasons. The raw XML is kept beside the step's log. Then the same object is
-//! disassembled and every instruction with operand-dependent latency reachable from the
-//! operation's API function is listed ([`crate::ct::latency`]). Without valgrind the step
-//! is `unsupported`.
+//! memcheck's XML output becomes findings ([`crate::ct`]), each with its source line (a
+//! conditional at a line with no branch is labelled as introduced by the compiler) and
+//! labelled with the manifest's `ct-benign` reasons. The raw XML is kept beside the step's
+//! log. Then the same object is disassembled and every instruction with operand-dependent
+//! latency reachable from the operation's API function is listed
+//! ([`crate::ct::latency`]). Without valgrind the step is `unsupported`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -148,6 +149,14 @@ fn run(step: &mut Step) -> Result<Done, StepError> {
         return Err(StepError::Unfinished);
     }
     let mut findings = m.findings;
+    // Source lines, to tell the compiler's branches from the source's: memcheck names the
+    // file by its absolute path when the object's debug info has the folder.
+    crate::ct::label_sources(&mut findings, |file| {
+        let p = Path::new(file);
+        p.is_absolute()
+            .then(|| std::fs::read_to_string(p).ok())
+            .flatten()
+    });
     crate::ct::classify(
         &mut findings,
         &step.submission().ct_benign,

@@ -66,7 +66,7 @@ pub fn wanted(c: &Campaign) -> bool {
 }
 
 /// The flags of [`UNRUNNABLE`] whose macro the compiler's predefined macros
-/// (`cc <flags> -dM -E -x c /dev/null`) define.
+/// (`cc <flags> -dM -E -x c <empty file>`) define.
 pub fn exclusions(macros: &str) -> Vec<String> {
     let defined: Vec<&str> = macros
         .lines()
@@ -135,11 +135,11 @@ pub struct Built {
 /// Compile and link the valgrind object in `<build_dir>/valgrind/`; its primitives are
 /// shared between instances like the plain object's.
 pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
-    let excluded = exclusions_for(c, i.flags)?;
-    let flags = valgrind_flags(i.flags, &excluded);
-    let profile_flags = valgrind_flags(i.profile_flags, &excluded);
     let dir = i.build_dir.join("valgrind");
     std::fs::create_dir_all(&dir).map_err(StepError::io(&dir))?;
+    let excluded = exclusions_for(c, i.flags, &dir)?;
+    let flags = valgrind_flags(i.flags, &excluded);
+    let profile_flags = valgrind_flags(i.profile_flags, &excluded);
 
     let mut objects = Vec::new();
     for (n, src) in i.sources.iter().enumerate() {
@@ -214,10 +214,19 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
     Ok(Built { object, flags })
 }
 
-/// Ask the compiler (in the sandbox) which of [`UNRUNNABLE`] `flags` enable.
-fn exclusions_for(c: &mut Compiler, flags: &[String]) -> Result<Vec<String>, StepError> {
+/// Ask the compiler (in the sandbox) which of [`UNRUNNABLE`] `flags` enable, by
+/// preprocessing an empty file written in `dir` (not `/dev/null`: a jail in a user namespace
+/// cannot open device nodes).
+fn exclusions_for(
+    c: &mut Compiler,
+    flags: &[String],
+    dir: &Path,
+) -> Result<Vec<String>, StepError> {
+    let empty = dir.join("ngcc_predefined.c");
+    std::fs::write(&empty, "").map_err(StepError::io(&empty))?;
     let mut args = flags.to_vec();
-    args.extend(["-dM", "-E", "-x", "c", "/dev/null"].map(String::from));
+    args.extend(["-dM", "-E", "-x", "c"].map(String::from));
+    args.push(empty.display().to_string());
     let out = c
         .step
         .exec_contained(Path::new(&c.cc), &args, &c.jail, &mut c.log, &|_| {})

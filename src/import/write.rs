@@ -69,7 +69,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "// Written by `ngcc-pipe import` from {}.\n// Check it with `ngcc-pipe check --deep` on a pipeline whose `submissions` glob includes it.",
+        "// Written by `ngcc-pipe import` from {}.\n// Check it with `ngcc-pipe check --deep PIPELINE`, PIPELINE a pipeline whose `submissions` glob includes it.",
         m.from
     );
     let _ = writeln!(s, "submission {} {{", kdl_str(m.id));

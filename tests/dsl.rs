@@ -366,6 +366,19 @@ fn base_campaign_is_valid() {
     )
     .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(c.system.isolation, ngcc_pipe::model::Isolation::Machine);
+    // issue #27 item 5: a campaign is a measured system unless it says it is a smoke run
+    assert_eq!(c.system.role, ngcc_pipe::model::Role::Measure);
+    let smoke = edit(
+        PIPELINE,
+        "    bench-cpu 1\n",
+        "    bench-cpu 1\n    role \"smoke\"\n",
+    );
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(&smoke, MANIFEST),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(c.system.role, ngcc_pipe::model::Role::Smoke);
     assert_eq!(c.system.executor, ngcc_pipe::model::Executor::Local);
     let slurm = edit(
         PIPELINE,
@@ -432,6 +445,7 @@ error_case!(missing_source_path, 1, manifest: ("path=\"src\"", "path=\"sources\"
 error_case!(missing_kat_manifest_file, 1, manifest: ("manifest=\"kat.sha256\"", "manifest=\"kat.sha265\""));
 error_case!(unknown_when_variable, 1, manifest: ("}\n", "    when imp=\"avx2\" {\n        cflags \"-mavx2\"\n    }\n}\n"));
 error_case!(unknown_isolation, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    isolation \"full\"\n"));
+error_case!(unknown_role, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    role \"trial\"\n"));
 error_case!(unknown_cpu_feature_of_target, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    cpu-features \"fp\" \"asmid\"\n"));
 error_case!(unknown_executor, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    executor \"k8s\"\n"));
 error_case!(unknown_executor_property, 1, pipeline: ("    bench-cpu 1\n", "    bench-cpu 1\n    executor \"slurm\" {\n        partiton \"ngcc\"\n    }\n"));

@@ -109,6 +109,7 @@ fn run_campaign(
         env_fingerprint: ctx.facts.env_fingerprint.clone(),
         steps: Vec::new(),
         tool: Some(crate::tool_version()),
+        role: ctx.campaign.system.role,
     };
     record::write_json(&campaign_json, &rec).map_err(Error::io(campaign_json.display()))?;
 
@@ -171,6 +172,8 @@ fn run_campaign(
             st.ran = false;
         }
         rec = p;
+        // the role is the pipeline's, not evidence: a changed `role` applies at once
+        rec.role = ctx.campaign.system.role;
     }
     record::write_json(&campaign_json, &rec).map_err(Error::io(campaign_json.display()))?;
 

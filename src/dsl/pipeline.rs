@@ -15,8 +15,8 @@ use super::reader::{args, name, name_span, NodeReader};
 use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
 use super::values::{duration_value, words};
 use crate::model::{
-    host_arch, Executor, FlagProfile, Isolation, SandboxPolicy, SlurmOptions, StepSpec, System,
-    Target,
+    host_arch, Executor, FlagProfile, Isolation, Role, SandboxPolicy, SlurmOptions, StepSpec,
+    System, Target,
 };
 
 /// Top-level nodes of a pipeline.
@@ -30,8 +30,9 @@ const TOP_NODES: [&str; 7] = [
     "step",
 ];
 /// Children of `system`.
-const SYSTEM_NODES: [&str; 8] = [
+const SYSTEM_NODES: [&str; 9] = [
     "sandbox",
+    "role",
     "arch",
     "bench-cpu",
     "cc",
@@ -205,6 +206,7 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
     let mut target = Target::default();
     let mut executor = Executor::Local;
     let mut sandbox = SandboxPolicy::Preferred;
+    let mut role = Role::Measure;
     let mut seen: BTreeMap<&str, &KdlNode> = BTreeMap::new();
     let mut bench_typo = false;
     for c in children.nodes() {
@@ -252,6 +254,24 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
                                 s,
                                 "not a sandbox policy",
                                 format!("unknown sandbox policy `{other}`, expected one of `required`, `preferred`"),
+                            );
+                        }
+                    }
+                }
+            }
+            "role" => {
+                if let Some((v, e)) = cx.one_string_arg(c, "role") {
+                    match v.as_str() {
+                        "measure" => role = Role::Measure,
+                        "smoke" => role = Role::Smoke,
+                        other => {
+                            let s = cx.value_span(e);
+                            cx.error(
+                                s,
+                                "not a campaign role",
+                                format!(
+                                    "unknown role `{other}`, expected one of `measure`, `smoke`"
+                                ),
                             );
                         }
                     }
@@ -313,6 +333,7 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
         target,
         executor,
         sandbox,
+        role,
     })
 }
 

@@ -288,6 +288,7 @@ pub(crate) mod tests {
                 cc: "cc".into(),
                 isolation: Isolation::Core,
                 sandbox: SandboxPolicy::Preferred,
+                role: Default::default(),
                 target: Default::default(),
                 executor: Default::default(),
             },

@@ -50,6 +50,34 @@ pub struct System {
     /// Whether submission code may run without bubblewrap (`sandbox "required"`: no).
     #[serde(skip_serializing_if = "SandboxPolicy::is_preferred")]
     pub sandbox: SandboxPolicy,
+    /// What the campaign is for (`role "smoke"`): only `measure` campaigns are shown as
+    /// systems beside one another.
+    #[serde(skip_serializing_if = "Role::is_measure")]
+    pub role: Role,
+}
+
+/// `role "measure"` (the default: a system the reports compare) or `role "smoke"` (a trial
+/// run: its outputs stay out of every other campaign's reports and site, and its own
+/// reports show no other system).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    Measure,
+    Smoke,
+}
+
+impl Role {
+    pub fn is_measure(&self) -> bool {
+        *self == Role::Measure
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Measure => "measure",
+            Role::Smoke => "smoke",
+        }
+    }
 }
 
 /// `sandbox "preferred"` (the default: without bubblewrap, run with a warning) or

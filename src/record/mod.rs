@@ -512,6 +512,10 @@ pub struct CampaignRecord {
     /// The tool that ran the campaign ([`crate::tool_version`]); absent in older records.
     #[serde(default)]
     pub tool: Option<String>,
+    /// The system's `role` (absent: `measure`): only a `measure` campaign is shown beside
+    /// another one.
+    #[serde(default, skip_serializing_if = "crate::model::Role::is_measure")]
+    pub role: crate::model::Role,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -256,8 +256,9 @@ impl Renderer for Html {
         }
         let mut all: Vec<(&Results, bool)> =
             view.other_systems.iter().map(|r| (r, false)).collect();
-        all.push((results, true));
+        // the page opens on its own system; the others follow by name
         all.sort_by(|a, b| a.0.system.cmp(&b.0.system));
+        all.insert(0, (results, true));
         let mut html = body(&head);
         if all.len() > 1 {
             let links: Vec<String> = all

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Campaign, Op, ReportMeta, StepKind, StepScope, PROFILE_VAR};
+use crate::model::{Campaign, Op, ReportMeta, Role, StepKind, StepScope, PROFILE_VAR};
 use crate::record::{
     self, BuildData, CampaignRecord, CountData, Environment, KatData, ProfileData, SizesData,
     SourceData, StepData, StepRecord, SurveyData, TimeData,
@@ -35,7 +35,9 @@ pub struct CampaignView {
     /// Flag profile of the `build` step, when declared.
     pub build_flags: Option<String>,
     pub submissions: Vec<SubmissionView>,
-    /// Other systems beside this one (`<outputs root>/<other>/reports/results.json`), by name.
+    /// Other measured systems beside this one (`<outputs root>/<other>/reports/results.json`
+    /// where `<other>/campaign.json` has the role `measure`), by name; none for a smoke
+    /// campaign.
     pub other_systems: Vec<Results>,
 }
 
@@ -215,7 +217,11 @@ impl CampaignView {
                 instances,
             });
         }
-        let other_systems = load_other_systems(out_dir, &campaign.system.name);
+        // a smoke campaign stands alone; a measured one is shown beside the measured ones
+        let other_systems = match campaign.system.role {
+            Role::Smoke => Vec::new(),
+            Role::Measure => load_other_systems(out_dir, &campaign.system.name),
+        };
         Ok(CampaignView {
             system: campaign_record
                 .as_ref()
@@ -266,8 +272,10 @@ impl CampaignView {
     }
 }
 
-/// Read `results.json` of every sibling system folder, sorted by folder name. Folders
-/// without one, or with one that does not parse as this schema, are left out.
+/// Read `results.json` of every sibling system folder that holds a measured campaign, sorted
+/// by folder name. A folder is one when its `campaign.json` parses and its role is
+/// `measure` (a `role "smoke"` campaign, or a folder without a campaign record, is no
+/// system), and its `results.json` parses as this schema.
 fn load_other_systems(out_dir: &Path, this: &str) -> Vec<Results> {
     let Some(root) = out_dir.parent() else {
         return Vec::new();
@@ -283,6 +291,12 @@ fn load_other_systems(out_dir: &Path, this: &str) -> Vec<Results> {
     let this_dir = out_dir.canonicalize().ok();
     dirs.into_iter()
         .filter(|d| d.canonicalize().ok() != this_dir)
+        .filter(|d| {
+            record::read_json::<CampaignRecord>(&d.join("campaign.json"))
+                .ok()
+                .flatten()
+                .is_some_and(|c| c.role == Role::Measure)
+        })
         .filter_map(|d| {
             record::read_json::<Results>(&d.join("reports").join("results.json"))
                 .ok()

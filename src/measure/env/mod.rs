@@ -322,6 +322,7 @@ mod tests {
             cc: "gcc".into(),
             isolation: crate::model::Isolation::Core,
             sandbox: crate::model::SandboxPolicy::Preferred,
+            role: Default::default(),
             target: Default::default(),
             executor: Default::default(),
         }

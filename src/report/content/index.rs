@@ -1,16 +1,14 @@
 //! The campaign index (`reports/index.md`, the site's front page): one row per instance,
 //! the other systems side by side, the failures.
 
-use std::collections::BTreeMap;
+use crate::model::Op;
+use crate::record::KatStatus;
 
-use crate::model::{Op, StepKind};
-use crate::record::{KatStatus, Status, StepRecord};
-
-use super::{breadcrumb, status_text, UNKNOWN};
+use super::{breadcrumb, UNKNOWN};
 use crate::report::doc::{code, link, Doc, Table};
 use crate::report::format::{self as fmt, DASH};
 use crate::report::results::{self, ResultInstance, Results};
-use crate::report::view::{self, CampaignView};
+use crate::report::view::CampaignView;
 
 /// The index's constant-time cell: per checked operation the locations not declared
 /// benign (`+N benign` beside, and the variable-latency instructions of the instance's own
@@ -59,18 +57,13 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
     let mut t = Table::new(&head);
     for sub in &results.submissions {
         for inst in &sub.instances {
-            let cyc = |op: Op| {
-                inst.op(op)
-                    .and_then(|o| o.cycles())
-                    .map(|c| {
-                        let unstable = inst.op(op).and_then(|o| o.unstable).unwrap_or(false);
-                        format!(
-                            "{}{}",
-                            fmt::cycles(c),
-                            if unstable { " (unstable)" } else { "" }
-                        )
-                    })
-                    .unwrap_or_else(|| DASH.into())
+            let cyc = |op: Op| match inst.op(op) {
+                Some(o) => match (o.cycles(), super::status::precision_cell(o)) {
+                    (Some(c), Some(p)) => format!("{} {p}", fmt::cycles(c)),
+                    (Some(c), None) => fmt::cycles(c),
+                    (None, _) => DASH.into(),
+                },
+                None => DASH.into(),
             };
             let shares: Vec<String> = Op::ALL
                 .iter()
@@ -163,12 +156,13 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
                 .unwrap_or_else(|| UNKNOWN.into())
         ));
     }
+    super::status::status(&mut doc, view);
+    doc.h(2, "Per instance");
     doc.p(
-        "Cycles per operation: the median of the interleaved rounds (the mean where an \
-         operation was timed in one block of trials); \"(unstable)\": its 95% CI is wider than \
-         the session's precision target (a block's CV above 2%). \
-         KAT is the worst status over the checked modes. \
-           Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
+        "Cycles per operation: the median of the interleaved rounds with the half width of \
+         its 95% CI (\"±1.2%\"; the mean where an operation was timed in one block of \
+         trials, with its CV when above 2%). KAT is the worst status over the checked modes. \
+         Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
     );
     doc.table(index_table(results, "md", ""));
     super::categories::by_category(&mut doc, view, results);
@@ -191,7 +185,6 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
         );
         doc.table(kat_systems_table(&all));
     }
-    failures(&mut doc, view);
     doc
 }
 
@@ -268,88 +261,6 @@ pub fn kat_systems_table(all: &[&Results]) -> Table {
         t.row(row);
     }
     t
-}
-
-/// The failure list of the index: every failed or timed-out step with its reason.
-pub fn failures(doc: &mut Doc, view: &CampaignView) {
-    doc.h(2, "Failures");
-    let mut failed: BTreeMap<String, String> = BTreeMap::new();
-    let mut skipped = 0usize;
-    for sub in &view.submissions {
-        let mut recs: Vec<&StepRecord> = sub.record(StepKind::Source).into_iter().collect();
-        for inst in &sub.instances {
-            recs.extend(inst.records());
-        }
-        for r in recs {
-            if r.status == Status::Skipped {
-                skipped += 1;
-            }
-            match view::kat_data(r) {
-                // a KAT with results: one line per mode that did not pass
-                Some(d) => {
-                    // a mode without an expected hash is no failure when another passed
-                    let passed = d.modes.iter().any(|m| m.status == KatStatus::Pass);
-                    for m in d.modes.iter().filter(|m| {
-                        m.status != KatStatus::Pass && !(passed && m.status == KatStatus::Nokat)
-                    }) {
-                        failed.insert(
-                            format!("{} ({})", r.id, m.mode.name()),
-                            format!(
-                                "KAT {}{}",
-                                results::kat_status_name(m.status),
-                                m.reason
-                                    .as_deref()
-                                    .map(|r| format!(": {r}"))
-                                    .unwrap_or_default()
-                            ),
-                        );
-                    }
-                }
-                None if r.status.is_failure() => {
-                    failed.insert(r.id.clone(), status_text(r));
-                }
-                None => {}
-            }
-        }
-    }
-    // steps of campaign.json without a record here (e.g. a source that failed)
-    if let Some(c) = &view.campaign {
-        for s in c.steps.iter().filter(|s| s.status.is_failure()) {
-            if !failed
-                .keys()
-                .any(|k| k == &s.id || k.starts_with(&format!("{} (", s.id)))
-            {
-                failed.insert(
-                    s.id.clone(),
-                    format!(
-                        "{}{}",
-                        s.status.name(),
-                        s.reason
-                            .as_deref()
-                            .map(|r| format!(": {r}"))
-                            .unwrap_or_default()
-                    ),
-                );
-            }
-        }
-    }
-    if failed.is_empty() {
-        doc.p("No step failed and every KAT passed.");
-    } else {
-        doc.list(
-            failed
-                .into_iter()
-                .map(|(id, why)| format!("{}: {why}", code(&id)))
-                .collect(),
-        );
-    }
-    if skipped > 0 {
-        doc.p(format!(
-            "{skipped} step{} skipped because a step {} depended on did not succeed.",
-            if skipped == 1 { " was" } else { "s were" },
-            if skipped == 1 { "it" } else { "they" }
-        ));
-    }
 }
 
 /// The index table of another system (site side-by-side view).

@@ -23,8 +23,9 @@ mod performance;
 mod primitives;
 mod profiles;
 mod resources;
+mod status;
 
-pub use index::{failures, index_doc, other_system_table, systems_table, this_system_table};
+pub use index::{index_doc, other_system_table, systems_table, this_system_table};
 
 use std::collections::BTreeMap;
 

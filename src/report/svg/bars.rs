@@ -112,6 +112,23 @@ pub fn cycles_chart(results: &Results, spread: Spread, layout: Layout) -> Option
     })
 }
 
+/// Font size of the values written next to the bars (they print; hover titles do not).
+const VALUE_PX: f64 = 9.0;
+
+/// An error bar's ends, at least `MIN_CI_PX` apart on screen (a narrower interval is drawn
+/// that wide around its middle, so it stays visible).
+const MIN_CI_PX: f64 = 2.0;
+
+fn visible(a: f64, b: f64) -> (f64, f64) {
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    if hi - lo >= MIN_CI_PX {
+        (lo, hi)
+    } else {
+        let m = (lo + hi) / 2.0;
+        (m - MIN_CI_PX / 2.0, m + MIN_CI_PX / 2.0)
+    }
+}
+
 /// Hover text of one bar.
 fn bar_title(bar: &Bar, op: Op, v: f64, e: Option<(f64, f64)>, spread: Spread) -> String {
     let mut t = format!("{}: {} {} cycles", bar.label, op.name(), format::cycles(v));
@@ -134,7 +151,9 @@ fn cycles_wide(groups: &BTreeMap<Group, Vec<Bar>>, (d0, d1): (i32, i32), spread:
         .flatten()
         .map(|b| text_width(&b.label, LABEL_PX))
         .fold(0.0, f64::max);
-    let (left, top, plot_h) = (78.0, 92.0, 260.0);
+    // the group names sit under `head`; the values above the bars between it and `top`
+    let (left, head, plot_h) = (78.0, 92.0, 260.0);
+    let top = head + 44.0;
     // vertical instance labels, then the x-axis title
     let bottom = 12.0 + longest + 18.0 + TICK_PX + 10.0;
     let (bar_w, inst_gap, group_gap) = (12.0, 14.0, 24.0);
@@ -145,7 +164,11 @@ fn cycles_wide(groups: &BTreeMap<Group, Vec<Bar>>, (d0, d1): (i32, i32), spread:
     let plot_w: f64 = groups.iter().map(|(g, b)| group_w(g, b.len())).sum::<f64>()
         + (groups.len().saturating_sub(1)) as f64 * group_gap
         + 20.0;
-    let title = format!("{}, log scale", spread.value());
+    let title = format!(
+        "{}, log scale from {} (bars start there)",
+        spread.value(),
+        decade_label(d0)
+    );
     let sub_title = format!("error bars: {}", spread.describe());
     let x_title = "instance, grouped by NIST security category";
     let width = (left + plot_w.max(330.0) + 20.0)
@@ -199,8 +222,11 @@ fn cycles_wide(groups: &BTreeMap<Group, Vec<Bar>>, (d0, d1): (i32, i32), spread:
                     (top + plot_h - yy).max(0.0),
                     bar_title(bar, op, v, e, spread)
                 );
+                let mut value_at = yy;
                 if let Some((lo, hi)) = e {
-                    let (cx, ylo, yhi) = (bx + bar_w / 2.0, y(lo), y(hi));
+                    let (yhi, ylo) = visible(y(hi), y(lo));
+                    let cx = bx + bar_w / 2.0;
+                    value_at = value_at.min(yhi);
                     let _ = write!(
                         s,
                         r#"<path d="M{cx:.1} {ylo:.1}V{yhi:.1}M{:.1} {ylo:.1}H{:.1}M{:.1} {yhi:.1}H{:.1}" class="ebar"/>"#,
@@ -210,6 +236,13 @@ fn cycles_wide(groups: &BTreeMap<Group, Vec<Bar>>, (d0, d1): (i32, i32), spread:
                         cx + 3.0
                     );
                 }
+                // the value, written upwards above the bar and its error bar
+                let (vx, vy) = (bx + bar_w / 2.0 + VALUE_PX * 0.35, value_at - 3.0);
+                let _ = write!(
+                    s,
+                    r#"<text x="{vx:.1}" y="{vy:.1}" class="tick" font-size="{VALUE_PX}" transform="rotate(-90 {vx:.1} {vy:.1})">{}</text>"#,
+                    format::cycles(v)
+                );
             }
             // vertical label, top-aligned under the bars
             let lx = x + 1.5 * bar_w + LABEL_PX * 0.35;
@@ -226,11 +259,11 @@ fn cycles_wide(groups: &BTreeMap<Group, Vec<Bar>>, (d0, d1): (i32, i32), spread:
             s,
             r#"<text x="{:.1}" y="{:.1}" class="grp" font-size="{GROUP_PX}" text-anchor="middle">{}</text><line x1="{gx0:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="gline"/>"#,
             gx0 + gw / 2.0,
-            top - 12.0,
+            head - 12.0,
             esc(&group.name()),
-            top - 5.0,
+            head - 5.0,
             x,
-            top - 5.0
+            head - 5.0
         );
         x += group_gap;
     }
@@ -258,10 +291,14 @@ fn cycles_narrow(
     spread: Spread,
 ) -> String {
     let (left, right) = (8.0, NARROW_W - 16.0);
-    let (bar_h, bar_gap, label_h, inst_gap, group_h) = (7.0, 1.5, 15.0, 9.0, 26.0);
+    let (bar_h, bar_gap, label_h, inst_gap, group_h) = (9.0, 2.0, 15.0, 9.0, 26.0);
     let inst_h = label_h + 3.0 * bar_h + 2.0 * bar_gap + inst_gap;
     let title = spread.value().to_string();
-    let sub_title = format!("log scale; error bars: {}", spread.describe());
+    let sub_title = format!(
+        "log scale from {} (bars start there); error bars: {}",
+        decade_label(d0),
+        spread.describe()
+    );
     // the subtitle may need two lines
     let (sub1, sub2) = split_to_fit(&sub_title, TICK_PX, right - left);
     let top = if sub2.is_some() { 108.0 } else { 92.0 };
@@ -335,8 +372,11 @@ fn cycles_narrow(
                     (x(v) - left).max(0.0),
                     bar_title(bar, op, v, e, spread)
                 );
+                let mut end = x(v);
                 if let Some((lo, hi)) = e {
-                    let (cy, xlo, xhi) = (by + bar_h / 2.0, x(lo), x(hi));
+                    let (xlo, xhi) = visible(x(lo), x(hi));
+                    let cy = by + bar_h / 2.0;
+                    end = end.max(xhi);
                     let _ = write!(
                         s,
                         r#"<path d="M{xlo:.1} {cy:.1}H{xhi:.1}M{xlo:.1} {:.1}V{:.1}M{xhi:.1} {:.1}V{:.1}" class="ebar"/>"#,
@@ -344,6 +384,22 @@ fn cycles_narrow(
                         cy + 3.0,
                         cy - 3.0,
                         cy + 3.0
+                    );
+                }
+                // the value after the bar's end, else inside the bar in white
+                let label = format::cycles(v);
+                let ty = by + bar_h - 1.0;
+                if end + 3.0 + text_width(&label, VALUE_PX) <= NARROW_W - 2.0 {
+                    let _ = write!(
+                        s,
+                        r#"<text x="{:.1}" y="{ty:.1}" class="tick" font-size="{VALUE_PX}">{label}</text>"#,
+                        end + 3.0
+                    );
+                } else {
+                    let _ = write!(
+                        s,
+                        r##"<text x="{:.1}" y="{ty:.1}" fill="#fff" font-size="{VALUE_PX}" text-anchor="end">{label}</text>"##,
+                        x(v) - 2.0
                     );
                 }
             }

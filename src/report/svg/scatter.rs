@@ -36,7 +36,10 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
             };
             pts.push(Pt {
                 sub: idx,
-                label: inst.id.clone(),
+                label: match inst.nist_category {
+                    Some(c) => format!("{} (cat. {c})", inst.id),
+                    None => format!("{} (no cat.)", inst.id),
+                },
                 bytes: (pk + ct) as f64,
                 cycles: c,
             });
@@ -52,7 +55,14 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
     };
     let (x0, x1) = fold(|p| p.bytes);
     let (y0, y1) = fold(|p| p.cycles);
-    let title = "Public key + ciphertext size against decapsulation time";
+    // every category in one chart: each point's label names its category
+    let title = format!(
+        "pk + ct bytes against decapsulation {} cycles; labels give the NIST category",
+        match spread {
+            Spread::MedianCi => "median",
+            Spread::MeanMinMax => "mean",
+        }
+    );
     let y_title = format!(
         "decapsulation, {} cycles (log scale)",
         match spread {
@@ -61,9 +71,9 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
         }
     );
     let titles: Vec<String> = match layout {
-        Layout::Wide => vec![title.to_string()],
+        Layout::Wide => vec![title.clone()],
         Layout::Narrow => {
-            let (a, b) = split_to_fit(title, TITLE_PX, NARROW_W - 16.0);
+            let (a, b) = split_to_fit(&title, TITLE_PX, NARROW_W - 16.0);
             std::iter::once(a).chain(b).collect()
         }
     };

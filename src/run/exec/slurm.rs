@@ -67,6 +67,7 @@ pub fn local_env(bench_cpu: usize, cc: &str) -> Environment {
         cc: cc.to_string(),
         isolation: crate::model::Isolation::Core,
         sandbox: crate::model::SandboxPolicy::Preferred,
+        role: Default::default(),
         target: Default::default(),
         executor: Default::default(),
     })

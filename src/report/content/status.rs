@@ -1,0 +1,327 @@
+//! The index's status block: what failed, timed out, was unsupported (with the reason and
+//! the instances), which KAT modes had no expected hash (NOKAT: not checked, no failure),
+//! which timings missed their precision target (with the precision reached), and the
+//! cross-check warnings of the profile and count steps. "Nothing failed" is said only when
+//! every one of these lists is empty.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Op, StepKind};
+use crate::record::{KatStatus, Status, StepRecord};
+
+use super::status_text;
+use crate::report::doc::{code, Doc};
+use crate::report::results;
+use crate::report::view::{self, CampaignView, InstanceView};
+
+/// How far a timing is from its precision target, when it missed it.
+pub(crate) struct Miss {
+    pub inst: String,
+    pub op: Op,
+    /// "±1.7% (target ±1%)" or "CV 4.3% (above 2%)".
+    pub what: String,
+}
+
+/// "±1.7%": a CI's half width relative to its median, as a percentage.
+pub(crate) fn plus_minus(half: f64) -> String {
+    let pct = half * 100.0;
+    if pct < 10.0 {
+        format!("±{pct:.1}%")
+    } else {
+        format!("±{pct:.0}%")
+    }
+}
+
+/// "±1.7%" of a timing in rounds (its 95% CI's half width); "CV 4.3%" of a block of trials
+/// ("(CV 4.3%)") whose CV is above the 2% rule; `None` for a block of trials within it.
+pub(crate) fn precision_cell(o: &crate::report::results::ResultOp) -> Option<String> {
+    match (o.median_cycles, o.ci_low_cycles, o.ci_high_cycles) {
+        (Some(m), Some(lo), Some(hi)) if m > 0.0 => Some(plus_minus((hi - lo) / 2.0 / m)),
+        _ => (o.unstable == Some(true))
+            .then(|| o.cv.map(|cv| format!("(CV {:.1}%)", cv * 100.0)))
+            .flatten(),
+    }
+}
+
+/// Every timing of an instance that missed its precision target.
+fn misses(inst: &InstanceView) -> Vec<Miss> {
+    inst.ops(StepKind::Time)
+        .filter_map(|(op, _)| {
+            let t = inst.time_ok(op)?;
+            let what = match &t.rounds {
+                Some(r) if !r.reached => format!(
+                    "{} (target {})",
+                    plus_minus(r.estimate.rel_half_width()),
+                    plus_minus(r.precision)
+                ),
+                None if t.summary.unstable => format!(
+                    "CV {:.1}% over {} trials (above 2%)",
+                    t.summary.cv * 100.0,
+                    t.summary.trials
+                ),
+                _ => return None,
+            };
+            Some(Miss {
+                inst: inst.id.clone(),
+                op,
+                what,
+            })
+        })
+        .collect()
+}
+
+/// The lists of the status block, each `(id, why)`.
+#[derive(Default)]
+struct Lists {
+    failed: BTreeMap<String, String>,
+    timed_out: BTreeMap<String, String>,
+    /// (scope, reason) -> step ids: a scope is an instance (`sub/inst`) or a step id.
+    unsupported: BTreeMap<(String, String), Vec<String>>,
+    nokat: Vec<String>,
+    misses: Vec<String>,
+    warnings: Vec<String>,
+    skipped: usize,
+}
+
+fn collect(view: &CampaignView) -> Lists {
+    let mut s = Lists::default();
+    for sub in &view.submissions {
+        let mut recs: Vec<&StepRecord> = sub.record(StepKind::Source).into_iter().collect();
+        for inst in &sub.instances {
+            recs.extend(inst.records());
+            s.misses.extend(
+                misses(inst)
+                    .into_iter()
+                    .map(|m| format!("{} {}: {}", code(&m.inst), m.op.name(), m.what)),
+            );
+        }
+        for r in recs {
+            note(&mut s, r);
+        }
+    }
+    // steps of campaign.json without a record here (e.g. a source that failed)
+    if let Some(c) = &view.campaign {
+        let known = |s: &Lists, id: &str| {
+            let prefix = format!("{id} (");
+            s.failed
+                .keys()
+                .chain(s.timed_out.keys())
+                .any(|k| k == id || k.starts_with(&prefix))
+                || s.unsupported.values().flatten().any(|k| k == id)
+        };
+        for st in &c.steps {
+            if known(&s, &st.id) {
+                continue;
+            }
+            let why = st.reason.clone().unwrap_or_default();
+            match st.status {
+                Status::Failed => {
+                    s.failed.insert(st.id.clone(), format!("failed: {why}"));
+                }
+                Status::TimedOut => {
+                    s.timed_out.insert(st.id.clone(), why);
+                }
+                Status::Unsupported => {
+                    let scope = st.id.rsplit_once('/').map_or(st.id.as_str(), |(a, _)| a);
+                    s.unsupported
+                        .entry((scope.to_string(), why))
+                        .or_default()
+                        .push(st.id.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+    s
+}
+
+/// Sort one record into the lists.
+fn note(s: &mut Lists, r: &StepRecord) {
+    if let Some(d) = view::kat_data(r) {
+        // a KAT with results: a line per mode; NOKAT (no expected hash) is "not checked"
+        let passed: Vec<&str> = d
+            .modes
+            .iter()
+            .filter(|m| m.status == KatStatus::Pass)
+            .map(|m| m.mode.name())
+            .collect();
+        for m in &d.modes {
+            let why = m
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            match m.status {
+                KatStatus::Pass => {}
+                KatStatus::Nokat => s.nokat.push(format!(
+                    "{} ({}): no expected hash{}{}",
+                    code(&r.id),
+                    m.mode.name(),
+                    why,
+                    if passed.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {} passed", passed.join(", "))
+                    }
+                )),
+                st => {
+                    s.failed.insert(
+                        format!("{} ({})", r.id, m.mode.name()),
+                        format!("KAT {}{why}", results::kat_status_name(st)),
+                    );
+                }
+            }
+        }
+        return;
+    }
+    match r.status {
+        Status::Failed => {
+            s.failed.insert(r.id.clone(), status_text(r));
+        }
+        Status::TimedOut => {
+            s.timed_out
+                .insert(r.id.clone(), r.reason.clone().unwrap_or_default());
+        }
+        Status::Unsupported => {
+            let scope = match &r.instance {
+                Some(i) => format!("{}/{i}", r.submission),
+                None => r.id.clone(),
+            };
+            s.unsupported
+                .entry((scope, r.reason.clone().unwrap_or_default()))
+                .or_default()
+                .push(r.id.clone());
+        }
+        Status::Skipped => s.skipped += 1,
+        // a step that succeeded with a warning: the cross-checks of profile and count
+        Status::Ok if matches!(r.kind, StepKind::Profile | StepKind::Count) => {
+            if let Some(why) = &r.reason {
+                s.warnings.push(format!("{}: {why}", code(&r.id)));
+            }
+        }
+        Status::Ok => {}
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The status block of the index (see the module doc).
+pub fn status(doc: &mut Doc, view: &CampaignView) {
+    let s = collect(view);
+    doc.h(2, "Status");
+    let unsupported_steps: usize = s.unsupported.values().map(Vec::len).sum();
+    let clean = s.failed.is_empty()
+        && s.timed_out.is_empty()
+        && s.unsupported.is_empty()
+        && s.nokat.is_empty()
+        && s.misses.is_empty()
+        && s.warnings.is_empty()
+        && s.skipped == 0;
+    if clean {
+        doc.p(
+            "Nothing failed: every step succeeded, every KAT mode was checked and passed, \
+             every timing reached its precision target and no cross-check warned.",
+        );
+        return;
+    }
+    let counts = [
+        (s.failed.len(), "failed"),
+        (s.timed_out.len(), "timed out"),
+        (unsupported_steps, "unsupported"),
+        (s.skipped, "skipped"),
+    ];
+    let mut said: Vec<String> = counts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", plural(*n, "step", "steps")))
+        .collect();
+    if !s.nokat.is_empty() {
+        said.push(format!(
+            "{} not checked (no expected hash, NOKAT)",
+            plural(s.nokat.len(), "KAT mode", "KAT modes")
+        ));
+    }
+    if !s.misses.is_empty() {
+        said.push(format!(
+            "{} missed the precision target",
+            plural(s.misses.len(), "timing", "timings")
+        ));
+    }
+    if !s.warnings.is_empty() {
+        said.push(plural(
+            s.warnings.len(),
+            "cross-check warning",
+            "cross-check warnings",
+        ));
+    }
+    doc.p(format!("{}.", said.join("; ")));
+    let list = |doc: &mut Doc, title: String, items: Vec<String>| {
+        if !items.is_empty() {
+            doc.h(3, title);
+            doc.list(items);
+        }
+    };
+    list(
+        doc,
+        format!("Failed ({})", s.failed.len()),
+        s.failed
+            .into_iter()
+            .map(|(id, why)| format!("{}: {why}", code(&id)))
+            .collect(),
+    );
+    list(
+        doc,
+        format!("Timed out ({})", s.timed_out.len()),
+        s.timed_out
+            .into_iter()
+            .map(|(id, why)| format!("{}: {why}", code(&id)))
+            .collect(),
+    );
+    list(
+        doc,
+        format!("Unsupported ({unsupported_steps} steps)"),
+        s.unsupported
+            .into_iter()
+            .map(|((scope, why), ids)| {
+                let why = if why.is_empty() {
+                    "no reason recorded".to_string()
+                } else {
+                    why
+                };
+                if ids.len() == 1 && ids[0] == scope {
+                    format!("{}: {why}", code(&scope))
+                } else {
+                    format!(
+                        "{}: {why} ({})",
+                        code(&scope),
+                        plural(ids.len(), "step", "steps")
+                    )
+                }
+            })
+            .collect(),
+    );
+    list(
+        doc,
+        format!("KAT not checked: no expected hash ({})", s.nokat.len()),
+        s.nokat,
+    );
+    list(
+        doc,
+        format!("Precision target missed ({})", s.misses.len()),
+        s.misses,
+    );
+    list(
+        doc,
+        format!("Cross-check warnings ({})", s.warnings.len()),
+        s.warnings,
+    );
+    if s.skipped > 0 {
+        doc.p(format!(
+            "{} skipped because a step {} depended on did not succeed.",
+            plural(s.skipped, "step was", "steps were"),
+            if s.skipped == 1 { "it" } else { "they" }
+        ));
+    }
+}

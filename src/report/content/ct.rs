@@ -6,7 +6,7 @@ use crate::model::StepKind;
 use crate::record::ct::CtData;
 use crate::record::{Status, StepData, StepRecord};
 
-use super::did_not_run;
+use super::{did_not_run, listed};
 use crate::report::doc::{code, Doc, Table};
 use crate::report::results::ct_verdict as verdict_of;
 use crate::report::view::{CampaignView, SubmissionView};
@@ -28,6 +28,8 @@ fn ct_data(r: &StepRecord) -> Option<&CtData> {
     }
 }
 
+/// The body's constant-time section: one verdict per instance and operation (the
+/// locations are in the appendix, [`locations`]).
 pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     if !view.declared.contains(&StepKind::Ct) {
         return;
@@ -43,6 +45,20 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
         return;
     }
     let mut verdicts = Table::new(&["instance", "operation", "verdict"]);
+    for inst in listed(sub) {
+        for (op, r) in inst.ops(StepKind::Ct) {
+            verdicts.row(vec![code(&inst.id), op.name().to_string(), verdict_of(r)]);
+        }
+    }
+    doc.table(verdicts);
+}
+
+/// The appendix part: every location the `ct` step found, benign ones labelled.
+pub(super) fn locations(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
+    if !view.declared.contains(&StepKind::Ct) {
+        return;
+    }
+    doc.h(2, "Constant-time locations");
     let mut places = Table::new(&[
         "instance",
         "operation",
@@ -52,9 +68,8 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
         "count",
         "declared benign",
     ]);
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         for (op, r) in inst.ops(StepKind::Ct) {
-            verdicts.row(vec![code(&inst.id), op.name().to_string(), verdict_of(r)]);
             let Some(d) = r.and_then(ct_data) else {
                 continue;
             };
@@ -76,7 +91,6 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
             }
         }
     }
-    doc.table(verdicts);
     if places.rows.is_empty() {
         doc.p("No location found in any checked operation.");
     } else {

@@ -844,6 +844,20 @@ fn survey_ml_kem_768_avx2_is_provided_only_with_glue_noted() {
         d.provided_used
     );
     assert!(d.summary.contains("fips202x4.c"), "{}", d.summary);
+    // One verdict, not two that disagree: the glue is named as calling the provided
+    // primitives, never as "own" code beside "no own ... code reachable".
+    assert!(
+        d.summary
+            .contains("provided primitives (glue code, not an implementation)"),
+        "{}",
+        d.summary
+    );
+    assert!(!d.summary.contains("own glue"), "{}", d.summary);
+    assert!(
+        !d.summary.contains("no own symmetric code"),
+        "{}",
+        d.summary
+    );
 }
 
 /// Survey a clean PQClean instance against the whole provided library of its tree.

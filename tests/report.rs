@@ -1119,9 +1119,35 @@ fn submission_markdown_mlkem() {
     ] {
         assert!(md.contains(section), "missing `{section}`");
     }
-    assert!(md.contains("| unstable |"));
-    assert!(md.contains("outlier trial 5"));
+    // One headline figure per operation, said once in words; the distributions, flags and
+    // outliers are in the appendix, which the body links to.
+    assert_eq!(md.matches("Headline figure").count(), 1);
+    assert!(md.contains("(ml-kem.appendix.md)"));
+    assert!(!md.contains("unstable"));
+    assert!(!md.contains("outlier trial"));
+    let appendix = file(&files, "reports/ml-kem.appendix.md");
+    assert!(appendix.contains("(ml-kem.md)"));
+    assert!(appendix.contains("| unstable |"));
+    assert!(appendix.contains("| outlier trial #4 |"));
+    // The record's trial index is 0-based, and so is the appendix's "#4".
+    let rec: StepRecord = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(FIXTURES).join("x86_1/records/ml-kem/ML-KEM-1024-clean__dec.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let Some(StepData::Time(td)) = &rec.data else {
+        panic!("not a time record")
+    };
+    assert_eq!(td.summary.trial_outliers, [4]);
+    // The evidence index moved whole: every record of the body's old index is in the appendix.
+    assert!(appendix.contains("## Raw evidence index"));
+    assert!(appendix.contains("records/ml-kem/ML-KEM-768-clean__enc.json"));
+    assert!(appendix.contains("profile/ml-kem/ML-KEM-1024-clean__keygen.json"));
+    assert!(appendix.contains("Single-call samples"));
     insta::assert_snapshot!("ml_kem_md", md);
+    insta::assert_snapshot!("ml_kem_appendix_md", appendix);
 }
 
 #[test]
@@ -1134,6 +1160,10 @@ fn submission_markdown_qube_failures() {
     assert!(md.contains("FAIL [3]"));
     assert!(md.contains("Survey verdict: bypass"));
     assert!(md.contains("skipped: dependency `qube/qube-256/kat` failed"));
+    // Only instances with a successful time record are objects timed (qube-256 is not).
+    let appendix = file(&files, "reports/qube.appendix.md");
+    assert!(appendix.contains("- `qube-128`, `qube-192`: compiled with"));
+    assert!(!appendix.contains("`qube-256`: compiled"));
     insta::assert_snapshot!("qube_md", md);
 }
 
@@ -1197,8 +1227,10 @@ fn rendering_is_deterministic_and_written_atomically() {
         names,
         [
             "reports/ml-kem.md",
+            "reports/ml-kem.appendix.md",
             "site/ml-kem.html",
             "reports/qube.md",
+            "reports/qube.appendix.md",
             "site/qube.html",
             "reports/index.md",
             "reports/results.csv",
@@ -1215,7 +1247,7 @@ fn rendering_is_deterministic_and_written_atomically() {
     report::write_all(tmp.path(), &a).unwrap();
     assert_eq!(
         std::fs::read(tmp.path().join("reports/qube.md")).unwrap(),
-        a[2].1
+        a[3].1
     );
     let bad = vec![(PathBuf::from("../escape.md"), vec![])];
     assert!(report::write_all(tmp.path(), &bad).is_err());
@@ -1235,6 +1267,8 @@ fn missing_records_say_did_not_run() {
     assert!(md.contains("The `kat` step did not run for this submission: no records"));
     assert!(md.contains("The `time` step did not run for this submission: no records"));
     assert!(md.contains("No records were found for this submission."));
+    let appendix = file(&files, "reports/ml-kem.appendix.md");
+    assert!(appendix.contains("No records were found for this submission."));
     insta::assert_snapshot!("empty_md", md);
 }
 

@@ -205,7 +205,8 @@ impl Renderer for Html {
         let Some(sub) = view.submission(submission) else {
             return Vec::new();
         };
-        let mut doc = content::submission_doc(view, sub);
+        let mut doc = content::submission_doc(view, sub, "#appendix");
+        let appendix = content::appendix_doc(view, sub, &format!("{}.md", sub.id));
         // the submission's own cycles chart, at the end of section 4
         let results = Results::from_view(view);
         let mine = Results {
@@ -231,9 +232,17 @@ impl Renderer for Html {
                 .unwrap_or(doc.blocks.len());
             doc.blocks.insert(at, chart);
         }
+        // The appendix, collapsed: what a specialist opens, below what a reader needs.
+        let html = format!(
+            "{}<details id=\"appendix\">\n<summary>Appendix: distributions, single-call \
+             samples, instruction counts, survey evidence, environment and the evidence \
+             index</summary>\n{}</details>\n",
+            body(&doc),
+            body(&appendix)
+        );
         vec![(
             PathBuf::from("site").join(format!("{}.html", sub.id)),
-            page(&doc.title, &body(&doc)).into_bytes(),
+            page(&doc.title, &html).into_bytes(),
         )]
     }
 

@@ -1,4 +1,5 @@
-//! Markdown: `reports/<submission>.md` and `reports/index.md`.
+//! Markdown: `reports/<submission>.md` with its `reports/<submission>.appendix.md`, and
+//! `reports/index.md`.
 
 use std::path::PathBuf;
 
@@ -16,11 +17,20 @@ impl Renderer for Markdown {
         let Some(sub) = view.submission(submission) else {
             return Vec::new();
         };
-        let doc = content::submission_doc(view, sub);
-        vec![(
-            PathBuf::from("reports").join(format!("{}.md", sub.id)),
-            to_markdown(&doc).into_bytes(),
-        )]
+        let body = format!("{}.md", sub.id);
+        let appendix = format!("{}.appendix.md", sub.id);
+        let doc = content::submission_doc(view, sub, &appendix);
+        let more = content::appendix_doc(view, sub, &body);
+        vec![
+            (
+                PathBuf::from("reports").join(&body),
+                to_markdown(&doc).into_bytes(),
+            ),
+            (
+                PathBuf::from("reports").join(&appendix),
+                to_markdown(&more).into_bytes(),
+            ),
+        ]
     }
 
     fn render_campaign(&self, view: &CampaignView, results: &Results) -> Vec<(PathBuf, Vec<u8>)> {

@@ -443,6 +443,20 @@ impl InstanceView {
         (c.instructions_mean > 0.0).then(|| cycles / c.instructions_mean)
     }
 
+    /// Why this instance cannot run on this machine (its build, or every record it has, was
+    /// `unsupported`: "this CPU lacks avx2"); `None` for an instance that ran.
+    pub fn unsupported(&self) -> Option<&str> {
+        let unsupported = |r: &StepRecord| r.status == record::Status::Unsupported;
+        fn why(r: &StepRecord) -> &str {
+            r.reason.as_deref().unwrap_or("unsupported")
+        }
+        if let Some(b) = self.record(StepKind::Build) {
+            return unsupported(b).then(|| why(b));
+        }
+        let recs = self.records();
+        (!recs.is_empty() && recs.iter().all(|r| unsupported(r))).then(|| why(recs[0]))
+    }
+
     /// Every record of this instance that exists, in [`InstanceView::by_kind`] order.
     pub fn records(&self) -> Vec<&StepRecord> {
         self.by_kind

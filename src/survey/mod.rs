@@ -177,8 +177,9 @@ pub fn survey(input: &SurveyInput) -> Result<SurveyData, SurveyError> {
         .collect();
     if !glue_files.is_empty() {
         summary.push_str(&format!(
-            "; own glue around provided primitives in {}",
-            glue_files.into_iter().collect::<Vec<_>>().join(", ")
+            "; {} only call{} provided primitives (glue code, not an implementation)",
+            glue_files.iter().copied().collect::<Vec<_>>().join(", "),
+            if glue_files.len() == 1 { "s" } else { "" }
         ));
     }
     Ok(SurveyData {

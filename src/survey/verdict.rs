@@ -80,7 +80,10 @@ pub(super) fn verdict_with(
         };
         return (
             Verdict::ProvidedOnly,
-            format!("provided-only: {uses}; no own symmetric code reachable{dead_note}"),
+            format!(
+                "provided-only: {uses}; no own implementation of a symmetric primitive \
+                 reachable{dead_note}"
+            ),
         );
     }
     let own_desc: Vec<String> = own_fams

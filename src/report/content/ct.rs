@@ -16,7 +16,7 @@ use crate::model::{Op, StepKind};
 use crate::record::ct::CtData;
 use crate::record::{Status, StepData, StepRecord};
 
-use super::did_not_run;
+use super::{did_not_run, listed};
 use crate::report::doc::{code, Doc, Table};
 use crate::report::results::{ct_latency, ct_verdict};
 use crate::report::view::{CampaignView, InstanceView, SubmissionView};
@@ -57,6 +57,8 @@ fn ct_data(r: &StepRecord) -> Option<&CtData> {
     }
 }
 
+/// The body's constant-time section: one verdict per instance and operation (the
+/// locations are in the appendix, [`locations`]).
 pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     if !view.declared.contains(&StepKind::Ct) {
         return;
@@ -79,7 +81,7 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
         "secret-dependent branches and indexes (memcheck)",
         "variable-latency instructions (scan)",
     ]);
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         for (op, r) in inst.ops(StepKind::Ct) {
             verdicts.row(vec![
                 code(&inst.id),
@@ -92,7 +94,7 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
     doc.table(verdicts);
     doc.p(format!(
         "Where each location and instruction is, with its source line and disassembly: \
-         \"{}\" below.",
+         \"{}\" in the appendix.",
         detail_heading(sub)
     ));
 }
@@ -150,7 +152,7 @@ pub(super) fn constant_time_detail(doc: &mut Doc, view: &CampaignView, sub: &Sub
         "source line",
         "declared benign (manifest)",
     ]);
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         for (op, d) in checked(inst) {
             for f in &d.findings {
                 places.row(vec![
@@ -211,7 +213,7 @@ fn latency_detail(doc: &mut Doc, sub: &SubmissionView) {
         "operands",
     ]);
     let mut contexts: Vec<(String, String, Vec<String>)> = Vec::new();
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         let mut by_address: BTreeMap<u64, Seen> = BTreeMap::new();
         for (op, d) in checked(inst) {
             let Some(s) = d.latency.as_ref().and_then(Latency::scanned) else {

@@ -14,8 +14,24 @@ pub(super) fn smt_words(v: Option<&str>) -> String {
     }
 }
 
-pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
+/// Rows of the environment table shown in the appendix only.
+const APPENDIX_ONLY: [&str; 5] = [
+    "isolated cores",
+    "logical CPUs",
+    "sandbox for submission code",
+    "timing nodes (Slurm)",
+    "load average (1 min)",
+];
+
+/// Section 2 of the body: the seed's rows and the environment warnings; `full` adds the rows
+/// only the appendix shows (isolated cores, logical CPUs, sandbox, Slurm nodes, load).
+pub(super) fn environment(doc: &mut Doc, view: &CampaignView, full: bool) {
     doc.h(2, "2. Assessment environment");
+    environment_table(doc, view, full);
+}
+
+/// The environment table (and, in the body, the warnings with their fixes).
+pub(super) fn environment_table(doc: &mut Doc, view: &CampaignView, full: bool) {
     let Some(env) = view.environment() else {
         doc.p("No environment was recorded (`campaign.json` and timing records are missing).");
         return;
@@ -138,6 +154,9 @@ pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
         "campaign start / end (UTC)".into(),
         format!("{start} / {end}"),
     ]);
+    if !full {
+        t.rows.retain(|r| !APPENDIX_ONLY.contains(&r[0].as_str()));
+    }
     doc.table(t);
     let models: BTreeSet<Option<&String>> = nodes.values().map(Option::as_ref).collect();
     if models.len() > 1 {
@@ -150,6 +169,9 @@ pub(super) fn environment(doc: &mut Doc, view: &CampaignView) {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    if full {
+        return;
     }
     if env.warnings.is_empty() {
         doc.p("No environment warnings: nothing recorded that spoils timing.");

@@ -9,8 +9,72 @@ use crate::report::doc::{code, link, Doc, Table};
 use crate::report::format::{short_hash, DASH};
 use crate::report::view::{CampaignView, SubmissionView};
 
-pub(super) fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
+use super::listed;
+
+/// Section 7 of the body: per instance its KAT log (with its hash) and its records' folder;
+/// the full index, record by record, is in the appendix.
+pub(super) fn evidence_summary(
+    doc: &mut Doc,
+    view: &CampaignView,
+    sub: &SubmissionView,
+    appendix_href: &str,
+) {
     doc.h(2, "7. Raw evidence index");
+    doc.p(format!(
+        "Paths are relative to the system's output folder ({}); each JSON record holds its \
+         commands, environment, inputs hash and raw trials. Every record of this submission \
+         (build, KAT, timing, profile, count and check records with their logs) is listed in \
+         the {}.",
+        code(&format!("{}/", view.out_dir_shown.trim_end_matches('/'))),
+        link("appendix's evidence index", &evidence_href(appendix_href))
+    ));
+    let any = sub.by_kind.iter().any(|(_, r)| r.is_some())
+        || sub.instances.iter().any(|i| !i.records().is_empty());
+    if !any {
+        doc.p("No records were found for this submission.");
+        return;
+    }
+    let file = |s: &str| link(&code(s), &format!("../{s}"));
+    let records = format!("records/{}/", sub.id);
+    let mut t = Table::new(&["instance", "item", "file"]);
+    for inst in listed(sub) {
+        let Some(r) = inst.record(StepKind::Kat) else {
+            continue;
+        };
+        for (item, f) in kat_rows(r, PathBuf::new()) {
+            if item.starts_with("KAT log") {
+                t.row(vec![
+                    code(&inst.id),
+                    item,
+                    file(&f.to_string_lossy().replace('\\', "/")),
+                ]);
+            }
+        }
+    }
+    t.row(vec![
+        DASH.into(),
+        "step records (`<instance>__<step or operation>.json`)".into(),
+        file(&records),
+    ]);
+    doc.table(t);
+}
+
+/// Where the evidence index starts in the appendix (a fragment of its link).
+const APPENDIX_ANCHOR: &str = "#raw-evidence-index";
+
+/// The link to the evidence index: its heading in the appendix file, or the appendix part of
+/// the same page (a fragment) as it is.
+fn evidence_href(appendix_href: &str) -> String {
+    if appendix_href.starts_with('#') {
+        appendix_href.to_string()
+    } else {
+        format!("{appendix_href}{APPENDIX_ANCHOR}")
+    }
+}
+
+/// The appendix part: every record, log and KAT response of the submission.
+pub(super) fn evidence(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
+    doc.h(2, "Raw evidence index");
     doc.p(format!(
         "Paths are relative to the system's output folder ({}); each JSON record holds its \
          commands, environment, inputs hash and raw trials.",

@@ -87,7 +87,7 @@ pub(super) fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &Submi
         rows: Vec::new(),
     };
     let mut foot = Footnotes::default();
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         let flags = match inst.record(StepKind::Build) {
             Some(r) => match view::build_data(r) {
                 Some(b) => b.flags_profile.clone(),

@@ -12,6 +12,7 @@
 //! one level below the system folder); links to other reports end in `.md` and the HTML
 //! renderer rewrites them to `.html`.
 
+mod appendix;
 mod categories;
 mod counts;
 mod ct;
@@ -143,8 +144,16 @@ pub(super) fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
     s
 }
 
-/// The per-submission report.
-pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
+/// The instances that ran on this machine (not [`view::InstanceView::unsupported`]): the
+/// body's tables list these; the unsupported ones are named once, in section 1.
+pub(super) fn listed(sub: &SubmissionView) -> impl Iterator<Item = &view::InstanceView> {
+    sub.instances.iter().filter(|i| i.unsupported().is_none())
+}
+
+/// The per-submission report body (`reports/<sub>.md`): the seed's sections in the seed's
+/// order and columns, one headline figure per operation; the detail a specialist wants is
+/// in [`appendix_doc`], which `appendix_href` links to.
+pub fn submission_doc(view: &CampaignView, sub: &SubmissionView, appendix_href: &str) -> Doc {
     let mut doc = Doc {
         title: format!("{} {} — {}", sub.id, sub.meta.algorithm, view.system),
         blocks: Vec::new(),
@@ -157,20 +166,57 @@ pub fn submission_doc(view: &CampaignView, sub: &SubmissionView) -> Doc {
             sub.id, sub.meta.algorithm, view.arch, view.system
         ),
     );
-    doc.p(
+    doc.p(format!(
         "Independent measurement by ngcc-pipe following the structure of the NICCS x86 \
-         self-assessment guide, §3.5 (1)–(7). Not a submitter self-assessment.",
-    );
+         self-assessment guide, §3.5 (1)–(7). Not a submitter self-assessment. \
+         Distributions, single-call samples, instruction counts, survey evidence and the \
+         full evidence index are in the {}.",
+        link("appendix", appendix_href)
+    ));
     basic_information(&mut doc, view, sub);
-    environment::environment(&mut doc, view);
+    environment::environment(&mut doc, view, false);
     kat::functional_testing(&mut doc, view, sub);
-    performance::performance(&mut doc, view, sub);
+    performance::performance(&mut doc, view, sub, appendix_href);
     resources::resources(&mut doc, view, sub);
     resources::sizes(&mut doc, view, sub);
     primitives::primitives(&mut doc, view, sub);
     ct::constant_time(&mut doc, view, sub);
-    evidence::evidence(&mut doc, view, sub);
+    evidence::evidence_summary(&mut doc, view, sub, appendix_href);
+    doc
+}
+
+/// The appendix of a submission's report (`reports/<sub>.appendix.md`, and the collapsible
+/// part of its site page): what a specialist checks behind the body's figures. Nothing the
+/// body leaves out is lost: every figure here and there traces to a record of the evidence
+/// index at its end.
+pub fn appendix_doc(view: &CampaignView, sub: &SubmissionView, report_href: &str) -> Doc {
+    let mut doc = Doc {
+        title: format!(
+            "{} {} — {} — appendix",
+            sub.id, sub.meta.algorithm, view.system
+        ),
+        blocks: Vec::new(),
+    };
+    doc.h(
+        1,
+        format!(
+            "{} {} — appendix (system {})",
+            sub.id, sub.meta.algorithm, view.system
+        ),
+    );
+    doc.p(format!(
+        "Detail behind the figures of the {}: timing distributions, single-call samples, \
+         outliers, link orders, host yardstick, instruction counts, survey evidence, \
+         constant-time locations, environment and sandbox, and the raw evidence index.",
+        link("report", report_href)
+    ));
+    appendix::timing_detail(&mut doc, view, sub);
+    appendix::instructions(&mut doc, sub);
+    primitives::primitives_detail(&mut doc, sub);
     ct::constant_time_detail(&mut doc, view, sub);
+    doc.h(2, "Environment and sandbox");
+    environment::environment_table(&mut doc, view, true);
+    evidence::evidence(&mut doc, view, sub);
     doc
 }
 
@@ -194,6 +240,20 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         }
     }
     items.push(format!("Parameter sets: {}", sets.join(", ")));
+    let mut unsupported: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for i in &sub.instances {
+        if let Some(why) = i.unsupported() {
+            unsupported.entry(why).or_default().push(code(&i.id));
+        }
+    }
+    for (why, ids) in unsupported {
+        items.push(format!(
+            "Not run on this machine ({}): {}; the tables below leave {} out",
+            why.trim_end_matches('.'),
+            ids.join(", "),
+            if ids.len() == 1 { "it" } else { "them" }
+        ));
+    }
     match sub.record(StepKind::Source) {
         Some(r) => match view::source_data(r) {
             Some(s) => items.push(format!("Source: {}", s.origin)),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::model::StepKind;
 use crate::record::{ProfileData, SurveyData};
 
-use super::{did_not_run, status_text};
+use super::{did_not_run, listed, status_text};
 use crate::report::doc::{code, Doc, Table};
 use crate::report::format::{self as fmt, DASH};
 use crate::report::results;
@@ -45,7 +45,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
         let uniform = surveys
             .iter()
             .all(|(_, s)| s.verdict == first.verdict && s.summary == first.summary)
-            && surveys.len() == sub.instances.len();
+            && surveys.len() == listed(sub).count();
         if uniform {
             doc.p(format!(
                 "Survey verdict: {} — {}",
@@ -54,7 +54,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
             ));
         } else {
             let mut t = Table::new(&["instance", "survey verdict", "summary"]);
-            for inst in &sub.instances {
+            for inst in listed(sub) {
                 match inst.record(StepKind::Survey) {
                     Some(r) => match view::survey_data(r) {
                         Some(s) => t.row(vec![
@@ -69,61 +69,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
             }
             doc.table(t);
         }
-        let mut items = Vec::new();
-        for (inst, s) in &surveys {
-            for o in &s.own_symbols {
-                items.push(format!(
-                    "{}: own {} symbol {} ({})",
-                    code(&inst.id),
-                    o.family,
-                    code(&o.name),
-                    if o.referenced {
-                        "referenced in the object"
-                    } else {
-                        "not referenced"
-                    }
-                ));
-            }
-            let reachable: Vec<_> = s.source_hits.iter().filter(|h| h.reachable).collect();
-            for h in reachable.iter().take(MAX_EVIDENCE) {
-                let mut line = format!(
-                    "{}: {} {}:{} {}",
-                    code(&inst.id),
-                    h.family,
-                    code(&h.file),
-                    h.line,
-                    code(h.text.trim())
-                );
-                if let Some(n) = &h.note {
-                    line.push_str(&format!(" — {n}"));
-                }
-                items.push(line);
-            }
-            if reachable.len() > MAX_EVIDENCE {
-                items.push(format!(
-                    "{}: … and {} more reachable source hits (see the survey record)",
-                    code(&inst.id),
-                    reachable.len() - MAX_EVIDENCE
-                ));
-            }
-            let unreachable = s.source_hits.len() - reachable.len();
-            if unreachable > 0 {
-                items.push(format!(
-                    "{}: {unreachable} source hit{} not reachable in the built object",
-                    code(&inst.id),
-                    if unreachable == 1 { "" } else { "s" }
-                ));
-            }
-            if !s.provided_used.is_empty() {
-                items.push(referenced_and_called(inst, s));
-            }
-        }
-        if !items.is_empty() {
-            doc.p("Survey evidence:");
-            doc.list(items);
-        }
     }
-    super::counts::shares_table(doc, sub);
     // profile
     let any_profile = sub
         .instances
@@ -133,39 +79,64 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
         doc.p(line);
         return;
     }
-    let families = if sub.primitive_families.is_empty() {
+    // Ciphers (AES) are a family of their own, not hash/XOF: a column each.
+    let (ciphers, hashes): (Vec<&String>, Vec<&String>) = sub
+        .primitive_families
+        .iter()
+        .partition(|f| CIPHER_FAMILIES.contains(&f.as_str()));
+    let hash_head = if hashes.is_empty() {
         "hash/XOF".to_string()
     } else {
-        format!("hash/XOF ({})", sub.primitive_families.join("/"))
+        format!(
+            "hash/XOF ({})",
+            hashes
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join("/")
+        )
     };
+    let cipher_heads: Vec<String> = ciphers.iter().map(|f| f.to_uppercase()).collect();
     doc.p(format!(
-        "Share of each operation spent in the provided {families} functions and in the DRNG{} \
+        "Share of each operation spent in the provided {hash_head}{} functions and in the DRNG{} \
          (plain build linked with `--wrap` wrappers, measured in the same campaign):",
+        cipher_heads
+            .iter()
+            .map(|c| format!(", {c}"))
+            .collect::<String>(),
         sub.drng_symbol
             .as_deref()
             .map(|d| format!(" ({})", code(d)))
             .unwrap_or_default()
     ));
-    let mut t = Table::new(&[
-        "instance",
-        "operation",
-        &families,
-        "by family",
-        "DRNG",
-        "calls per operation",
-    ]);
+    let mut head = vec!["instance".to_string(), "operation".to_string(), hash_head];
+    head.extend(cipher_heads.iter().cloned());
+    head.extend(["DRNG".to_string(), "calls per operation".to_string()]);
+    let mut t = Table {
+        head,
+        rows: Vec::new(),
+    };
     let mut missing: Vec<(String, String, Vec<&str>)> = Vec::new();
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         for (op, r) in inst.ops(StepKind::Profile) {
             match inst.profile_ok(op) {
-                Some(p) => t.row(vec![
-                    code(&inst.id),
-                    op.name().into(),
-                    fmt::share(p.hash_share),
-                    by_family(&p.family_shares),
-                    fmt::share(p.drng_share),
-                    calls_by_family(p),
-                ]),
+                Some(p) => {
+                    let share_of = |f: &str| {
+                        p.family_shares
+                            .iter()
+                            .find(|(x, _)| x == f)
+                            .map_or(0.0, |(_, s)| *s)
+                    };
+                    let cipher: Vec<f64> = ciphers.iter().map(|f| share_of(f)).collect();
+                    let mut row = vec![
+                        code(&inst.id),
+                        op.name().into(),
+                        fmt::share(hash_only(p.hash_share, &cipher)),
+                    ];
+                    row.extend(cipher.iter().map(|x| fmt::share(*x)));
+                    row.extend([fmt::share(p.drng_share), calls_by_family(p)]);
+                    t.row(row);
+                }
                 None => {
                     let why = r
                         .map(status_text)
@@ -197,20 +168,86 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
     }
 }
 
-/// Per-family shares without the DRNG, by name: "aes 69%, keccak 10%"; "–" when unknown.
-fn by_family(shares: &[(String, f64)]) -> String {
-    let mut v: Vec<&(String, f64)> = shares
-        .iter()
-        .filter(|(f, _)| f != crate::profile::DRNG_FAMILY)
+/// The appendix part: the survey's evidence, line by line, and callgrind's instruction
+/// shares beside the time shares.
+pub(super) fn primitives_detail(doc: &mut Doc, sub: &SubmissionView) {
+    doc.h(
+        2,
+        "Symmetric primitives: survey evidence and instruction shares",
+    );
+    let surveys: Vec<(&InstanceView, &SurveyData)> = listed(sub)
+        .filter_map(|i| {
+            i.record(StepKind::Survey)
+                .and_then(view::survey_data)
+                .map(|s| (i, s))
+        })
         .collect();
-    if v.is_empty() {
-        return "–".to_string();
+    let mut items = Vec::new();
+    for (inst, s) in &surveys {
+        for o in &s.own_symbols {
+            items.push(format!(
+                "{}: own {} symbol {} ({})",
+                code(&inst.id),
+                o.family,
+                code(&o.name),
+                if o.referenced {
+                    "referenced in the object"
+                } else {
+                    "not referenced"
+                }
+            ));
+        }
+        let reachable: Vec<_> = s.source_hits.iter().filter(|h| h.reachable).collect();
+        for h in reachable.iter().take(MAX_EVIDENCE) {
+            let mut line = format!(
+                "{}: {} {}:{} {}",
+                code(&inst.id),
+                h.family,
+                code(&h.file),
+                h.line,
+                code(h.text.trim())
+            );
+            if let Some(n) = &h.note {
+                line.push_str(&format!(" — {n}"));
+            }
+            items.push(line);
+        }
+        if reachable.len() > MAX_EVIDENCE {
+            items.push(format!(
+                "{}: … and {} more reachable source hits (see the survey record)",
+                code(&inst.id),
+                reachable.len() - MAX_EVIDENCE
+            ));
+        }
+        let unreachable = s.source_hits.len() - reachable.len();
+        if unreachable > 0 {
+            items.push(format!(
+                "{}: {unreachable} source hit{} not reachable in the built object",
+                code(&inst.id),
+                if unreachable == 1 { "" } else { "s" }
+            ));
+        }
+        if !s.provided_used.is_empty() {
+            items.push(referenced_and_called(inst, s));
+        }
     }
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v.iter()
-        .map(|(f, x)| format!("{f} {}", fmt::share(*x)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    if !items.is_empty() {
+        doc.p("Survey evidence:");
+        doc.list(items);
+    }
+    if surveys.is_empty() {
+        doc.p("No survey record.");
+    }
+    super::counts::shares_table(doc, sub);
+}
+
+/// Families that are ciphers, shown in a column of their own rather than under hash/XOF.
+pub(super) const CIPHER_FAMILIES: [&str; 1] = ["aes"];
+
+/// The share of the hash/XOF families alone: the share of all provided families (each
+/// counted once when nested) less the ciphers' shares.
+pub(super) fn hash_only(all: f64, ciphers: &[f64]) -> f64 {
+    (all - ciphers.iter().sum::<f64>()).max(0.0)
 }
 
 /// The survey summary without the verdict it starts with ("provided-only: ...").

@@ -35,7 +35,7 @@ pub(super) fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView
         "peak RSS",
         "stack (bytes)",
     ]);
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         let stat = results::static_bytes(inst);
         for (op, _) in inst.ops(StepKind::Time) {
             let Some(td) = inst.time_ok(op) else {
@@ -86,7 +86,7 @@ pub(super) fn sizes(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         "ciphertext",
         "shared secret",
     ]);
-    for inst in &sub.instances {
+    for inst in listed(sub) {
         let [pk, sk, ct, ss] = results::shown_sizes(inst);
         if [pk, sk, ct, ss].iter().all(Option::is_none) {
             continue;

@@ -1652,8 +1652,8 @@ fn check_names_planted_mistakes_at_their_lines() {
     let ns_at = format!("{m}:6:{}", col(ns_line, "\"FIX_GOD_"));
     assert!(said(&r.stderr, &ns_at), "{ns_at}\n{}", r.show());
     assert!(
-        said(&r.stderr, "namespace `FIX_GOD_` not found in")
-            && said(&r.stderr, "it uses `FIX_GOOD_`"),
+        said(&r.stderr, "namespace `FIX_GOD_` is not what")
+            && said(&r.stderr, "it has namespace `FIX_GOOD_`"),
         "{}",
         r.show()
     );

@@ -112,16 +112,14 @@ impl Cgroups {
         });
     }
 
-    /// What is in force, for records.
+    /// What is in force, for records: the same wherever the engine runs (no path: the
+    /// groups' names carry the engine's pid, and under Slurm they sit in the job's group).
     pub fn described(&self) -> String {
+        let controllers: Vec<&str> = self.bases.iter().map(|(c, _)| *c).collect();
         format!(
-            "cgroup v1 per command: pids.max {PIDS}; memory.limit_in_bytes = the address-space \
-             limit plus the private /tmp and /dev/shm sizes ({})",
-            self.bases
-                .iter()
-                .map(|(_, b)| b.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            "cgroup v1 per command ({}): pids.max {PIDS}; memory.limit_in_bytes = the \
+             address-space limit plus the private /tmp and /dev/shm sizes",
+            controllers.join(", ")
         )
     }
 }

@@ -34,6 +34,32 @@ pub(super) struct Live {
 }
 
 impl Live {
+    /// A member not started yet: nothing timed, nothing failed.
+    pub(super) fn new(m: Member) -> Live {
+        Live {
+            m,
+            served: None,
+            failed: None,
+            values: Vec::new(),
+            rounds: Vec::new(),
+            why: Vec::new(),
+            positions: Vec::new(),
+            visits: Vec::new(),
+            batches: Vec::new(),
+            commands: Vec::new(),
+            elapsed: Duration::ZERO,
+            cpu: Default::default(),
+        }
+    }
+
+    /// When its processes used CPU outside its batches since the last one: the member
+    /// fails with that reason, and its label is returned for the others' rounds to name.
+    pub(super) fn fail_if_busy_outside(&mut self) -> Option<String> {
+        let why = self.cpu.before_batch()?;
+        self.fail(Stop::failed(format!("{}: {why}", self.m.op)));
+        Some(self.m.label.clone())
+    }
+
     pub(super) fn alive(&self) -> bool {
         self.failed.is_none() && self.served.is_some()
     }
@@ -157,21 +183,6 @@ pub(super) mod fake {
     ) -> Live {
         let p = Path::new("x");
         Live {
-            m: Member {
-                label: "m".into(),
-                object: p.into(),
-                layouts: Vec::new(),
-                api_h: p.into(),
-                namespace: "NS_".into(),
-                op: "keygen".into(),
-                min_iters: 1,
-                samples: 0,
-                budget_ns: 0,
-                log: exec::open_log(&dir.join("m.log")).unwrap(),
-                jail: Jail::runner(p, p, p, dir, 0),
-            },
-            served: None,
-            failed: None,
             values: values.to_vec(),
             rounds: rounds.to_vec(),
             why: (0..values.len())
@@ -183,12 +194,19 @@ pub(super) mod fake {
                     }
                 })
                 .collect(),
-            positions: Vec::new(),
-            visits: Vec::new(),
-            batches: Vec::new(),
-            commands: Vec::new(),
-            elapsed: Duration::ZERO,
-            cpu: Default::default(),
+            ..Live::new(Member {
+                label: "m".into(),
+                object: p.into(),
+                layouts: Vec::new(),
+                api_h: p.into(),
+                namespace: "NS_".into(),
+                op: "keygen".into(),
+                min_iters: 1,
+                samples: 0,
+                budget_ns: 0,
+                log: exec::open_log(&dir.join("m.log")).unwrap(),
+                jail: Jail::runner(p, p, p, dir, 0),
+            })
         }
     }
 }

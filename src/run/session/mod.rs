@@ -188,11 +188,7 @@ fn late_cpu(live: &mut [Live]) {
     let late: Vec<String> = live
         .iter_mut()
         .filter(|l| l.alive())
-        .filter_map(|l| {
-            let why = l.cpu.before_batch()?;
-            l.fail(Stop::failed(format!("{}: {why}", l.m.op)));
-            Some(l.m.label.clone())
-        })
+        .filter_map(Live::fail_if_busy_outside)
         .collect();
     for l in live.iter_mut().filter(|l| l.alive()) {
         outside::mark(&mut l.why, &late);
@@ -209,20 +205,7 @@ fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(St
     let live = members
         .into_iter()
         .chain(gauge_member)
-        .map(|m| Live {
-            m,
-            served: None,
-            failed: None,
-            values: Vec::new(),
-            rounds: Vec::new(),
-            why: Vec::new(),
-            positions: Vec::new(),
-            visits: Vec::new(),
-            batches: Vec::new(),
-            commands: Vec::new(),
-            elapsed: Duration::ZERO,
-            cpu: Default::default(),
-        })
+        .map(Live::new)
         .collect();
     (live, gauge_id)
 }
@@ -331,9 +314,8 @@ fn rounds(
         let mut disturbed = Vec::new();
         for (pos, &i) in order.iter().enumerate() {
             let l = &mut live[i];
-            if let Some(why) = l.cpu.before_batch() {
-                l.fail(Stop::failed(format!("{}: {why}", l.m.op)));
-                disturbed.push(l.m.label.clone());
+            if let Some(label) = l.fail_if_busy_outside() {
+                disturbed.push(label);
                 continue;
             }
             if let Some(ns) = batch(l, round, pos, s) {

@@ -60,6 +60,13 @@ impl Live {
         Some(self.m.label.clone())
     }
 
+    /// The same after the session's pause begun at `then` (its tree's CPU time then).
+    pub(super) fn fail_if_busy_in_pause(&mut self, then: Duration) -> Option<String> {
+        let why = self.cpu.busy_in_pause(then)?;
+        self.fail(Stop::failed(format!("{}: {why}", self.m.op)));
+        Some(self.m.label.clone())
+    }
+
     pub(super) fn alive(&self) -> bool {
         self.failed.is_none() && self.served.is_some()
     }

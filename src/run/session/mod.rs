@@ -182,14 +182,28 @@ pub fn run(
     (id, seed, out)
 }
 
-/// What the runners' processes used after their last batch counts too: such a runner
-/// fails, and the others' last rounds are marked.
+/// What the runners' processes used after their last batch counts too, and what they use
+/// in a short pause after the last round (`outside::PAUSE`, skipped when the run is
+/// interrupted), when none is timed: such a runner fails, and the others' last rounds are
+/// marked.
 fn late_cpu(live: &mut [Live]) {
-    let late: Vec<String> = live
+    let mut late: Vec<String> = live
         .iter_mut()
         .filter(|l| l.alive())
         .filter_map(Live::fail_if_busy_outside)
         .collect();
+    if !exec::cancelled() {
+        let then: Vec<Option<Duration>> = live
+            .iter()
+            .map(|l| l.alive().then(|| l.cpu.now()).flatten())
+            .collect();
+        std::thread::sleep(outside::PAUSE);
+        for (l, then) in live.iter_mut().zip(then) {
+            if let Some(label) = then.and_then(|t| l.fail_if_busy_in_pause(t)) {
+                late.push(label);
+            }
+        }
+    }
     for l in live.iter_mut().filter(|l| l.alive()) {
         outside::mark(&mut l.why, &late);
     }

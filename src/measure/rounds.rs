@@ -98,6 +98,15 @@ mod tests {
             SPARSE_EVERY
         );
         assert_eq!(visit_every(&[], 0.01, 1), 1);
+        // Exactly at the target (or at 90% of it, first) still counts as within it.
+        assert_eq!(
+            visit_every(&[(200, 0.01)], 0.01, SPARSE_EVERY),
+            SPARSE_EVERY
+        );
+        assert_eq!(
+            visit_every(&[(30, SPARSE_MARGIN * 0.01)], 0.01, 1),
+            SPARSE_EVERY
+        );
     }
 
     #[test]

@@ -501,4 +501,82 @@ mod tests {
         assert_eq!(counts("build").as_deref(), Some("1 0 1"), "{text}");
         assert!(text.ends_with("(dry run: nothing was built, fetched or run)\n"));
     }
+
+    #[test]
+    fn the_dry_run_adds_up_the_bench_lane_time_per_instance() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = ctx(campaign(2), tmp.path());
+        write_all(&c, Status::Ok);
+        // Nothing runs: no per-instance lines, nothing to add up.
+        let all: BTreeSet<NodeIndex> = c.plan.graph.node_indices().collect();
+        let text = dry_run(&c, &all, &[]);
+        assert!(!text.contains("time per instance"), "{text}");
+        assert!(
+            text.contains("\nestimated bench-lane time in total: 0.0 s\n"),
+            "{text}"
+        );
+        // K-0's KAT failed: its two `time` steps (exclusive) run again. Without a timing
+        // record of their own each is estimated at trial x (trials + 0.5) = 1 s x 5.5.
+        write(&c, "s/K-0/kat", Status::Failed, None);
+        let text = dry_run(&c, &all, &[]);
+        for id in ["s/K-0/time:keygen", "s/K-0/time:dec"] {
+            let line = text
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(id))
+                .unwrap_or_else(|| panic!("{id} not listed:\n{text}"));
+            assert!(line.ends_with("(~5.5 s)"), "{line}");
+        }
+        let per_instance: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.contains("time per instance"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(per_instance.len(), 1, "{text}");
+        assert_eq!(
+            per_instance[0].split_whitespace().collect::<Vec<_>>(),
+            ["s/K-0", "11.0", "s"]
+        );
+        assert!(
+            text.contains("\nestimated bench-lane time in total: 11.0 s\n"),
+            "{text}"
+        );
+        assert!(!text.contains("unknown length"), "{text}");
+    }
+
+    #[test]
+    fn an_exclusive_step_without_an_estimate_is_counted_as_unknown() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut camp = campaign(1);
+        // `kat` has no estimate of its own; made exclusive, the dry run cannot time it.
+        for step in camp.steps.iter_mut().filter(|s| s.kind == StepKind::Kat) {
+            step.exclusive = true;
+        }
+        let c = ctx(camp, tmp.path());
+        let all: BTreeSet<NodeIndex> = c.plan.graph.node_indices().collect();
+        let text = dry_run(&c, &all, &[]);
+        let kat = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("s/K-0/kat"))
+            .unwrap_or_else(|| panic!("kat not listed:\n{text}"));
+        assert!(kat.ends_with("(time unknown until timed once)"), "{kat}");
+        assert!(
+            text.contains(
+                "estimated bench-lane time in total: 11.0 s + 1 exclusive steps of unknown length\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn durations_read_in_seconds_minutes_or_hours() {
+        let secs = |s: f64| fmt_duration(Duration::from_secs_f64(s));
+        assert_eq!(secs(0.0), "0.0 s");
+        assert_eq!(secs(59.9), "59.9 s");
+        assert_eq!(secs(60.0), "1.0 min");
+        assert_eq!(secs(90.0), "1.5 min");
+        assert_eq!(secs(3599.0), "60.0 min");
+        assert_eq!(secs(3600.0), "1.0 h");
+        assert_eq!(secs(5400.0), "1.5 h");
+    }
 }

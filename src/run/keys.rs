@@ -268,4 +268,105 @@ mod tests {
         );
         assert_eq!(key_at(&a, kat), key_at(&b, kat));
     }
+
+    #[test]
+    fn short_values_are_kept_long_ones_hashed() {
+        // FIPS 180-2's example: SHA-256("abc").
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let short = "x".repeat(96);
+        assert_eq!(value(short.clone()), short);
+        let long = "x".repeat(97);
+        assert_eq!(
+            value(long.clone()),
+            format!("sha256:{}", sha256_hex(long.as_bytes()))
+        );
+        assert_eq!(json(&["-O2", "-g"]), r#"["-O2","-g"]"#);
+    }
+
+    #[test]
+    fn changed_names_new_edited_and_removed_inputs() {
+        let map = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let old = map(&[("cc", "gcc 12"), ("flags", "-O2"), ("gone", "x")]);
+        let new = map(&[("cc", "gcc 12"), ("flags", "-O3"), ("added", "y")]);
+        assert_eq!(changed(&old, &new), ["added", "flags", "gone"]);
+        assert!(changed(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn a_tree_hash_follows_names_contents_and_link_targets_not_what_links_point_to() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("src");
+        // A missing folder hashes as an empty one, and folders alone add nothing.
+        let empty = tree_hash(&dir).unwrap();
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        assert_eq!(tree_hash(&dir).unwrap(), empty);
+        std::fs::write(dir.join("sub/a.c"), "int a;").unwrap();
+        let one = tree_hash(&dir).unwrap();
+        assert_ne!(one, empty);
+        assert_eq!(tree_input(&dir), one);
+        // The same tree elsewhere hashes the same; a content edit or a rename does not.
+        let copy = tmp.path().join("copy");
+        std::fs::create_dir_all(copy.join("sub")).unwrap();
+        std::fs::write(copy.join("sub/a.c"), "int a;").unwrap();
+        assert_eq!(tree_hash(&copy).unwrap(), one);
+        std::fs::write(copy.join("sub/a.c"), "int b;").unwrap();
+        assert_ne!(tree_hash(&copy).unwrap(), one);
+        std::fs::write(copy.join("sub/a.c"), "int a;").unwrap();
+        std::fs::rename(copy.join("sub/a.c"), copy.join("sub/b.c")).unwrap();
+        assert_ne!(tree_hash(&copy).unwrap(), one);
+        // A link counts as its target's name: retargeted it changes the hash, an edit of
+        // the file it points to (outside the tree) does not.
+        let outside = tmp.path().join("outside.h");
+        std::fs::write(&outside, "1").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("l.h")).unwrap();
+        let linked = tree_hash(&dir).unwrap();
+        assert_ne!(linked, one);
+        std::fs::write(&outside, "2").unwrap();
+        assert_eq!(tree_hash(&dir).unwrap(), linked);
+        std::fs::remove_file(dir.join("l.h")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("other.h"), dir.join("l.h")).unwrap();
+        assert_ne!(tree_hash(&dir).unwrap(), linked);
+    }
+
+    #[test]
+    fn a_tree_too_deep_to_hash_is_an_unreadable_input() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut deep = tmp.path().join("src");
+        for _ in 0..SOURCE_BOUNDS.depth + 2 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let why = tree_hash(&tmp.path().join("src")).unwrap_err();
+        assert_eq!(
+            tree_input(&tmp.path().join("src")),
+            format!("unreadable: {why}")
+        );
+    }
+
+    #[test]
+    fn a_file_hash_is_its_contents_or_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("kat.sha256");
+        assert_eq!(file_hash(&f), "missing");
+        std::fs::write(&f, "abc").unwrap();
+        assert_eq!(file_hash(&f), sha256_hex(b"abc"));
+    }
+
+    #[test]
+    fn runner_records_are_keyed_on_the_runner_version() {
+        assert_eq!(kem_native_version(), kem_native::VERSION);
+        assert_eq!(native(), format!("kem-native {}", kem_native::VERSION));
+        let c = campaign(1);
+        let plan = Plan::build(&c);
+        let inputs = all_inputs(&c, &plan, &facts(), &crate::run::steps::kind_inputs);
+        let time = plan.by_id["s/K-0/time:keygen"];
+        assert_eq!(inputs[time.index()]["kem-native"], native());
+    }
 }

@@ -481,6 +481,31 @@ mod tests {
         assert_eq!(s.ops_per_s, 0.0);
         assert_eq!(s.cv, 0.0);
         assert!(!s.unstable);
+        assert_eq!(s.counter_ghz, None);
         assert!(serde_json::to_string(&s).is_ok());
+    }
+
+    #[test]
+    fn dispersion_of_two_values_and_of_a_zero_mean() {
+        // mean 2, squares 1 + 1 over n - 1 = 1: sqrt(2)
+        assert!(close(stddev(&[1.0, 3.0]).unwrap(), 2f64.sqrt()));
+        assert!(close(cv(&[1.0, 3.0]), 2f64.sqrt() / 2.0));
+        // CV undefined for a zero mean, unobservable for one value: 0.
+        assert_eq!(cv(&[-1.0, 1.0]), 0.0);
+        assert_eq!(cv(&[5.0]), 0.0);
+    }
+
+    #[test]
+    fn trials_without_iterations_are_left_out_of_per_op_values() {
+        let out = output(&[(10, 1000, 500), (0, 0, 0), (20, 4000, 600)], &[]);
+        assert_eq!(per_op_cycles(&out), vec![100.0, 200.0]);
+        assert_eq!(per_op_ns(&out), vec![50.0, 30.0]);
+    }
+
+    #[test]
+    fn without_a_target_length_no_trial_is_off_target() {
+        let mut out = output(&[(10, 1, 300_000), (10, 1, 2_500_000)], &[]);
+        out.calibration.target_trial_ns = 0;
+        assert!(off_target(&out).is_empty());
     }
 }

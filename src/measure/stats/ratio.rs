@@ -133,4 +133,34 @@ mod tests {
         assert_eq!(band_verdict(&est(1.021, 1.05), 0.05), Change::Same);
         assert!(Change::Slower.significant() && !Change::Undecided.significant());
     }
+
+    #[test]
+    fn an_interval_on_an_edge_of_the_band_is_within_it() {
+        let b = 0.02;
+        assert_eq!(band_verdict(&est(1.0 + b, 1.05), b), Change::Undecided);
+        assert_eq!(band_verdict(&est(0.95, 1.0 - b), b), Change::Undecided);
+        assert_eq!(band_verdict(&est(1.0 - b, 1.0 + b), b), Change::Same);
+        assert_eq!(
+            [
+                Change::Slower,
+                Change::Faster,
+                Change::Same,
+                Change::Undecided
+            ]
+            .map(|c| (c.name(), c.significant())),
+            [
+                ("slower", true),
+                ("faster", true),
+                ("same", false),
+                ("undecided", false)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_side_whose_median_is_not_positive_has_no_ratio() {
+        assert_eq!(ratio_ci(&[5.0, 6.0], &[0.0, 0.0, 1.0], 1, 10), None);
+        assert_eq!(ratio_ci(&[5.0, 6.0], &[], 1, 10), None);
+        assert!(ratio_ci(&[5.0, 6.0], &[0.0, 1.0, 1.0], 1, 10).is_some());
+    }
 }

@@ -181,5 +181,33 @@ mod tests {
         // An A/A interval of 0.996..1.003 gives the 1% floor; 0.97..1.02 gives 3%.
         assert!(close(aa_threshold(&est(0.996, 1.003)), 0.01));
         assert!(close(aa_threshold(&est(0.97, 1.02)), 0.03));
+        // A pair with B not positive is left out too.
+        assert_eq!(paired_ratios(&[100.0, 50.0], &[0.0, 60.0]), vec![1.2]);
+    }
+
+    #[test]
+    fn an_interval_that_touches_the_threshold_does_not_leave_it() {
+        let est = |lo, hi| Estimate {
+            median: (lo + hi) / 2.0,
+            ci_low: lo,
+            ci_high: hi,
+        };
+        let t = 0.01;
+        assert_eq!(paired_verdict(&est(1.0 + t, 1.05), t), Verdict::Same);
+        assert_eq!(paired_verdict(&est(0.95, 1.0 - t), t), Verdict::Same);
+        assert_eq!(
+            [Verdict::Faster, Verdict::Slower, Verdict::Same].map(Verdict::name),
+            ["faster", "slower", "same"]
+        );
+    }
+
+    #[test]
+    fn the_bootstraps_median_is_the_middle_value_or_the_mean_of_the_two() {
+        assert_eq!(median_in_place(&mut [5.0, 1.0, 3.0]), 3.0);
+        assert_eq!(median_in_place(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median_in_place(&mut [7.0]), 7.0);
+        // Two values: their mean, in every resample that draws both.
+        let e = median_ci(&[1.0, 3.0], 9, 2000).unwrap();
+        assert_eq!((e.median, e.ci_low, e.ci_high), (2.0, 1.0, 3.0));
     }
 }

@@ -388,4 +388,46 @@ mod tests {
         assert_eq!(natural_cmp("", "x"), Less);
         assert_eq!(natural_cmp("x2", "x10"), Less);
     }
+
+    #[test]
+    fn keys_read_in_natural_order_once_each() {
+        let k = |s: &str, i: &str, op| (s.to_string(), i.to_string(), op);
+        let keys = [
+            k("ml-kem", "ML-KEM-1024", Op::Keygen),
+            k("hqc", "HQC-128", Op::Dec),
+            k("ml-kem", "ML-KEM-512", Op::Dec),
+            k("ml-kem", "ML-KEM-512", Op::Keygen),
+            k("ml-kem", "ML-KEM-1024", Op::Keygen),
+        ];
+        let sorted: Vec<String> = sorted_keys(keys.iter()).into_iter().map(key_text).collect();
+        assert_eq!(
+            sorted,
+            [
+                "hqc/HQC-128 dec",
+                "ml-kem/ML-KEM-512 keygen",
+                "ml-kem/ML-KEM-512 dec",
+                "ml-kem/ML-KEM-1024 keygen"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_instruction_ratio_needs_a_count_on_both_sides() {
+        let a = series(1.5, 1.0, "y1");
+        let mut row = CompareRow {
+            submission: "s".into(),
+            instance: "i".into(),
+            op: Op::Enc,
+            basis_a: a.basis,
+            basis_b: a.basis,
+            estimates: estimate(&a, &a, 0.02),
+            instructions: Some((200.0, 150.0)),
+        };
+        assert_eq!(row.instruction_ratio(), Some(0.75));
+        assert_eq!(row.change(), Some(Change::Same));
+        row.instructions = Some((0.0, 150.0));
+        assert_eq!(row.instruction_ratio(), None);
+        row.instructions = None;
+        assert_eq!(row.instruction_ratio(), None);
+    }
 }

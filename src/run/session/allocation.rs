@@ -193,4 +193,56 @@ mod tests {
             "CI ±0.80% (widest of its group) within ±1.00% after 30 rounds that count"
         );
     }
+
+    #[test]
+    fn each_group_is_judged_on_its_own_members_and_logs_on_them_only() {
+        use super::super::live::fake::live;
+        let dir = tempfile::tempdir().unwrap();
+        let mut members: Vec<Live> = (0..4)
+            .map(|_| live(dir.path(), &[1.0], &[0], &[]))
+            .collect();
+        let mut every = vec![1, 1];
+        // Two pairs: the first still wide, the second within 90% of the target.
+        reallocate(
+            &mut members,
+            &[
+                Some((40, 0.02)),
+                Some((40, 0.005)),
+                Some((40, 0.004)),
+                Some((40, 0.006)),
+            ],
+            2,
+            &mut every,
+            40,
+            0.01,
+        );
+        assert_eq!(every, [1, 4]);
+        assert!(members[0].visits.is_empty() && members[1].visits.is_empty());
+        assert_eq!(members[2].visits, members[3].visits);
+        assert_eq!(
+            members[3].visits[0].why,
+            "CI ±0.60% (widest of its group) within ±1.00% after 40 rounds that count"
+        );
+        // Rounds newly marked interfered leave the second pair below FULL_ROUNDS rounds
+        // that count: back to every round, although its CI (exactly at the target, not
+        // wider) is within it; member 3 failed and logs nothing.
+        reallocate(
+            &mut members,
+            &[Some((40, 0.02)), Some((40, 0.005)), Some((29, 0.01)), None],
+            2,
+            &mut every,
+            41,
+            0.01,
+        );
+        assert_eq!(every, [1, 1]);
+        assert_eq!(
+            members[2].visits[1],
+            Visit {
+                from_round: 41,
+                every: 1,
+                why: "29 rounds that count (rounds newly marked interfered)".into()
+            }
+        );
+        assert_eq!(members[3].visits.len(), 1);
+    }
 }

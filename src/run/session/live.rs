@@ -269,4 +269,49 @@ mod tests {
         let short = live(dir.path(), &[100.0; 20], &(0..20).collect::<Vec<_>>(), &[]);
         assert!(l.yardstick(&short, ("y", "ab"), 1).is_none());
     }
+
+    #[test]
+    fn ten_clean_rounds_are_enough_to_leave_the_interfered_ones_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let values: Vec<f64> = (0..12).map(|i| 1000.0 + i as f64).collect();
+        let rounds: Vec<usize> = (0..12).collect();
+        let (used, clean_only) = live(dir.path(), &values, &rounds, &[0, 7]).used_rounds(&[]);
+        assert!(clean_only);
+        assert_eq!(used, [1, 2, 3, 4, 5, 6, 8, 9, 10, 11]);
+        let (used, clean_only) = live(dir.path(), &values, &rounds, &[0, 7, 9]).used_rounds(&[]);
+        assert!(!clean_only);
+        assert_eq!(used, rounds);
+    }
+
+    #[test]
+    fn a_runner_that_ended_fails_its_member_with_the_reason() {
+        use crate::record::Status;
+        use crate::run::exec::{Exit, NoLine};
+        use std::time::Duration;
+        let dir = tempfile::tempdir().unwrap();
+        let end = |what: Result<(String, String), NoLine>| {
+            let mut l = live(dir.path(), &[], &[], &[]);
+            l.fail_from(what, Duration::from_secs(60));
+            assert!(!l.alive());
+            let stop = l.failed.take().expect("failed");
+            (stop.status, stop.reason)
+        };
+        assert_eq!(
+            end(Err(NoLine::Killed(Exit::TimedOut))),
+            (
+                Status::TimedOut,
+                "timed out after 60 s waiting for kem-runner (killed)".to_string()
+            )
+        );
+        assert_eq!(
+            end(Err(NoLine::Ended(Exit::Code(3)))),
+            (Status::Failed, "keygen: kem-runner exit code 3".to_string())
+        );
+        let (status, reason) = end(Ok(("done".into(), "{".into())));
+        assert_eq!(status, Status::Failed);
+        assert!(
+            reason.starts_with("keygen: unreadable record from kem-runner ("),
+            "{reason}"
+        );
+    }
 }

@@ -43,9 +43,11 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
     // AES is a family of its own (as in the submission reports): a column when any
     // operation spent time in it, and never part of the hash share.
     let with_aes = results.submissions.iter().any(|s| {
-        s.instances
-            .iter()
-            .any(|i| i.ops.iter().any(|o| o.cipher_share.is_some_and(|c| c > 0.0)))
+        s.instances.iter().any(|i| {
+            i.ops
+                .iter()
+                .any(|o| o.cipher_share.is_some_and(|c| c > 0.0))
+        })
     });
     let mut head = vec![
         "submission",
@@ -387,7 +389,10 @@ mod tests {
         );
         assert_eq!(
             &t.rows[0][8..],
-            ["10% / 5.0% / 40%".to_string(), format!("60% / 45% / {DASH}")]
+            [
+                "10% / 5.0% / 40%".to_string(),
+                format!("60% / 45% / {DASH}")
+            ]
         );
         // No cipher used anywhere: no AES column, the hash share as recorded.
         let t = this_system_table(&system(vec![op("keygen", 0.70, Some(0.0))]));

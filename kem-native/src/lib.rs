@@ -3,12 +3,13 @@
 //! The engine never links KEM code into itself; it runs the `kem-runner` binary of this
 //! crate, which `dlopen`s one built instance and runs one job (`kat`, `time`, `profile`),
 //! printing one JSON record ([`output`]). Modules:
-//! [`api`] (sizes from api.h), [`ct`] (the constant-time check under memcheck), [`drbg`] (KAT random sources), [`error`] (typed errors, exit codes), [`kem`] (loading, guarded
+//! [`api`] (sizes from api.h), [`callgrind`] (the request that starts callgrind's instrumentation), [`ct`] (the constant-time check under memcheck), [`drbg`] (KAT random sources), [`error`] (typed errors, exit codes), [`kem`] (loading, guarded
 //! buffers, the random-byte hook, big-stack threads), [`kat`] (NIST `.rsp` generation),
 //! [`timer`] (cycle counters, perf), [`timing`] (the hot loop), [`memory`] (RSS, stack
 //! painting), [`profile`] (wrapped-symbol tables), [`serve`] (the persistent runner of interleaved rounds), [`sys`] (safe wrappers over the OS calls the engine needs).
 
 pub mod api;
+pub mod callgrind;
 pub mod ct;
 pub mod drbg;
 pub mod error;

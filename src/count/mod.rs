@@ -1,9 +1,12 @@
 //! Instruction counts per operation from callgrind profiles.
 //!
 //! The `count` step runs `kem-runner count` under `valgrind --tool=callgrind` with
-//! `--collect-atstart=no --toggle-collect=<ns>crypto_kem_<op> --dump-after=<ns>crypto_kem_<op>`:
-//! instructions are counted only inside the operation (not setup, not loading), and each call
-//! ends in a dump of its own, so one profile per call. [`callgrind`] parses them;
+//! `--instr-atstart=no --collect-atstart=no --toggle-collect=<ns>crypto_kem_<op>
+//! --dump-after=<ns>crypto_kem_<op>`: instructions are counted only inside the operation (not
+//! setup, not loading), and each call ends in a dump of its own, so one profile per call.
+//! The runner turns instrumentation on only after preparing the inputs: callgrind counts the
+//! calls on an arc even while it collects no cost, and would otherwise put the preparation's
+//! calls (`keygen` before `enc`) into the first profile. [`callgrind`] parses them;
 //! [`summarize`] turns them into instructions per call and inclusive shares.
 //!
 //! Inclusive share of a set `S` of functions (a hash family, all hash families, the DRNG):
@@ -299,6 +302,45 @@ mod tests {
         p.calls.push(call(7, 3, 1, 0));
         let s = summarize(&[p], &declared(), "drng").unwrap();
         assert_eq!(s.ambiguous, ["mix"]);
+    }
+
+    /// Issue #27: calls per operation are the calls of all profiles over their number, each
+    /// arc counted once: ML-KEM-1024's `gen_matrix` absorbs 16 times per `enc` (on one arc)
+    /// and squeezes 16 times plus a data-dependent number of times (on a second arc).
+    #[test]
+    fn calls_per_op_are_exact_over_a_set_of_profiles() {
+        let profile = |extra_squeezes: u64| Profile {
+            events: vec!["Ir".into()],
+            totals: None,
+            functions: vec![
+                f("PQCLEAN_MLKEM1024_CLEAN_crypto_kem_enc", 10),
+                f("PQCLEAN_MLKEM1024_CLEAN_gen_matrix", 100),
+                f("shake128_absorb", 16 * 50),
+                f("shake128_squeezeblocks", (16 + extra_squeezes) * 70),
+            ],
+            calls: vec![
+                call(0, 1, 1, 100 + 16 * 50 + (16 + extra_squeezes) * 70),
+                call(1, 2, 16, 16 * 50),
+                call(1, 3, 16, 16 * 70),
+                call(1, 3, extra_squeezes, extra_squeezes * 70),
+            ],
+        };
+        let profiles: Vec<Profile> = (0..20).map(|i| profile(u64::from(i == 7))).collect();
+        let declared: Vec<Declared> = ["shake128_absorb", "shake128_squeezeblocks"]
+            .map(|s| Declared {
+                symbol: s.into(),
+                family: "keccak".into(),
+            })
+            .to_vec();
+        let s = summarize(&profiles, &declared, "drng").unwrap();
+        assert_eq!(
+            s.calls_per_op,
+            [
+                ("shake128_absorb".into(), 16.0),
+                ("shake128_squeezeblocks".into(), 16.05)
+            ]
+        );
+        assert_eq!(s.per_call[7] - s.per_call[0], 70);
     }
 
     #[test]

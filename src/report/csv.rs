@@ -7,7 +7,8 @@
 //! interfered_rounds (the last five from a timing session's interleaved rounds: median
 //! per-op cycles and its 95% bootstrap interval; empty for a block of trials),
 //! instructions, cycles_per_instruction, hash_share_instr, drng_share_instr (the `count`
-//! step: mean instructions per call, timed cycles over them, and the instruction shares),
+//! step: mean instructions per call, the median timed cycles (else the mean) over them,
+//! and the instruction shares),
 //! yardstick_cycles, per_yardstick (the yardstick timed in the same rounds: its median
 //! per-call cycles, and the median of the per-round ratio operation / yardstick, which
 //! `ngcc-pipe compare` uses to take the host's drift out of a comparison of two runs),

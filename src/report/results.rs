@@ -12,6 +12,21 @@ pub use super::schema::{
 };
 use super::view::{self, CampaignView, InstanceView};
 
+/// Families that are ciphers (AES): the reports show them in a column of their own rather
+/// than under hash/XOF.
+pub(crate) const CIPHER_FAMILIES: [&str; 1] = ["aes"];
+
+/// The share of the cipher families in a profile, when the profile lists one of them.
+fn cipher_share(p: &crate::record::ProfileData) -> Option<f64> {
+    let shares: Vec<f64> = p
+        .family_shares
+        .iter()
+        .filter(|(f, _)| CIPHER_FAMILIES.contains(&f.as_str()))
+        .map(|(_, s)| *s)
+        .collect();
+    (!shares.is_empty()).then(|| shares.iter().sum())
+}
+
 /// KAT status of an instance as one word (see [`RESULTS_SCHEMA_DOC`]).
 pub fn kat_word(inst: &InstanceView) -> Option<String> {
     let r = inst.record(StepKind::Kat)?;
@@ -156,6 +171,7 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         peak_rss_kib: t.and_then(|t| t.output.memory.peak_rss_kib),
         stack_bytes: t.and_then(|t| t.output.memory.stack_bytes),
         hash_share: p.map(|p| p.hash_share),
+        cipher_share: p.and_then(cipher_share),
         drng_share: p.map(|p| p.drng_share),
         calls_per_op: p.map(calls_named).unwrap_or_default(),
         counter_ghz: s.and_then(|s| s.counter_ghz),
@@ -165,7 +181,7 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
         rounds: s.and_then(|s| s.rounds),
         interfered_rounds: s.and_then(|s| s.interfered_rounds),
         instructions: n.map(|n| n.instructions_mean),
-        cycles_per_instruction: inst.cycles_per_instruction(op),
+        cycles_per_instruction: inst.cycles_per_instruction(op).map(|(x, _)| x),
         hash_share_instr: n.map(|n| n.hash_share),
         drng_share_instr: n.map(|n| n.drng_share),
         yardstick_cycles: y.map(|y| y.estimate.median),

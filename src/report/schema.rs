@@ -41,11 +41,14 @@ are counter ticks per operation; times are nanoseconds per operation.
         "trials", "iters", "cv", "unstable", "min_cycles", "q1_cycles", "q3_cycles",
         "max_cycles", "trial_cycles": [per-op cycles of every trial],
         "baseline_rss_kib", "peak_rss_kib", "stack_bytes",
-        "hash_share", "drng_share", "calls_per_op": [["shake256", 2.0], ...],
+        "hash_share": every provided family (ciphers included),
+        "cipher_share": the part of hash_share in AES (absent when no cipher family is declared),
+        "drng_share", "calls_per_op": [["shake256", 2.0], ...],
         "counter_ghz": measured counter rate (ticks / monotonic ns of the trials),
         "median_cycles", "ci_low_cycles", "ci_high_cycles", "rounds", "interfered_rounds",
         "instructions": mean instructions per call (count step),
-        "cycles_per_instruction", "hash_share_instr", "drng_share_instr",
+        "cycles_per_instruction": median timed cycles (else mean) / instructions,
+        "hash_share_instr", "drng_share_instr",
         "yardstick_cycles": the yardstick's median per-call cycles in the same rounds,
         "per_yardstick": median of the per-round ratio operation / yardstick,
         "yardstick_id": "ngcc-yardstick-1 sha256:<object>", "yardstick_trial_cycles": [per round],
@@ -162,7 +165,12 @@ pub struct ResultOp {
     pub baseline_rss_kib: Option<u64>,
     pub peak_rss_kib: Option<u64>,
     pub stack_bytes: Option<u64>,
+    /// Share of all provided primitive families together (ciphers included).
     pub hash_share: Option<f64>,
+    /// The part of `hash_share` spent in cipher families (AES); absent when the profile
+    /// lists none (and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cipher_share: Option<f64>,
     pub drng_share: Option<f64>,
     pub calls_per_op: Vec<(String, f64)>,
     pub counter_ghz: Option<f64>,

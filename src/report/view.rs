@@ -435,12 +435,15 @@ impl InstanceView {
     }
 
     /// Timed cycles per operation (session median, else mean) over counted instructions
-    /// (mean), when both were measured.
-    pub fn cycles_per_instruction(&self, op: Op) -> Option<f64> {
+    /// (mean), when both were measured; `true` when the cycles are the session median.
+    pub fn cycles_per_instruction(&self, op: Op) -> Option<(f64, bool)> {
         let t = self.time_ok(op)?;
         let c = self.count_ok(op)?;
-        let cycles = t.summary.median_cycles.unwrap_or(t.summary.mean_cycles);
-        (c.instructions_mean > 0.0).then(|| cycles / c.instructions_mean)
+        let (cycles, median) = match t.summary.median_cycles {
+            Some(m) => (m, true),
+            None => (t.summary.mean_cycles, false),
+        };
+        (c.instructions_mean > 0.0).then(|| (cycles / c.instructions_mean, median))
     }
 
     /// Why this instance cannot run on this machine (its build, or every record it has, was

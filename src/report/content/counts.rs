@@ -15,6 +15,9 @@ use crate::report::view::SubmissionView;
 /// share points (0.10 = 10 points), not flagged.
 pub const MAX_SHARE_GAP: f64 = 0.10;
 
+/// The cycles-per-instruction column: which cycles over which instructions.
+pub const CPI_HEAD: &str = "cycles per instruction (median timed cycles ÷ counted instructions)";
+
 /// Instructions grouped in thousands/millions like cycles: "1.58 M".
 fn instructions(x: f64) -> String {
     fmt::cycles(x)
@@ -38,11 +41,13 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
         "instructions (mean)",
         "min – max",
         "calls",
-        "cycles per instruction",
+        CPI_HEAD,
     ]);
     let mut missing = Vec::new();
     let mut flags: Vec<String> = Vec::new();
     let mut excluded: Vec<String> = Vec::new();
+    let mut counters: Vec<String> = Vec::new();
+    let mut any_mean = false;
     for inst in &sub.instances {
         for (op, r) in inst.ops(StepKind::Count) {
             let Some(c) = inst.count_ok(op) else {
@@ -65,6 +70,13 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
                     excluded.push(x.clone());
                 }
             }
+            if let Some(t) = inst.time_ok(op) {
+                if !counters.contains(&t.output.counter) {
+                    counters.push(t.output.counter.clone());
+                }
+            }
+            let cpi = inst.cycles_per_instruction(op);
+            any_mean |= cpi.is_some_and(|(_, median)| !median);
             t.row(vec![
                 code(&inst.id),
                 op.name().into(),
@@ -79,9 +91,11 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
                     )
                 },
                 c.per_call.len().to_string(),
-                inst.cycles_per_instruction(op)
-                    .map(|x| format!("{x:.2}"))
-                    .unwrap_or_else(|| DASH.into()),
+                match cpi {
+                    Some((x, true)) => format!("{x:.2}"),
+                    Some((x, false)) => format!("{x:.2} (mean)"),
+                    None => DASH.into(),
+                },
             ]);
         }
     }
@@ -92,9 +106,22 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
              operation's calls; the KAT generator seeded with a fixed seed:",
         );
         doc.table(t);
+        let ticks = if counters.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} ticks)",
+                counters
+                    .iter()
+                    .map(|c| code(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         doc.p(format!(
-            "Counted object flags: {}.{} Cycles per instruction = timed cycles (session \
-             median, else mean) / mean instructions.",
+            "Counted object flags: {}.{} Cycles per instruction = the timed object's median \
+             cycles per call over the timing session's rounds{ticks} ÷ the counted object's \
+             mean instructions per call{}.",
             flags.iter().map(|f| code(f)).collect::<Vec<_>>().join("; "),
             if excluded.is_empty() {
                 " Same code as the timed object (`-g` adds debug information only).".to_string()
@@ -104,6 +131,12 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
                      the timed code, and cycles per instruction compare the two.",
                     code(&excluded.join(" "))
                 )
+            },
+            if any_mean {
+                "; \"(mean)\" marks an operation timed in one block of trials, whose mean \
+                 cycles per call are divided instead"
+            } else {
+                ""
             }
         ));
     }
@@ -138,6 +171,10 @@ pub(super) fn shares_table(doc: &mut Doc, sub: &SubmissionView) {
                 continue;
             };
             let p = inst.profile_ok(op);
+            // AES is a family of its own (its share is in `by family`), not hash/XOF.
+            let hash = super::primitives::hash_only(c.hash_share, &[ciphers(&c.family_shares)]);
+            let p_hash =
+                p.map(|p| super::primitives::hash_only(p.hash_share, &[ciphers(&p.family_shares)]));
             let gap = |what: &str, instr: f64, time: Option<f64>| {
                 time.filter(|t| (t - instr).abs() > MAX_SHARE_GAP).map(|t| {
                     format!(
@@ -147,7 +184,7 @@ pub(super) fn shares_table(doc: &mut Doc, sub: &SubmissionView) {
                 })
             };
             let flag: Vec<String> = [
-                gap(families, c.hash_share, p.map(|p| p.hash_share)),
+                gap(families, hash, p_hash),
                 gap("DRNG", c.drng_share, p.map(|p| p.drng_share)),
             ]
             .into_iter()
@@ -164,9 +201,8 @@ pub(super) fn shares_table(doc: &mut Doc, sub: &SubmissionView) {
             t.row(vec![
                 code(&inst.id),
                 op.name().into(),
-                fmt::share(c.hash_share),
-                p.map(|p| fmt::share(p.hash_share))
-                    .unwrap_or_else(|| DASH.into()),
+                fmt::share(hash),
+                p_hash.map(fmt::share).unwrap_or_else(|| DASH.into()),
                 fmt::share(c.drng_share),
                 p.map(|p| fmt::share(p.drng_share))
                     .unwrap_or_else(|| DASH.into()),
@@ -198,6 +234,15 @@ pub(super) fn shares_table(doc: &mut Doc, sub: &SubmissionView) {
         doc.p("Shares that are upper bounds (a function called both inside and outside a primitive calls it):");
         doc.list(ambiguous);
     }
+}
+
+/// The share of the cipher families (AES) among `family_shares`.
+fn ciphers(family_shares: &[(String, f64)]) -> f64 {
+    family_shares
+        .iter()
+        .filter(|(f, _)| crate::report::results::CIPHER_FAMILIES.contains(&f.as_str()))
+        .map(|(_, s)| *s)
+        .sum()
 }
 
 fn by_family(c: &CountData) -> String {

@@ -40,6 +40,15 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
         .submissions
         .iter()
         .any(|s| s.instances.iter().any(|i| !i.constant_time.is_empty()));
+    // AES is a family of its own (as in the submission reports): a column when any
+    // operation spent time in it, and never part of the hash share.
+    let with_aes = results.submissions.iter().any(|s| {
+        s.instances.iter().any(|i| {
+            i.ops
+                .iter()
+                .any(|o| o.cipher_share.is_some_and(|c| c > 0.0))
+        })
+    });
     let mut head = vec![
         "submission",
         "instance",
@@ -51,6 +60,9 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
         "ct bytes",
         "hash share (keygen / enc / dec)",
     ];
+    if with_aes {
+        head.push("AES share (keygen / enc / dec)");
+    }
     if with_ct {
         head.push("constant-time locations (not benign)");
     }
@@ -65,15 +77,18 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
                 },
                 None => DASH.into(),
             };
-            let shares: Vec<String> = Op::ALL
-                .iter()
-                .map(|&op| {
-                    inst.op(op)
-                        .and_then(|o| o.hash_share)
-                        .map(fmt::share)
-                        .unwrap_or_else(|| DASH.into())
-                })
-                .collect();
+            let shares = |share: &dyn Fn(&results::ResultOp) -> Option<f64>| {
+                Op::ALL
+                    .iter()
+                    .map(|&op| {
+                        inst.op(op)
+                            .and_then(share)
+                            .map(fmt::share)
+                            .unwrap_or_else(|| DASH.into())
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            };
             t.row(vec![
                 link(&sub.id, &format!("{prefix}{}.{link_ext}", sub.id)),
                 code(&inst.id),
@@ -83,8 +98,15 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
                 cyc(Op::Dec),
                 fmt::opt_int(inst.pk),
                 fmt::opt_int(inst.ct),
-                shares.join(" / "),
+                shares(&|o| {
+                    o.hash_share
+                        .map(|h| super::primitives::hash_only(h, &[o.cipher_share.unwrap_or(0.0)]))
+                }),
             ]);
+            if with_aes {
+                let row = t.rows.last_mut().expect("row just added");
+                row.push(shares(&|o| o.cipher_share));
+            }
             if with_ct {
                 let row = t.rows.last_mut().expect("row just added");
                 row.push(ct_cell(inst));
@@ -162,7 +184,9 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
         "Cycles per operation: the median of the interleaved rounds with the half width of \
          its 95% CI (\"±1.2%\"; the mean where an operation was timed in one block of \
          trials, with its CV when above 2%). KAT is the worst status over the checked modes. \
-         Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
+         Hash share: the part of each operation's time spent in the provided hash/XOF \
+         functions (the `profile` step), AES not included (a column of its own when an \
+         operation used it). Machine-readable: [`results.csv`](results.csv), [`results.json`](results.json).",
     );
     doc.table(index_table(results, "md", ""));
     super::categories::by_category(&mut doc, view, results);
@@ -321,6 +345,59 @@ mod tests {
             "PASS single, MISMATCH all"
         );
         assert_eq!(kat_evidence(&inst(&[])), "did not run");
+    }
+
+    /// Issue #27 item 7: AES is a family of its own in the index, as in the submission
+    /// reports: the hash share leaves it out and a column of its own shows it.
+    #[test]
+    fn aes_is_not_counted_as_hash() {
+        let op = |name: &str, hash: f64, aes: Option<f64>| -> results::ResultOp {
+            serde_json::from_value(serde_json::json!({
+                "op": name, "trial_cycles": [], "calls_per_op": [],
+                "hash_share": hash, "cipher_share": aes,
+            }))
+            .unwrap()
+        };
+        let system = |ops: Vec<results::ResultOp>| Results {
+            schema: String::new(),
+            system: "x86_1".into(),
+            arch: String::new(),
+            started: None,
+            finished: None,
+            environment: None,
+            submissions: vec![crate::report::results::ResultSubmission {
+                id: "frodo".into(),
+                algorithm: "FrodoKEM".into(),
+                instances: vec![ResultInstance {
+                    id: "FrodoKEM-640-AES".into(),
+                    ops,
+                    ..inst(&[])
+                }],
+            }],
+        };
+        let t = this_system_table(&system(vec![
+            op("keygen", 0.70, Some(0.60)),
+            op("enc", 0.50, Some(0.45)),
+            op("dec", 0.40, None),
+        ]));
+        assert_eq!(
+            &t.head[8..],
+            [
+                "hash share (keygen / enc / dec)",
+                "AES share (keygen / enc / dec)"
+            ]
+        );
+        assert_eq!(
+            &t.rows[0][8..],
+            [
+                "10% / 5.0% / 40%".to_string(),
+                format!("60% / 45% / {DASH}")
+            ]
+        );
+        // No cipher used anywhere: no AES column, the hash share as recorded.
+        let t = this_system_table(&system(vec![op("keygen", 0.70, Some(0.0))]));
+        assert_eq!(t.head.len(), 9);
+        assert_eq!(t.rows[0][8], format!("70% / {DASH} / {DASH}"));
     }
 
     /// Issue #14 item 4: the KAT of each instance on every system, side by side; an

@@ -83,7 +83,7 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
     let (ciphers, hashes): (Vec<&String>, Vec<&String>) = sub
         .primitive_families
         .iter()
-        .partition(|f| CIPHER_FAMILIES.contains(&f.as_str()));
+        .partition(|f| results::CIPHER_FAMILIES.contains(&f.as_str()));
     let hash_head = if hashes.is_empty() {
         "hash/XOF".to_string()
     } else {
@@ -240,9 +240,6 @@ pub(super) fn primitives_detail(doc: &mut Doc, sub: &SubmissionView) {
     }
     super::counts::shares_table(doc, sub);
 }
-
-/// Families that are ciphers, shown in a column of their own rather than under hash/XOF.
-pub(super) const CIPHER_FAMILIES: [&str; 1] = ["aes"];
 
 /// The share of the hash/XOF families alone: the share of all provided families (each
 /// counted once when nested) less the ciphers' shares.

@@ -19,8 +19,10 @@
 //! `kem_native::ct`); the engine runs it under `valgrind --tool=memcheck`.
 //!
 //! `count` seeds the KAT generator with a fixed seed (default bytes 0..47, as NIST's KAT),
-//! prepares the operation's inputs and makes `iters` calls of `<ns>crypto_kem_<op>`, each a
-//! call of the exported function, so that callgrind can count each call on its own
+//! prepares the operation's inputs, turns callgrind's instrumentation on (the engine starts
+//! it with `--instr-atstart=no`, so that the preparation's calls are not counted; see
+//! `kem_native::callgrind`) and makes `iters` calls of `<ns>crypto_kem_<op>`, each a call of
+//! the exported function, so that callgrind can count each call on its own
 //! (`--toggle-collect`, `--dump-after`). The runner counts nothing itself.
 //!
 //! The record goes to the stdout the runner was started with; before it loads the KEM the
@@ -488,6 +490,9 @@ fn job_count(args: &Args) -> Result<Outcome, RunnerError> {
             failure: None,
         };
         let calls = prepare(op, &kem, &mut bufs).and_then(|()| {
+            // callgrind (started with `--instr-atstart=no`) sees nothing of the
+            // preparation: its calls would otherwise be counted in the first profile.
+            kem_native::callgrind::start_instrumentation();
             let call = OpCall::new(op, &kem, &mut bufs);
             for i in 0..iters {
                 rc_check(op.c_name(), call.once())

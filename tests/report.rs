@@ -24,10 +24,10 @@ use ngcc_pipe::model::{
     Primitives, ReportMeta, Source, StepKind, StepParams, StepSpec, Submission, System,
 };
 use ngcc_pipe::record::{
-    self, ApiSizes, BuildData, CampaignRecord, CampaignStep, Environment, KatData,
-    KatModeResult, KatStatus, LayoutObject, OwnSymbol, ProfileData, ProfileKatCheck, ProfileOutput,
-    RspDiff, SizesData, SourceData, SourceHit, Status, StepData, StepRecord, SurveyData,
-    SymbolProfile, TimeData, Verdict,
+    self, ApiSizes, BuildData, CampaignRecord, CampaignStep, Environment, KatData, KatModeResult,
+    KatStatus, LayoutObject, OwnSymbol, ProfileData, ProfileKatCheck, ProfileOutput, RspDiff,
+    SizesData, SourceData, SourceHit, Status, StepData, StepRecord, SurveyData, SymbolProfile,
+    TimeData, Verdict,
 };
 use ngcc_pipe::report::{self, CampaignView};
 
@@ -591,7 +591,10 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             Status::Failed,
             Some(format!("MISMATCH (single): {mode_reason}")),
         ),
-        KatStatus::Fail => (Status::Failed, Some(format!("FAIL (single): {mode_reason}"))),
+        KatStatus::Fail => (
+            Status::Failed,
+            Some(format!("FAIL (single): {mode_reason}")),
+        ),
     };
     let mut r = base_record(
         ctx.arm,

@@ -72,7 +72,11 @@ fn campaign() -> Campaign {
         .iter_mut()
         .find(|s| s.kind == StepKind::Kat)
         .expect("faults.kdl has a kat step");
-    assert_eq!(kat.params.kat_modes, [KatMode::Single], "EDITS no longer apply");
+    assert_eq!(
+        kat.params.kat_modes,
+        [KatMode::Single],
+        "EDITS no longer apply"
+    );
     kat.params.kat_modes = vec![KatMode::Single, KatMode::All];
     c
 }
@@ -133,15 +137,24 @@ fn faults_index_lists_the_engines_failures_and_nokat_apart() {
     let camp = campaign_record();
     for st in &camp.steps {
         if st.id.ends_with("/kat") && st.status == Status::Failed {
-            assert!(failed.contains(&format!("`{} (", st.id)), "{} not in\n{failed}", st.id);
+            assert!(
+                failed.contains(&format!("`{} (", st.id)),
+                "{} not in\n{failed}",
+                st.id
+            );
         }
     }
     // hang-dec timed out; the working fixtures' `all` KAT is NOKAT: never under "Failed"
     assert!(status.contains("### Timed out"), "{status}");
     for working in ["good", "own-keccak", "dead-keccak", "size-mismatch"] {
-        assert!(!failed.contains(working), "{working} under failures:\n{failed}");
         assert!(
-            status.contains(&format!("- `{working}/{working}/kat` (all): no expected hash")),
+            !failed.contains(working),
+            "{working} under failures:\n{failed}"
+        );
+        assert!(
+            status.contains(&format!(
+                "- `{working}/{working}/kat` (all): no expected hash"
+            )),
             "{working} not under KAT not checked:\n{status}"
         );
     }
@@ -159,7 +172,11 @@ fn timed_and_not(md: &str, appendix: &str, inst: &str) -> (bool, bool) {
                 .lines()
                 .skip(2)
                 .take_while(|l| l.starts_with("- "))
-                .any(|l| l.split(": compiled with").next().is_some_and(|who| who.contains(&name)))
+                .any(|l| {
+                    l.split(": compiled with")
+                        .next()
+                        .is_some_and(|who| who.contains(&name))
+                })
         });
     let not = md
         .find("Not timed:")
@@ -185,7 +202,12 @@ fn faults_submission_reports_say_what_the_engine_did() {
         let appendix = crate::file(&files, &format!("reports/{}.appendix.md", sub.id));
         for w in &env.warnings {
             // (Markdown escapes `>` and `*`; the warnings quote neither)
-            assert!(md.contains(&w.what), "{}: warning `{}` missing", sub.id, w.what);
+            assert!(
+                md.contains(&w.what),
+                "{}: warning `{}` missing",
+                sub.id,
+                w.what
+            );
         }
         assert!(
             appendix.contains(&format!(
@@ -197,7 +219,9 @@ fn faults_submission_reports_say_what_the_engine_did() {
             sub.id
         );
         for inst in &sub.instances {
-            let ok = inst.ops(StepKind::Time).all(|(op, _)| inst.time_ok(op).is_some());
+            let ok = inst
+                .ops(StepKind::Time)
+                .all(|(op, _)| inst.time_ok(op).is_some());
             let (timed, not) = timed_and_not(md, appendix, &inst.id);
             assert_eq!((timed, not), (ok, !ok), "{}/{}", sub.id, inst.id);
             if !ok {

@@ -53,10 +53,7 @@ pub fn redact_outputs(out: &Path, places: &[(&Path, &str)]) -> Vec<(PathBuf, Vec
     places.dedup();
 
     let mut files = vec![PathBuf::from("campaign.json")];
-    let mut dirs: Vec<&str> = StepKind::ALL
-        .iter()
-        .map(|k| k.table().record_dir)
-        .collect();
+    let mut dirs: Vec<&str> = StepKind::ALL.iter().map(|k| k.table().record_dir).collect();
     dirs.sort();
     dirs.dedup();
     for d in dirs {
@@ -73,8 +70,8 @@ pub fn redact_outputs(out: &Path, places: &[(&Path, &str)]) -> Vec<(PathBuf, Vec
         .map(|rel| {
             let text = std::fs::read_to_string(out.join(&rel))
                 .unwrap_or_else(|e| panic!("{}: {e}", out.join(&rel).display()));
-            let mut v: Value = serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("{}: {e}", rel.display()));
+            let mut v: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", rel.display()));
             redact(&mut v, &places);
             let mut bytes = serde_json::to_vec_pretty(&v).expect("JSON");
             bytes.push(b'\n');
@@ -115,7 +112,10 @@ fn host_facts(env: &mut Map<String, Value>) {
             env.insert(key.into(), fixed.into());
         }
     }
-    for (key, fixed) in [("mem_total_mib", Value::from(16384)), ("max_mhz", 3000.0.into())] {
+    for (key, fixed) in [
+        ("mem_total_mib", Value::from(16384)),
+        ("max_mhz", 3000.0.into()),
+    ] {
         if env.get(key).is_some_and(|v| !v.is_null()) {
             env.insert(key.into(), fixed);
         }

@@ -9,21 +9,25 @@
 //! reference diff, NOKAT, FAIL with skipped timing and profile, an unstable measurement with
 //! an outlier trial, and a survey `bypass`) and `arm_1` (`ml-kem` only) whose
 //! `reports/results.json` makes the site show both systems side by side.
+//!
+//! The `faults_*` tests (`report_faults/`) render records recorded from a real run of the
+//! faults campaign and redacted (`tests/fixtures/records-faults/`), so the engine's own
+//! sandbox row, environment warnings and skip reasons are in their snapshots.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ngcc_pipe::measure::stats;
+use ngcc_pipe::measure::{env, stats};
 use ngcc_pipe::model::{
     Campaign, CatalogSizes, FlagProfile, Instance, KatMode, KatRng, KatSettings, Op, PrimitiveFn,
     Primitives, ReportMeta, Source, StepKind, StepParams, StepSpec, Submission, System,
 };
 use ngcc_pipe::record::{
-    self, ApiSizes, BuildData, CampaignRecord, CampaignStep, EnvWarning, Environment, KatData,
-    KatModeResult, KatStatus, LayoutObject, OwnSymbol, ProfileData, ProfileKatCheck, ProfileOutput,
-    RspDiff, SizesData, SourceData, SourceHit, Status, StepData, StepRecord, SurveyData,
-    SymbolProfile, TimeData, Verdict,
+    self, ApiSizes, BuildData, CampaignRecord, CampaignStep, Environment, KatData, KatModeResult,
+    KatStatus, LayoutObject, OwnSymbol, ProfileData, ProfileKatCheck, ProfileOutput, RspDiff,
+    SizesData, SourceData, SourceHit, Status, StepData, StepRecord, SurveyData, SymbolProfile,
+    TimeData, Verdict,
 };
 use ngcc_pipe::report::{self, CampaignView};
 
@@ -32,6 +36,12 @@ use kem_native::output::{Calibration, CoreCycles, Memory, Overhead, TimeOutput, 
 /// The `ct` records of `x86_1` (memcheck findings and variable-latency scans).
 #[path = "report_ct/records.rs"]
 mod ct_records;
+
+/// Reports from the redacted records of a real faults-campaign run.
+#[path = "report_faults/mod.rs"]
+mod faults;
+
+mod common;
 
 const FIXTURES: &str = "tests/fixtures/records";
 
@@ -264,7 +274,7 @@ fn environment(arm: bool) -> Environment {
             sandbox: None,
         };
     }
-    Environment {
+    let mut e = Environment {
         cpu_model: Some("12th Gen Intel(R) Core(TM) i7-12700".into()),
         bench_cpu: 2,
         logical_cpus: Some(20),
@@ -279,22 +289,19 @@ fn environment(arm: bool) -> Environment {
         cc_version: Some("gcc (Debian 14.2.0-19) 14.2.0".into()),
         build_tool: None,
         loadavg: Some(0.41),
-        warnings: vec![
-            EnvWarning {
-                what: "governor is `powersave`, not `performance`".into(),
-                fix: "`cpupower frequency-set -g performance`".into(),
-            },
-            EnvWarning {
-                what: "turbo boost is on".into(),
-                fix: "`echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo`".into(),
-            },
-            EnvWarning {
-                what: "bench core 2 is not isolated".into(),
-                fix: "boot with `isolcpus=2 nohz_full=2`".into(),
-            },
-        ],
+        warnings: vec![],
         sandbox: None,
-    }
+    };
+    // the warnings the engine writes for this environment (governor, turbo, isolation)
+    e.warnings = env::warnings(
+        &e,
+        &env::Extra {
+            turbo_source: Some(env::TurboSource::IntelPstate),
+            smt_active: Some(false),
+            bench_busy: None,
+        },
+    );
+    e
 }
 
 struct Ctx {
@@ -572,10 +579,22 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             equal: true,
         }),
     };
+    // the KAT step's reasons as the engine words them (run/steps/kat.rs)
+    let mode_reason = i.kat_reason.unwrap_or_default();
     let (kst, kreason) = match i.kat {
-        KatStatus::Pass | KatStatus::Nokat => (Status::Ok, None),
-        KatStatus::Mismatch => (Status::Failed, Some("KAT MISMATCH against kat.sha256")),
-        KatStatus::Fail => (Status::Failed, i.kat_reason),
+        KatStatus::Pass => (Status::Ok, None),
+        KatStatus::Nokat => (
+            Status::Ok,
+            Some("NOKAT (single): no expected hash".to_string()),
+        ),
+        KatStatus::Mismatch => (
+            Status::Failed,
+            Some(format!("MISMATCH (single): {mode_reason}")),
+        ),
+        KatStatus::Fail => (
+            Status::Failed,
+            Some(format!("FAIL (single): {mode_reason}")),
+        ),
     };
     let mut r = base_record(
         ctx.arm,
@@ -584,7 +603,7 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
         Some(id),
         None,
         kst,
-        kreason,
+        kreason.as_deref(),
         Some(StepData::Kat(kat)),
     );
     r.logs = vec![log];
@@ -686,7 +705,11 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
     let ghz = if ctx.arm { 1.0 } else { 2.1 };
     for (k, op) in Op::ALL.into_iter().enumerate() {
         if !kat_ok {
-            let why = format!("dependency `{sub}/{id}/kat` failed");
+            // the scheduler's reason for a step whose dependency failed
+            let why = format!(
+                "`{sub}/{id}/kat` failed: {}",
+                kreason.as_deref().unwrap_or_default()
+            );
             push(
                 ctx,
                 base_record(
@@ -1159,7 +1182,9 @@ fn submission_markdown_qube_failures() {
     assert!(md.contains("NOKAT [2]"));
     assert!(md.contains("FAIL [3]"));
     assert!(md.contains("Survey verdict: bypass"));
-    assert!(md.contains("skipped: dependency `qube/qube-256/kat` failed"));
+    assert!(md.contains(
+        "skipped: `qube/qube-256/kat` failed: FAIL (single): shared secrets differ in count 0"
+    ));
     // Only instances with a successful time record are objects timed (qube-256 is not).
     let appendix = file(&files, "reports/qube.appendix.md");
     assert!(appendix.contains("- `qube-128`, `qube-192`: compiled with"));

@@ -180,9 +180,25 @@ fn the_readme_is_a_front_door() {
         for part in l.split("](").skip(1) {
             let target = part.split(')').next().unwrap();
             if target.starts_with("docs/") {
+                let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+                let page = std::fs::read_to_string(root.join(file))
+                    .unwrap_or_else(|_| panic!("README links to missing {file}"));
+                // An anchor names a heading of that page (GitHub's slug of it).
+                let slug = |h: &str| -> String {
+                    h.trim_start_matches('#')
+                        .trim()
+                        .to_lowercase()
+                        .chars()
+                        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-')
+                        .map(|c| if c == ' ' { '-' } else { c })
+                        .collect()
+                };
                 assert!(
-                    root.join(target).is_file(),
-                    "README links to missing {target}"
+                    anchor.is_empty()
+                        || page
+                            .lines()
+                            .any(|l| l.starts_with('#') && slug(l) == anchor),
+                    "README links to {target}, but {file} has no such heading"
                 );
             }
         }

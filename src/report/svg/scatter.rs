@@ -73,8 +73,16 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
     let titles: Vec<String> = match layout {
         Layout::Wide => vec![title.clone()],
         Layout::Narrow => {
-            let (a, b) = split_to_fit(&title, TITLE_PX, NARROW_W - 16.0);
-            std::iter::once(a).chain(b).collect()
+            // As many lines as it takes, with a margin for the browser's font being wider
+            // than the estimate (scripts/site-check.sh measures the drawn text).
+            let mut lines = Vec::new();
+            let mut rest = Some(title.clone());
+            while let Some(t) = rest.take() {
+                let (a, b) = split_to_fit(&t, TITLE_PX, NARROW_W - 48.0);
+                lines.push(a);
+                rest = b;
+            }
+            lines
         }
     };
     // legend: a column on the right (wide), rows under the plot (narrow)

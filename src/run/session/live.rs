@@ -55,14 +55,19 @@ impl Live {
     /// When its processes used CPU outside its batches since the last one: the member
     /// fails with that reason, and its label is returned for the others' rounds to name.
     pub(super) fn fail_if_busy_outside(&mut self) -> Option<String> {
-        let why = self.cpu.before_batch()?;
-        self.fail(Stop::failed(format!("{}: {why}", self.m.op)));
-        Some(self.m.label.clone())
+        let why = self.cpu.before_batch();
+        self.fail_busy(why)
     }
 
     /// The same after the session's pause begun at `then` (its tree's CPU time then).
     pub(super) fn fail_if_busy_in_pause(&mut self, then: Duration) -> Option<String> {
-        let why = self.cpu.busy_in_pause(then)?;
+        let why = self.cpu.busy_in_pause(then);
+        self.fail_busy(why)
+    }
+
+    /// Fail with `why`, if there is one, and return the member's label.
+    fn fail_busy(&mut self, why: Option<String>) -> Option<String> {
+        let why = why?;
         self.fail(Stop::failed(format!("{}: {why}", self.m.op)));
         Some(self.m.label.clone())
     }

@@ -10,87 +10,39 @@
 //! callgrind with `--instr-atstart=no` and the runner turns instrumentation on only after
 //! the preparation: nothing of it is seen by callgrind at all.
 //!
-//! The request is valgrind's "special instruction" sequence (`valgrind.h`,
-//! `VALGRIND_DO_CLIENT_REQUEST_STMT`) written out for x86-64 and aarch64: a few register
-//! rotations that leave every register as it was, so outside valgrind it does nothing.
+//! The request is valgrind's own macro from `<valgrind/callgrind.h>`: the engine compiles a
+//! generated C file into the valgrind object that exports it as [`START_SYMBOL`] (empty where
+//! valgrind's headers are missing), and the runner calls that function. Outside valgrind the
+//! request is a few instructions that change nothing.
 
-/// `VG_USERREQ_TOOL_BASE('C','T')`: the first of callgrind's requests (`callgrind.h`).
-const CALLGRIND_BASE: usize = ((b'C' as usize) << 24) | ((b'T' as usize) << 16);
-/// `VG_USERREQ__START_INSTRUMENTATION`, the fifth of them.
-pub const START_INSTRUMENTATION: usize = CALLGRIND_BASE + 4;
+use crate::error::LoadError;
+use crate::kem::Kem;
+use std::ffi::c_void;
 
-/// Turn callgrind's instrumentation on (a no-op outside valgrind and under another tool).
-pub fn start_instrumentation() {
-    client_request(START_INSTRUMENTATION);
-}
+/// `void ngcc_callgrind_start(void)`: `CALLGRIND_START_INSTRUMENTATION`.
+pub const START_SYMBOL: &str = "ngcc_callgrind_start";
 
-/// One client request without arguments; returns valgrind's answer, 0 outside valgrind.
-#[cfg(target_arch = "x86_64")]
-fn client_request(request: usize) -> usize {
-    let args: [usize; 6] = [request, 0, 0, 0, 0, 0];
-    let mut result: usize = 0;
-    // SAFETY: rdi is rotated by 3 + 13 + 61 + 51 = 128 bits (back to its value) and
-    // `xchg rbx, rbx` changes nothing; valgrind reads the six words at rax and writes its
-    // answer to rdx (left as the default 0 outside valgrind).
-    unsafe {
-        std::arch::asm!(
-            "rol rdi, 3",
-            "rol rdi, 13",
-            "rol rdi, 61",
-            "rol rdi, 51",
-            "xchg rbx, rbx",
-            in("rax") args.as_ptr(),
-            inout("rdx") result,
-            options(nostack),
-        );
-    }
-    result
-}
+/// The object's request that turns callgrind's instrumentation on.
+#[derive(Clone, Copy)]
+pub struct Start(unsafe extern "C" fn());
 
-/// One client request without arguments; returns valgrind's answer, 0 outside valgrind.
-#[cfg(target_arch = "aarch64")]
-fn client_request(request: usize) -> usize {
-    let args: [usize; 6] = [request, 0, 0, 0, 0, 0];
-    let mut result: usize = 0;
-    // SAFETY: x12 is rotated by 3 + 13 + 51 + 61 = 128 bits (back to its value) and
-    // `orr x10, x10, x10` changes nothing; valgrind reads the six words at x4 and writes
-    // its answer to x3 (left as the default 0 outside valgrind).
-    unsafe {
-        std::arch::asm!(
-            "ror x12, x12, #3",
-            "ror x12, x12, #13",
-            "ror x12, x12, #51",
-            "ror x12, x12, #61",
-            "orr x10, x10, x10",
-            in("x4") args.as_ptr(),
-            inout("x3") result,
-            options(nostack),
-        );
-    }
-    result
-}
-
-/// Architectures valgrind's request sequence is not written out for here: no request (the
-/// `count` step then gets no profile and says so).
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn client_request(_request: usize) -> usize {
-    0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn request_code_is_callgrinds() {
-        // callgrind.h: VG_USERREQ__DUMP_STATS = VG_USERREQ_TOOL_BASE('C','T'), then
-        // ZERO_STATS, TOGGLE_COLLECT, DUMP_STATS_AT, START_INSTRUMENTATION.
-        assert_eq!(START_INSTRUMENTATION, 0x4354_0004);
+impl Start {
+    /// Resolve [`START_SYMBOL`] in `kem`; fails when the object was not built for the
+    /// `count` step (the plain object has no such function).
+    pub fn of(kem: &Kem) -> Result<Start, LoadError> {
+        let f = kem
+            .lib
+            .symbol(START_SYMBOL)
+            .map_err(|e| LoadError::NotBuiltForCount(Box::new(e)))?;
+        // SAFETY: the symbol is the engine's generated `void ngcc_callgrind_start(void)`.
+        Ok(Start(unsafe {
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn()>(f)
+        }))
     }
 
-    #[test]
-    fn outside_valgrind_the_request_does_nothing() {
-        assert_eq!(client_request(START_INSTRUMENTATION), 0);
-        start_instrumentation();
+    /// Turn callgrind's instrumentation on (nothing outside valgrind or under another tool).
+    pub fn now(self) {
+        // SAFETY: a C function without arguments or results that only makes the request.
+        unsafe { (self.0)() }
     }
 }

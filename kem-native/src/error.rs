@@ -111,6 +111,9 @@ pub enum LoadError {
     /// The marking functions of the constant-time check are missing.
     #[error("{0}: the object was not built for the constant-time check (the build's valgrind object links the marking functions)")]
     NotBuiltForCt(Box<LoadError>),
+    /// The callgrind request of the `count` job is missing.
+    #[error("{0}: the object was not built for the count step (the build's valgrind object links the callgrind request)")]
+    NotBuiltForCount(Box<LoadError>),
 }
 
 /// The random source behind the KEM's `randombytes` failed.

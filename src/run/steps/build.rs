@@ -108,7 +108,10 @@ impl KindSpec for Kind {
                 .to_string(),
         );
         if super::valgrind_object::wanted(c) {
-            m.insert("valgrind variant".into(), "true".into());
+            m.insert(
+                "valgrind variant".into(),
+                super::valgrind_object::generated_key(),
+            );
         }
         for l in &inst.libraries {
             let resolved = facts

@@ -14,6 +14,19 @@ use crate::model::Campaign;
 use crate::run::exec::Exit;
 use crate::run::keys::sha256_hex;
 
+/// What the generated C files of the valgrind object (the client requests of `ct` and
+/// `count`) add to the build's cache key: a change to either builds the object again.
+pub fn generated_key() -> String {
+    sha256_hex(
+        format!(
+            "{}{}",
+            crate::ct::marks_source(),
+            crate::count::requests_source()
+        )
+        .as_bytes(),
+    )
+}
+
 /// Step kinds that run the valgrind object (by name: `ct` is added by its own change).
 pub const VALGRIND_KINDS: &[&str] = &["count", "ct"];
 
@@ -198,6 +211,11 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
     std::fs::write(&marks, crate::ct::marks_source()).map_err(StepError::io(&marks))?;
     let marks_obj = dir.join("ngcc_ct_marks.o");
     c.compile(&marks, &marks_obj, &profile_flags)?;
+    // The callgrind client request of the `count` step (crate::count::requests_source).
+    let requests = dir.join("ngcc_callgrind.c");
+    std::fs::write(&requests, crate::count::requests_source()).map_err(StepError::io(&requests))?;
+    let requests_obj = dir.join("ngcc_callgrind.o");
+    c.compile(&requests, &requests_obj, &profile_flags)?;
     let object = dir.join(format!("{}.so", i.id));
     let mut link = profile_flags.clone();
     link.extend(i.link_flags.iter().cloned());
@@ -206,7 +224,7 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
         objects
             .iter()
             .chain(&prims)
-            .chain([&shim_obj, &marks_obj])
+            .chain([&shim_obj, &marks_obj, &requests_obj])
             .chain(i.libraries)
             .map(|o| o.display().to_string()),
     );

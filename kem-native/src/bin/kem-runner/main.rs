@@ -479,6 +479,7 @@ fn job_count(args: &Args) -> Result<Outcome, RunnerError> {
             .ok_or_else(|| UsageError::Seed(h.clone()))?,
     };
     let kem = args.load()?;
+    let start = kem_native::callgrind::Start::of(&kem)?;
     let out = run_on_big_stack(move || -> Result<CountOutput, RunnerError> {
         kem::set_rng(kind.seeded(&seed));
         let mut bufs = Buffers::new(&kem.sizes)?;
@@ -492,7 +493,7 @@ fn job_count(args: &Args) -> Result<Outcome, RunnerError> {
         let calls = prepare(op, &kem, &mut bufs).and_then(|()| {
             // callgrind (started with `--instr-atstart=no`) sees nothing of the
             // preparation: its calls would otherwise be counted in the first profile.
-            kem_native::callgrind::start_instrumentation();
+            start.now();
             let call = OpCall::new(op, &kem, &mut bufs);
             for i in 0..iters {
                 rc_check(op.c_name(), call.once())

@@ -343,7 +343,8 @@ pub(super) fn expand_instances(
                 .collect();
             let mut origin = t.origin.clone();
             // A `when`'s `dir` replaces the template's (the last one that applies).
-            let dir = match applying.iter().rev().find_map(|w| w.dir.as_ref()) {
+            let by_when = applying.iter().rev().find_map(|w| w.dir.as_ref());
+            let dir = match by_when {
                 Some((d, at)) => {
                     origin.dir = *at;
                     d.expand(vars).ok()
@@ -363,7 +364,11 @@ pub(super) fn expand_instances(
                             SourceSpan::new(p.offset.into(), p.len),
                             "outside the source",
                         )
-                        .help("`dir=` is relative to the source root and stays inside it");
+                        .help(if by_when.is_some() {
+                            "`dir` in a `when` block is relative to the source root and stays inside it"
+                        } else {
+                            "`dir=` is relative to the source root and stays inside it"
+                        });
                     cx.push(d);
                 }
                 continue;

@@ -23,6 +23,7 @@ pub mod dsl;
 pub mod error;
 pub mod graph;
 pub mod import;
+pub mod libs;
 pub mod measure;
 pub mod model;
 pub mod profile;

@@ -491,7 +491,7 @@ fn nist_package_manifest_lowers() {
             "",
         ),
         "    kat manifest=\"kat.sha256\"\n",
-        "    api \"nist\"\n    exclude \"test_*.c\"\n    link \"crypto\"\n    link \"Source\" \"https://example.org\"\n    kat manifest=\"kat.sha256\" submitted=\"KAT/{level}/PQCkemKAT_{sk}.rsp\"\n    when level=\"3\" {\n        link \"gmp\"\n        kat-submitted \"KAT/three/PQCkemKAT_{sk}.rsp\"\n        sources \"common/../shared/x.c\"\n    }\n",
+        "    api \"nist\"\n    exclude \"test_*.c\"\n    link \"crypto\"\n    link \"Source\" \"https://example.org\"\n    kat manifest=\"kat.sha256\" submitted=\"KAT/{level}/PQCkemKAT_{sk}.rsp\"\n    when level=\"3\" {\n        link \"gmp\"\n        kat-submitted \"KAT/three/PQCkemKAT_{sk}.rsp\"\n        sources \"common/../shared/x.c\"\n        dir \"extra/{impl}/{level}\"\n    }\n",
     );
     let c = load_campaign_with(
         Path::new("/c/pipelines/p.kdl"),
@@ -521,7 +521,23 @@ fn nist_package_manifest_lowers() {
         Some("KAT/three/PQCkemKAT_{sk}.rsp")
     );
     assert_eq!(three.extra_sources, ["common/../shared/x.c"]);
+    // `dir` in a `when` block replaces the instance line's `dir=`.
+    assert_eq!(
+        (one.dir.as_str(), three.dir.as_str()),
+        ("a-1/clean", "extra/clean/3")
+    );
+    assert_eq!(sub.instances[3].dir, "extra/avx2/3");
+    // Where each library is named, for `check --deep`.
+    let at: Vec<(&str, usize, usize)> = three
+        .origin
+        .links
+        .iter()
+        .map(|(l, p)| (l.as_str(), p.line, p.col))
+        .collect();
+    assert_eq!(at, [("crypto", 6, 10), ("gmp", 10, 14)]);
 }
+
+error_case!(when_dir_outside_source, 1, manifest: ("}\n", "    when level=\"3\" {\n        dir \"../{impl}\"\n    }\n}\n"));
 
 error_case!(ct_benign_without_reason, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\"\n}\n"));
 error_case!(ct_benign_empty_reason, 1, manifest: ("}\n", "    ct-benign \"rej_uniform\" reason=\" \"\n}\n"));

@@ -367,3 +367,190 @@ fn hostile_archives_are_refused_and_write_nothing_outside() {
         .collect();
     assert!(strays.is_empty(), "left behind: {strays:?}");
 }
+
+/// Removes the `#define CRYPTO_ALGNAME` line of an api.h.
+fn drop_algname(api_h: &Path) {
+    let text = std::fs::read_to_string(api_h).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains("CRYPTO_ALGNAME"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(kept, text, "{} had a CRYPTO_ALGNAME", api_h.display());
+    std::fs::write(api_h, kept).unwrap();
+}
+
+/// The `kat` record's modes of one instance: (mode, status, reason).
+fn kat_modes(out: &Path, sub: &str, inst: &str) -> Vec<(KatMode, KatStatus, Option<String>)> {
+    let kat = rec(out, StepKind::Kat, sub, inst, None);
+    let Some(StepData::Kat(k)) = &kat.data else {
+        panic!("{sub}/{inst}: kat {:?}: {:?}", kat.status, kat.reason)
+    };
+    k.modes
+        .iter()
+        .map(|m| (m.mode, m.status, m.reason.clone()))
+        .collect()
+}
+
+#[test]
+fn an_api_h_without_algname_takes_the_name_from_the_submitted_file() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    drop_algname(&pkg.join("Reference_Implementation/crypto_kem/ml-kem-512/api.h"));
+    // Another file of the same size, in another folder: the parameter set's own wins.
+    let submitted = pkg.join("KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp");
+    let text = std::fs::read_to_string(&submitted).unwrap();
+    std::fs::create_dir_all(pkg.join("KAT/crypto_kem/draft")).unwrap();
+    std::fs::write(
+        pkg.join("KAT/crypto_kem/draft/PQCkemKAT_1632.rsp"),
+        text.replacen("# ML-KEM-512", "# Kyber512-draft", 1),
+    )
+    .unwrap();
+    let said = ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    assert!(
+        said.contains("note: Reference_Implementation/crypto_kem/ml-kem-512: api.h defines no CRYPTO_ALGNAME: its submitted KAT file is `KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp`, the only one of that size in a folder named `ml-kem-512`; the KAT step takes the algorithm's name `ML-KEM-512` from that file's first line"),
+        "{said}"
+    );
+    let manifest = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    assert!(manifest.contains("algorithm \"ML-KEM-512\""), "{manifest}");
+    let p = pipeline(dir, "single all", false);
+    ok(dir, &["check", "--deep", &p.display().to_string()]);
+    ok(dir, &["run", &p.display().to_string()]);
+    let out = dir.join("out");
+    for (mode, status, reason) in kat_modes(&out, "ML-KEM", "ml-kem-512-reference") {
+        assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
+    }
+    // The header written is the submitted file's: the whole file is byte-identical.
+    let kat = rec(&out, StepKind::Kat, "ML-KEM", "ml-kem-512-reference", None);
+    let Some(StepData::Kat(k)) = &kat.data else {
+        panic!()
+    };
+    let all = k.modes.iter().find(|m| m.mode == KatMode::All).unwrap();
+    let mine = std::fs::read_to_string(out.join(all.rsp.as_ref().unwrap())).unwrap();
+    assert!(
+        mine == text,
+        "generated .rsp differs from the submitted one"
+    );
+}
+
+#[test]
+fn additional_implementations_with_the_common_layout_are_imported() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkgs = dir.join("pkgs");
+    let pkg = support::ml_kem(&mlkem, &pkgs, &["512"]);
+    // `Additional_Implementations/avx2/crypto_kem/ml-kem-512/`: the clean code again,
+    // built with the `-m` options an AVX2 build gives in its Makefile.
+    let spec = support::ParamSpec {
+        from: "crypto_kem/ml-kem-512/clean",
+        namespace: "PQCLEAN_MLKEM512_CLEAN_",
+        name: "ml-kem-512",
+        common: &["fips202.c", "fips202.h", "compat.h"],
+        own: vec![(
+            "Makefile",
+            "CFLAGS = -O3 -std=c99 -mavx2 -mbmi2\nSOURCES = $(wildcard *.c)\n\nPQCgenKAT_kem: $(SOURCES)\n\t$(CC) $(CFLAGS) -o $@ $(SOURCES)\n".to_string(),
+        )],
+        api_via_params: Some("ML-KEM-512"),
+        rng_openssl: false,
+    };
+    support::make_param(&mlkem, &pkg, "Additional_Implementations/avx2", &spec);
+    // A folder of another layout is named, not guessed at.
+    std::fs::create_dir_all(pkg.join("Additional_Implementations/fpga/rtl")).unwrap();
+    std::fs::write(
+        pkg.join("Additional_Implementations/fpga/rtl/top.v"),
+        "module top; endmodule\n",
+    )
+    .unwrap();
+    let said = ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    assert!(
+        said.contains("note: Additional_Implementations/fpga/ not imported: it is not laid out as `Additional_Implementations/<name>/crypto_kem/<param>/`"),
+        "{said}"
+    );
+    let manifest = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    for want in [
+        "matrix param=\"ml-kem-512\" impl=\"Reference avx2\"",
+        "when impl=\"avx2\" {\n        dir \"Additional_Implementations/avx2/crypto_kem/{param}\"\n    }",
+        "when param=\"ml-kem-512\" impl=\"avx2\" {\n        cflags \"-mavx2\" \"-mbmi2\"\n        requires-cpu \"avx2\" \"bmi2\"",
+    ] {
+        assert!(manifest.contains(want), "{want}\n--- manifest\n{manifest}");
+    }
+    let sha = std::fs::read_to_string(dir.join("subs/ML-KEM/kat.sha256")).unwrap();
+    assert!(sha.contains("  ml-kem-512-avx2\n"), "{sha}");
+    let p = pipeline(dir, "single", false);
+    let checked = ok(dir, &["check", "--deep", &p.display().to_string()]);
+    assert!(checked.contains("2 instances"), "{checked}");
+    assert!(
+        checked.contains("ML-KEM/ml-kem-512-avx2: aes.c cbd.c"),
+        "{checked}"
+    );
+    ok(dir, &["run", &p.display().to_string()]);
+    let out = dir.join("out");
+    let build = rec(&out, StepKind::Build, "ML-KEM", "ml-kem-512-avx2", None);
+    if !has_avx2() {
+        assert_eq!(build.status.name(), "unsupported");
+        return;
+    }
+    let Some(StepData::Build(b)) = &build.data else {
+        panic!("build {:?}: {:?}", build.status, build.reason)
+    };
+    // Built from its own folder, with its Makefile's `-m` options.
+    let folder = Path::new("Additional_Implementations/avx2/crypto_kem/ml-kem-512");
+    assert!(!b.objects.is_empty());
+    for (src, _) in &b.objects {
+        assert!(
+            src.parent().is_some_and(|d| d.ends_with(folder)),
+            "{}",
+            src.display()
+        );
+    }
+    assert!(b.flags.iter().any(|f| f == "-mavx2"), "{:?}", b.flags);
+    for (mode, status, reason) in kat_modes(&out, "ML-KEM", "ml-kem-512-avx2") {
+        assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
+    }
+}
+
+#[test]
+fn check_deep_names_a_link_whose_library_is_not_found() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let path = dir.join("subs/ML-KEM/manifest.kdl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen(
+        "    api \"nist\"\n",
+        "    api \"nist\"\n    link \"ngccnosuchlib\"\n",
+        1,
+    );
+    std::fs::write(&path, &text).unwrap();
+    let line = 1 + text
+        .lines()
+        .position(|l| l.contains("ngccnosuchlib"))
+        .unwrap();
+    let p = pipeline(dir, "single", false);
+    // The plain check does not look for libraries; the deep one does.
+    ok(dir, &["check", &p.display().to_string()]);
+    let (code, out, err) = ngcc(dir, &["check", "--deep", &p.display().to_string()]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("`link \"ngccnosuchlib\"`: system library `ngccnosuchlib` not found"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("manifest.kdl:{line}:10]")),
+        "not at line {line}:\n{err}"
+    );
+}

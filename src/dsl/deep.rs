@@ -31,6 +31,8 @@ pub fn deep_check(
 ) -> DeepReport {
     let mut problems = Vec::new();
     let mut listing_lines = Vec::new();
+    // Each library once: name -> where `cc` finds it, or why not.
+    let mut found = Libraries::default();
     for (n, sub) in campaign.submissions.iter().enumerate() {
         let Ok(text) = fs.read_to_string(&sub.manifest_path) else {
             continue;
@@ -55,6 +57,7 @@ pub fn deep_check(
         };
         for inst in &sub.instances {
             let o = &inst.origin;
+            missing_libraries(&file, &campaign.system.cc, o, &mut found, &mut problems);
             let dir = root.join(&inst.dir);
             if !dir.is_dir() {
                 problems.push(
@@ -143,6 +146,44 @@ pub fn deep_check(
     DeepReport {
         problems: Diagnostics::new(problems),
         listing: listing_lines,
+    }
+}
+
+/// What `check --deep` learnt about libraries: name -> where `cc` finds it or why not,
+/// and the `link` values already reported (manifest, offset).
+#[derive(Default)]
+struct Libraries {
+    found: BTreeMap<String, Result<PathBuf, String>>,
+    said: Vec<(PathBuf, usize)>,
+}
+
+/// A `link "<name>"` whose library the build would not find (`crate::libs`, as the
+/// build resolves it), said once at the `link` value that names it.
+fn missing_libraries(
+    file: &SourceFile,
+    cc: &str,
+    o: &crate::model::Origin,
+    libs: &mut Libraries,
+    problems: &mut Vec<Diagnostic>,
+) {
+    for (name, at) in &o.links {
+        let r = libs
+            .found
+            .entry(name.clone())
+            .or_insert_with(|| crate::libs::find(cc, name));
+        let Err(why) = r else { continue };
+        let key = (file.path().to_path_buf(), at.offset);
+        if libs.said.contains(&key) {
+            continue;
+        }
+        libs.said.push(key);
+        problems.push(
+            Diagnostic::new(file, format!("`link \"{name}\"`: {why}"))
+                .label(SourceSpan::new(at.offset.into(), at.len), "not found")
+                .help(format!(
+                    "the build links lib{name}.so as `{cc} -print-file-name=lib{name}.so` or pkg-config's libdir finds it; install the library's development package, or remove the `link` if the sources do not need it"
+                )),
+        );
     }
 }
 

@@ -73,15 +73,16 @@ pub fn kat_files(root: &Path) -> Vec<KatFile> {
 }
 
 /// The file for a parameter set named `param` with `CRYPTO_ALGNAME` `algname` and secret
-/// keys of `sk` bytes, or why none was chosen.
+/// keys of `sk` bytes, or why none was chosen. Without a `CRYPTO_ALGNAME` the file is
+/// chosen by size and folder alone ([`by_size`]) and the decision is returned with it.
 pub fn choose<'a>(
     files: &'a [KatFile],
     param: &str,
     algname: Option<&str>,
     sk: u64,
-) -> Result<&'a KatFile, String> {
+) -> Result<(&'a KatFile, Option<String>), String> {
     let Some(alg) = algname else {
-        return Err("api.h defines no CRYPTO_ALGNAME, so no KAT file can be matched to it".into());
+        return by_size(files, param, sk).map(|(f, note)| (f, Some(note)));
     };
     let found: Vec<&KatFile> = files
         .iter()
@@ -103,27 +104,89 @@ pub fn choose<'a>(
                 )
             })
         }
-        [one] => Ok(one),
-        many => {
-            // Copies of one file are one answer; prefer the one in the parameter set's folder.
-            if many.iter().all(|f| f.sha256 == many[0].sha256) {
-                let by_folder = many.iter().find(|f| {
-                    Path::new(&f.rel)
-                        .components()
-                        .any(|c| c.as_os_str() == param)
-                });
-                Ok(by_folder.copied().unwrap_or(many[0]))
-            } else {
-                Err(format!(
-                    "several different KAT files match `# {alg}` and size {sk}: {}",
-                    many.iter()
-                        .map(|f| f.rel.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            }
-        }
+        [one] => Ok((one, None)),
+        many => one_answer(many, param).map(|f| (f, None)).ok_or_else(|| {
+            format!(
+                "several different KAT files match `# {alg}` and size {sk}: {}",
+                listed(many)
+            )
+        }),
     }
+}
+
+/// Whether the file lies in a folder named `param` (`KAT/crypto_kem/<param>/...`).
+fn in_folder(f: &KatFile, param: &str) -> bool {
+    Path::new(&f.rel)
+        .parent()
+        .is_some_and(|d| d.components().any(|c| c.as_os_str() == param))
+}
+
+/// Copies of one file are one answer (the one in the parameter set's folder, if any).
+fn one_answer<'a>(many: &[&'a KatFile], param: &str) -> Option<&'a KatFile> {
+    let first = many.first()?;
+    if !many.iter().all(|f| f.sha256 == first.sha256) {
+        return None;
+    }
+    Some(
+        many.iter()
+            .find(|f| in_folder(f, param))
+            .copied()
+            .unwrap_or(first),
+    )
+}
+
+fn listed(files: &[&KatFile]) -> String {
+    files
+        .iter()
+        .map(|f| f.rel.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// For an api.h without `CRYPTO_ALGNAME`: the one `PQCkemKAT_<sk>.rsp` in the parameter
+/// set's own KAT folder, else the one of that size in the whole package; the algorithm's
+/// name is then its `# <name>` line. Returns the file and the decision, said.
+fn by_size<'a>(
+    files: &'a [KatFile],
+    param: &str,
+    sk: u64,
+) -> Result<(&'a KatFile, String), String> {
+    let sized: Vec<&KatFile> = files.iter().filter(|f| f.sk == sk).collect();
+    let own: Vec<&KatFile> = sized
+        .iter()
+        .copied()
+        .filter(|f| in_folder(f, param))
+        .collect();
+    let (file, how) = if let Some(f) = one_answer(&own, param) {
+        (
+            f,
+            format!("the only one of that size in a folder named `{param}`"),
+        )
+    } else if let Some(f) = one_answer(&sized, param) {
+        (f, "the only one of that size in the package".to_string())
+    } else if sized.is_empty() {
+        return Err(format!(
+            "api.h defines no CRYPTO_ALGNAME, and there is no PQCkemKAT_{sk}.rsp in the package"
+        ));
+    } else {
+        return Err(format!(
+            "api.h defines no CRYPTO_ALGNAME, and several different files have size {sk} ({}), none alone in a folder named `{param}`: name the file with `kat-submitted` in a `when` block",
+            listed(&sized)
+        ));
+    };
+    let Some(name) = file.algname.as_deref().filter(|n| !n.is_empty()) else {
+        return Err(format!(
+            "api.h defines no CRYPTO_ALGNAME, and `{}` does not start with a `# <name>` line either, so NIST's header cannot be written",
+            file.rel
+        ));
+    };
+    Ok((
+        file,
+        format!(
+            "api.h defines no CRYPTO_ALGNAME: its submitted KAT file is `{}`, {how}; the KAT step takes the algorithm's name `{name}` from that file's first line",
+            file.rel
+        ),
+    ))
 }
 
 /// The `kat submitted=` template that gives `rel` for `param` (the parameter set's folder
@@ -161,14 +224,12 @@ mod tests {
             f("KAT/kyber768/PQCkemKAT_2400.rsp", 2400, "ML-KEM-768", "b"),
             f("KAT/other/PQCkemKAT_1632.rsp", 1632, "Other-512", "c"),
         ];
-        let got = choose(&files, "ml-kem-512", Some("ML-KEM-512"), 1632).unwrap();
+        let (got, note) = choose(&files, "ml-kem-512", Some("ML-KEM-512"), 1632).unwrap();
         assert_eq!(got.rel, "KAT/kyber512/PQCkemKAT_1632.rsp");
+        assert!(note.is_none());
         assert!(choose(&files, "x", Some("ML-KEM-1024"), 3168)
             .unwrap_err()
             .contains("no PQCkemKAT_3168"));
-        assert!(choose(&files, "x", None, 1632)
-            .unwrap_err()
-            .contains("CRYPTO_ALGNAME"));
         assert_eq!(
             template_of(
                 "KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp",
@@ -177,5 +238,57 @@ mod tests {
             ),
             "KAT/crypto_kem/{param}/PQCkemKAT_{sk}.rsp"
         );
+    }
+
+    #[test]
+    fn without_algname_matches_by_folder_then_by_size() {
+        let files = vec![
+            f(
+                "KAT/crypto_kem/kyber512/PQCkemKAT_1632.rsp",
+                1632,
+                "Kyber512",
+                "a",
+            ),
+            f(
+                "KAT/crypto_kem/other/PQCkemKAT_1632.rsp",
+                1632,
+                "Other",
+                "b",
+            ),
+            f(
+                "KAT/crypto_kem/kyber768/PQCkemKAT_2400.rsp",
+                2400,
+                "Kyber768",
+                "c",
+            ),
+        ];
+        // Two files of that size: the one in the parameter set's own folder.
+        let (got, note) = choose(&files, "kyber512", None, 1632).unwrap();
+        assert_eq!(got.rel, "KAT/crypto_kem/kyber512/PQCkemKAT_1632.rsp");
+        let note = note.unwrap();
+        assert!(
+            note.contains("folder named `kyber512`") && note.contains("`Kyber512`"),
+            "{note}"
+        );
+        // The only file of that size, whatever its folder.
+        let (got, note) = choose(&files, "ml-kem-768", None, 2400).unwrap();
+        assert_eq!(got.algname.as_deref(), Some("Kyber768"));
+        assert!(note
+            .unwrap()
+            .contains("only one of that size in the package"));
+        // Two of that size, neither in the folder: no guess.
+        let e = choose(&files, "kyber1024", None, 1632).unwrap_err();
+        assert!(
+            e.contains("several different files") && e.contains("other/"),
+            "{e}"
+        );
+        assert!(choose(&files, "x", None, 3168)
+            .unwrap_err()
+            .contains("no PQCkemKAT_3168"));
+        // A file without a `# <name>` line gives no name for the header.
+        let mut bare = files[2].clone();
+        bare.algname = None;
+        let e = choose(std::slice::from_ref(&bare), "x", None, 2400).unwrap_err();
+        assert!(e.contains("does not start with a `# <name>` line"), "{e}");
     }
 }

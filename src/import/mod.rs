@@ -207,18 +207,14 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
             "submission id `{name}` {p}: choose one with --name"
         )));
     }
-    let impls = scan::implementations(&root, &o.cc, &mut done.decisions);
+    let mut impls = scan::implementations(&root, &o.cc, &mut done.decisions);
     if impls.is_empty() {
         return Err(ImportError::Empty(format!(
             "{}: no `<Kind>_Implementation/crypto_kem/<param>/api.h` found (the NIST layout)",
             o.package.display()
         )));
     }
-    // Parameter sets every implementation has.
-    let mut params: Vec<String> = impls[0].params.iter().map(|p| p.name.clone()).collect();
-    for i in &impls[1..] {
-        params.retain(|p| i.params.iter().any(|q| &q.name == p));
-    }
+    let params = common_params(&mut impls, &mut done.decisions);
     for i in &impls {
         for p in i.params.iter().filter(|p| !params.contains(&p.name)) {
             done.decisions.push(format!(
@@ -238,7 +234,12 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
                 kind: &i.kind,
                 param,
                 kat: match kat::choose(&kats, pname, param.api.algname.as_deref(), param.api.sk) {
-                    Ok(k) => Some(k),
+                    Ok((k, note)) => {
+                        if let Some(n) = note {
+                            done.decisions.push(format!("{}: {n}", param.dir));
+                        }
+                        Some(k)
+                    }
                     Err(why) => {
                         done.decisions
                             .push(format!("{}: no submitted KAT file: {why}", param.dir));
@@ -289,9 +290,16 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         }
         None => None,
     };
+    // The names api.h gives, else the submitted files' `# <name>` lines.
     let algnames: Vec<&str> = pairs
         .iter()
-        .filter_map(|p| p.param.api.algname.as_deref())
+        .filter_map(|p| {
+            p.param
+                .api
+                .algname
+                .as_deref()
+                .or_else(|| p.kat.and_then(|k| k.algname.as_deref()))
+        })
         .collect();
     let dir = into.join(&name);
     let manifest_path = dir.join("manifest.kdl");
@@ -332,6 +340,45 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         done.written.push(path);
     }
     Ok(done)
+}
+
+/// The parameter sets every implementation has. They are those of the `<Kind>_Implementation`
+/// folders; an additional implementation that lacks one of them is not imported (said),
+/// rather than taking the parameter set from all the others.
+fn common_params(
+    impls: &mut Vec<scan::Implementation>,
+    decisions: &mut Vec<String>,
+) -> Vec<String> {
+    let has = |i: &scan::Implementation, p: &String| i.params.iter().any(|q| &q.name == p);
+    let base: Vec<&scan::Implementation> = match impls.iter().filter(|i| !i.additional).count() {
+        0 => impls.iter().collect(),
+        _ => impls.iter().filter(|i| !i.additional).collect(),
+    };
+    let mut params: Vec<String> = base[0].params.iter().map(|p| p.name.clone()).collect();
+    for i in &base[1..] {
+        params.retain(|p| has(i, p));
+    }
+    impls.retain(|i| {
+        let lacks: Vec<&str> = params
+            .iter()
+            .filter(|p| !has(i, p))
+            .map(String::as_str)
+            .collect();
+        if lacks.is_empty() {
+            return true;
+        }
+        decisions.push(format!(
+            "{}/ not imported: it has no parameter set {} (add `instance` lines for the ones it has)",
+            i.tree,
+            lacks
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        false
+    });
+    params
 }
 
 /// Says where the libraries an instance links come from, and which of the build file's are

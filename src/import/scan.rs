@@ -33,10 +33,17 @@ pub struct Param {
     pub drng_rename: Option<String>,
 }
 
-/// One implementation kind (`Reference` for `Reference_Implementation`).
+/// One implementation: `Reference` for `Reference_Implementation/`, or one of
+/// `Additional_Implementations/` (`avx2` for `Additional_Implementations/avx2/`).
 #[derive(Debug, Clone)]
 pub struct Implementation {
     pub kind: String,
+    /// The folder that holds its `crypto_kem/` (`Reference_Implementation`,
+    /// `Additional_Implementations/avx2`).
+    pub tree: String,
+    /// Whether it comes from `Additional_Implementations/` (its folder is not
+    /// `<kind>_Implementation`).
+    pub additional: bool,
     pub params: Vec<Param>,
 }
 
@@ -55,47 +62,103 @@ fn folders(dir: &Path) -> Vec<String> {
 
 /// The implementations of the package at `root`; what was skipped goes to `decisions`.
 pub fn implementations(root: &Path, cc: &str, decisions: &mut Vec<String>) -> Vec<Implementation> {
-    let mut out = Vec::new();
+    let mut out: Vec<Implementation> = Vec::new();
+    let mut additional = Vec::new();
     for top in folders(root) {
+        if top.starts_with("Additional_Implementation") {
+            additional.extend(additional_trees(root, &top, decisions));
+            continue;
+        }
         let Some(kind) = top.strip_suffix("_Implementation") else {
-            if top.starts_with("Additional_Implementation") {
-                decisions.push(format!(
-                    "{top}/ not imported: its layout varies from package to package; add an `instance` line for what you want measured"
-                ));
-            }
             continue;
         };
-        let kem = root.join(&top).join("crypto_kem");
-        if !kem.is_dir() {
+        if !root.join(&top).join("crypto_kem").is_dir() {
             decisions.push(format!("{top}/ has no crypto_kem/ folder: not imported"));
             continue;
         }
-        let mut params = Vec::new();
-        for name in folders(&kem) {
-            let dir = format!("{top}/crypto_kem/{name}");
-            if !root.join(&dir).join("api.h").is_file() {
-                decisions.push(format!("{dir}/ has no api.h: not imported"));
-                continue;
-            }
-            if let Some(p) = crate::dsl::id_problem(&name) {
-                decisions.push(format!(
-                    "{dir}/: the folder name {p} (it becomes part of instance ids): not imported"
-                ));
-                continue;
-            }
-            match param(root, &dir, &name, cc) {
-                Ok(p) => params.push(p),
-                Err(e) => decisions.push(format!("{dir}/ not imported: {e}")),
-            }
-        }
+        let params = kem_params(root, &top, cc, decisions);
         if !params.is_empty() {
             out.push(Implementation {
                 kind: kind.to_string(),
+                tree: top.clone(),
+                additional: false,
+                params,
+            });
+        }
+    }
+    for (kind, tree) in additional {
+        if let Some(p) = crate::dsl::id_problem(&kind) {
+            decisions.push(format!(
+                "{tree}/ not imported: its name {p} (it becomes part of instance ids)"
+            ));
+            continue;
+        }
+        if out.iter().any(|i| i.kind.eq_ignore_ascii_case(&kind)) {
+            decisions.push(format!(
+                "{tree}/ not imported: an implementation named `{kind}` exists already"
+            ));
+            continue;
+        }
+        let params = kem_params(root, &tree, cc, decisions);
+        if !params.is_empty() {
+            out.push(Implementation {
+                kind,
+                tree,
+                additional: true,
                 params,
             });
         }
     }
     out
+}
+
+/// The implementations in `Additional_Implementations/` (`top`) that have the common
+/// layout: `<top>/<name>/crypto_kem/<param>/` (named `<name>`) or `<top>/crypto_kem/
+/// <param>/` (named `Additional`); (name, folder) pairs. Anything else is said.
+fn additional_trees(root: &Path, top: &str, decisions: &mut Vec<String>) -> Vec<(String, String)> {
+    if root.join(top).join("crypto_kem").is_dir() {
+        return vec![("Additional".to_string(), top.to_string())];
+    }
+    let mut out = Vec::new();
+    for name in folders(&root.join(top)) {
+        let tree = format!("{top}/{name}");
+        if root.join(&tree).join("crypto_kem").is_dir() {
+            out.push((name, tree));
+        } else {
+            decisions.push(format!(
+                "{tree}/ not imported: it is not laid out as `{top}/<name>/crypto_kem/<param>/`; add an `instance` line for what you want measured"
+            ));
+        }
+    }
+    if out.is_empty() && folders(&root.join(top)).is_empty() {
+        decisions.push(format!(
+            "{top}/ not imported: its layout varies from package to package; add an `instance` line for what you want measured"
+        ));
+    }
+    out
+}
+
+/// The parameter sets of `<tree>/crypto_kem/`.
+fn kem_params(root: &Path, tree: &str, cc: &str, decisions: &mut Vec<String>) -> Vec<Param> {
+    let mut params = Vec::new();
+    for name in folders(&root.join(tree).join("crypto_kem")) {
+        let dir = format!("{tree}/crypto_kem/{name}");
+        if !root.join(&dir).join("api.h").is_file() {
+            decisions.push(format!("{dir}/ has no api.h: not imported"));
+            continue;
+        }
+        if let Some(p) = crate::dsl::id_problem(&name) {
+            decisions.push(format!(
+                "{dir}/: the folder name {p} (it becomes part of instance ids): not imported"
+            ));
+            continue;
+        }
+        match param(root, &dir, &name, cc) {
+            Ok(p) => params.push(p),
+            Err(e) => decisions.push(format!("{dir}/ not imported: {e}")),
+        }
+    }
+    params
 }
 
 fn param(root: &Path, dir: &str, name: &str, cc: &str) -> Result<Param, String> {

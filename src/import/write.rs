@@ -119,6 +119,16 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
         s,
         "    instance \"{{param}}-{{impl:lower}}\" dir=\"{{impl}}_Implementation/crypto_kem/{{param}}\""
     );
+    // Additional implementations live elsewhere: their folder replaces `dir=`.
+    for i in m.impls.iter().filter(|i| i.additional) {
+        let tree = i.tree.replace('{', "{{").replace('}', "}}");
+        let _ = writeln!(
+            s,
+            "    when impl={} {{\n        dir {}\n    }}",
+            kdl_str(&i.kind),
+            kdl_str(&format!("{tree}/crypto_kem/{{param}}"))
+        );
+    }
     // Libraries: for everyone when all need the same, else per instance.
     let libs: Vec<Vec<String>> = m.pairs.iter().map(Pair::needed_libs).collect();
     let all_same = libs.windows(2).all(|w| w[0] == w[1]);

@@ -676,6 +676,8 @@ pub struct Origin {
     pub dir: Pos,
     /// The `namespace=` value.
     pub namespace: Pos,
+    /// Each library of the instance's `libraries` and the `link` value that names it.
+    pub links: Vec<(String, Pos)>,
 }
 
 impl Origin {

@@ -1,31 +1,23 @@
 //! The `matrix` of a manifest and its expansion: `instance` templates over every
-//! combination of matrix values, with `when` blocks adding flags, sources and CPU needs.
+//! combination of matrix values, with `when` blocks (`when.rs`) adding flags, sources and
+//! CPU needs, or giving another folder.
 
 use std::collections::BTreeMap;
 
 use kdl::{KdlEntry, KdlNode};
 use miette::SourceSpan;
 
-use super::super::cflags::flag_problem;
-use super::super::cpu_flags;
+use super::super::diag::backticked;
 use super::super::diag::line_col;
-use super::super::diag::{backticked, did_you_mean};
-use super::super::reader::{name, name_span, NodeReader};
+use super::super::reader::{name_span, NodeReader};
 use super::super::template::{parse_template, undefined_var, Template};
 use super::super::values::words;
 use super::source::{check_root_path, root_path_problem};
-use super::wide::{library, Wide};
-use super::{check_id, id_problem, plain_node};
+use super::when::{lower_when, When};
+use super::wide::Wide;
+use super::{check_id, id_problem};
 use crate::model::{Api, Instance, Origin, Pos, PROFILE_VAR};
 
-const WHEN_NODES: [&str; 6] = [
-    "cflags",
-    "sources",
-    "requires-cpu",
-    "exclude",
-    "link",
-    "kat-submitted",
-];
 /// Variables of a `kat submitted=` template besides the matrix's: api.h's sizes, known
 /// when the instance is built (`PQCkemKAT_{sk}.rsp`).
 pub(crate) const SIZE_VARS: [&str; 4] = ["pk", "sk", "ct", "ss"];
@@ -140,17 +132,6 @@ fn combinations(m: &Matrix) -> Vec<BTreeMap<String, String>> {
     out
 }
 
-/// A `when` block: conditions (variable -> accepted values) and what it adds.
-struct When {
-    cond: Vec<(String, Vec<String>)>,
-    cflags: Vec<String>,
-    sources: Vec<String>,
-    requires_cpu: Vec<String>,
-    exclude: Vec<String>,
-    libraries: Vec<String>,
-    kat_submitted: Option<Template>,
-}
-
 /// What the submission gives every instance, and where it is (for messages).
 pub(super) struct Shared<'a, 'n> {
     pub sub_span: SourceSpan,
@@ -161,7 +142,12 @@ pub(super) struct Shared<'a, 'n> {
 }
 
 /// A `kat submitted=` template: matrix variables and api.h's sizes.
-fn kat_template(cx: &mut NodeReader<'_>, e: &KdlEntry, what: &str, m: &Matrix) -> Option<Template> {
+pub(super) fn kat_template(
+    cx: &mut NodeReader<'_>,
+    e: &KdlEntry,
+    what: &str,
+    m: &Matrix,
+) -> Option<Template> {
     let mut vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
     for v in SIZE_VARS {
         if vars.contains(&v) {
@@ -188,152 +174,8 @@ fn kat_template(cx: &mut NodeReader<'_>, e: &KdlEntry, what: &str, m: &Matrix) -
     ok.then_some(t)
 }
 
-fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
-    cx.no_args(n, "when");
-    let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
-    let mut ok = true;
-    let mut cond = Vec::new();
-    if n.entries().iter().all(|e| e.name().is_none()) {
-        cx.error(
-            name_span(n),
-            "no condition",
-            "`when` needs at least one condition, e.g. `when impl=\"avx2\" { ... }`",
-        );
-        ok = false;
-    }
-    for e in n.entries() {
-        let Some(key) = e.name() else { continue };
-        let k = key.value();
-        let Some((_, vals)) = m.iter().find(|(v, _)| v == k) else {
-            let list = backticked(vars.iter().copied());
-            let msg = if list.is_empty() {
-                format!("unknown matrix variable `{k}` in `when`, no matrix variables are defined")
-            } else {
-                format!("unknown matrix variable `{k}` in `when`, expected one of {list}")
-            };
-            let d = cx
-                .diag(msg)
-                .label(key.span(), "unknown variable")
-                .maybe_help(did_you_mean(k, vars.iter().copied()));
-            cx.push(d);
-            ok = false;
-            continue;
-        };
-        let Some(text) = cx.expect_string(e, k) else {
-            ok = false;
-            continue;
-        };
-        let mut accepted = Vec::new();
-        for (w, r) in words(&text) {
-            if !vals.iter().any(|v| v == w) {
-                let s = cx.sub_span(e, &r);
-                let d = cx
-                    .diag(format!(
-                        "`{w}` is not a value of matrix variable `{k}`, expected one of {}",
-                        backticked(vals.iter().map(|s| s.as_str()))
-                    ))
-                    .label(s, "no such value")
-                    .maybe_help(did_you_mean(w, vals.iter().map(|s| s.as_str())));
-                cx.push(d);
-                ok = false;
-            } else {
-                accepted.push(w.to_string());
-            }
-        }
-        cond.push((k.to_string(), accepted));
-    }
-    let mut w = When {
-        cond,
-        cflags: Vec::new(),
-        sources: Vec::new(),
-        requires_cpu: Vec::new(),
-        exclude: Vec::new(),
-        libraries: Vec::new(),
-        kat_submitted: None,
-    };
-    let children = cx.expect_children(n, "when")?;
-    for c in children.nodes() {
-        let nm = name(c);
-        if !WHEN_NODES.contains(&nm) {
-            cx.unknown_node(c, "`when`", &WHEN_NODES);
-            ok = false;
-            continue;
-        }
-        plain_node(cx, c);
-        if nm == "link" {
-            for e in c.entries().iter().filter(|e| e.name().is_none()) {
-                match library(cx, e) {
-                    Some(l) if !w.libraries.contains(&l) => w.libraries.push(l),
-                    Some(_) => {}
-                    None => ok = false,
-                }
-            }
-            continue;
-        }
-        if nm == "kat-submitted" {
-            let Some((_, e)) = cx.one_string_arg(c, nm) else {
-                ok = false;
-                continue;
-            };
-            match kat_template(cx, e, "kat-submitted", m) {
-                Some(t) => w.kat_submitted = Some(t),
-                None => ok = false,
-            }
-            continue;
-        }
-        let args = cx.string_args(c, nm, 1);
-        if nm == "sources" {
-            for (p, e) in &args {
-                ok &= check_root_path(cx, p, e, "source");
-            }
-        }
-        if nm == "cflags" {
-            let mut prev: Option<&str> = None;
-            for (flag, e) in &args {
-                if let Some(p) = flag_problem(flag, prev) {
-                    let s = cx.value_span(e);
-                    let d = cx
-                        .diag(format!("compiler option refused: {p}"))
-                        .label(s, "refused")
-                        .help("`cflags` may change code generation, warnings, definitions and include folders, not run programs, load plugins or write elsewhere");
-                    cx.push(d);
-                    ok = false;
-                }
-                prev = Some(flag);
-            }
-        }
-        if nm == "requires-cpu" {
-            for (flag, e) in &args {
-                if cpu_flags::known(flag) {
-                    continue;
-                }
-                let s = cx.value_span(e);
-                let d = cx
-                    .diag(format!(
-                        "`{flag}` is not a CPU feature name that /proc/cpuinfo uses"
-                    ))
-                    .label(s, "unknown CPU feature")
-                    .help(match cpu_flags::suggestion(flag) {
-                        Some(g) => format!("did you mean `{g}`? (`requires-cpu` takes the names of /proc/cpuinfo's `flags`, not gcc's `-m` names)"),
-                        None => "`requires-cpu` takes the names of /proc/cpuinfo's `flags` (x86) or `Features` (Arm)".to_string(),
-                    });
-                cx.push(d);
-                ok = false;
-            }
-        }
-        let vals = args.into_iter().map(|(s, _)| s);
-        match nm {
-            "cflags" => w.cflags.extend(vals),
-            "sources" => w.sources.extend(vals),
-            "requires-cpu" => w.requires_cpu.extend(vals),
-            _ => w.exclude.extend(vals),
-        }
-    }
-    ok.then_some(w)
-}
-
 /// A template-valued entry, parsed, with every variable checked against the matrix.
-fn template_value(
+pub(super) fn template_value(
     cx: &mut NodeReader<'_>,
     e: &KdlEntry,
     what: &str,
@@ -442,6 +284,7 @@ pub(super) fn expand_instances(
                 instance: at(Some(&e)),
                 dir: at(props.get("dir")),
                 namespace: at(props.get("namespace")),
+                links: Vec::new(),
             };
             tpls.push(InstanceTpl {
                 id_entry: e,
@@ -461,6 +304,7 @@ pub(super) fn expand_instances(
     let mut reported: Vec<String> = Vec::new();
     let mut self_reported: Vec<usize> = Vec::new();
     let mut bad_ids: Vec<usize> = Vec::new();
+    // Positions of `dir` values already reported as leaving the source.
     let mut bad_dirs: Vec<usize> = Vec::new();
     for (ti, t) in tpls.iter().enumerate() {
         for (ci, vars) in combos.iter().enumerate() {
@@ -489,24 +333,47 @@ pub(super) fn expand_instances(
                 continue;
             }
             let expand = |t: &Option<Template>| t.as_ref().and_then(|t| t.expand(vars).ok());
-            let (Some(dir), Some(namespace)) = (expand(&t.dir), expand(&t.namespace)) else {
+            let applying: Vec<&When> = whens
+                .iter()
+                .filter(|w| {
+                    w.cond
+                        .iter()
+                        .all(|(k, accepted)| vars.get(k).is_some_and(|v| accepted.contains(v)))
+                })
+                .collect();
+            let mut origin = t.origin.clone();
+            // A `when`'s `dir` replaces the template's (the last one that applies).
+            let by_when = applying.iter().rev().find_map(|w| w.dir.as_ref());
+            let dir = match by_when {
+                Some((d, at)) => {
+                    origin.dir = *at;
+                    d.expand(vars).ok()
+                }
+                None => expand(&t.dir),
+            };
+            let (Some(dir), Some(namespace)) = (dir, expand(&t.namespace)) else {
                 continue;
             };
             if let Some(problem) = root_path_problem(&dir) {
-                if !bad_dirs.contains(&ti) {
-                    bad_dirs.push(ti);
-                    let p = &t.origin.dir;
+                let p = origin.dir;
+                if !bad_dirs.contains(&p.offset) {
+                    bad_dirs.push(p.offset);
                     let d = cx
                         .diag(format!("instance folder `{dir}` {problem}"))
                         .label(
                             SourceSpan::new(p.offset.into(), p.len),
                             "outside the source",
                         )
-                        .help("`dir=` is relative to the source root and stays inside it");
+                        .help(if by_when.is_some() {
+                            "`dir` in a `when` block is relative to the source root and stays inside it"
+                        } else {
+                            "`dir=` is relative to the source root and stays inside it"
+                        });
                     cx.push(d);
                 }
                 continue;
             }
+            origin.links = shared.wide.libraries.clone();
             let mut inst = Instance {
                 id,
                 dir,
@@ -515,32 +382,27 @@ pub(super) fn expand_instances(
                 extra_sources: Vec::new(),
                 requires_cpu: Vec::new(),
                 exclude: shared.wide.exclude.clone(),
-                libraries: shared.wide.libraries.clone(),
+                libraries: Vec::new(),
                 kat_submitted: kat_submitted.as_ref().map(|k| k.expand_keeping(vars)),
                 vars: vars.clone(),
                 nist_category: None,
-                origin: t.origin.clone(),
+                origin,
             };
-            for w in &whens {
-                let applies = w
-                    .cond
-                    .iter()
-                    .all(|(k, accepted)| vars.get(k).is_some_and(|v| accepted.contains(v)));
-                if applies {
-                    inst.cflags.extend(w.cflags.iter().cloned());
-                    inst.extra_sources.extend(w.sources.iter().cloned());
-                    inst.requires_cpu.extend(w.requires_cpu.iter().cloned());
-                    inst.exclude.extend(w.exclude.iter().cloned());
-                    for l in &w.libraries {
-                        if !inst.libraries.contains(l) {
-                            inst.libraries.push(l.clone());
-                        }
-                    }
-                    if let Some(k) = &w.kat_submitted {
-                        inst.kat_submitted = Some(k.expand_keeping(vars));
+            for w in applying {
+                inst.cflags.extend(w.cflags.iter().cloned());
+                inst.extra_sources.extend(w.sources.iter().cloned());
+                inst.requires_cpu.extend(w.requires_cpu.iter().cloned());
+                inst.exclude.extend(w.exclude.iter().cloned());
+                for l in &w.libraries {
+                    if !inst.origin.links.iter().any(|(x, _)| *x == l.0) {
+                        inst.origin.links.push(l.clone());
                     }
                 }
+                if let Some(k) = &w.kat_submitted {
+                    inst.kat_submitted = Some(k.expand_keeping(vars));
+                }
             }
+            inst.libraries = inst.origin.links.iter().map(|(l, _)| l.clone()).collect();
             out.push(inst);
         }
     }

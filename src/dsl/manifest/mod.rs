@@ -8,6 +8,7 @@ mod ct_benign;
 mod matrix;
 mod primitives;
 mod source;
+mod when;
 mod wide;
 
 pub(crate) use wide::library_problem;

@@ -3,18 +3,20 @@
 //! shown in the report). `when` blocks add to the last two per instance.
 
 use kdl::{KdlEntry, KdlNode};
+use miette::SourceSpan;
 
-use super::super::diag::did_you_mean;
+use super::super::diag::{did_you_mean, line_col};
 use super::super::reader::{args, name_span, NodeReader};
 use super::plain_node;
-use crate::model::Api;
+use crate::model::{Api, Pos};
 
 /// What a submission gives all of its instances.
 #[derive(Debug, Default)]
 pub(super) struct Wide {
     pub api: Api,
     pub exclude: Vec<String>,
-    pub libraries: Vec<String>,
+    /// System libraries, with where each is named (for `check --deep`).
+    pub libraries: Vec<(String, Pos)>,
 }
 
 /// `api "nist"`; `None` when wrong (reported).
@@ -71,13 +73,24 @@ pub(crate) fn library_problem(name: &str) -> Option<String> {
     }
 }
 
-/// Checks one library name at `e`; the name when it is plain.
-pub(super) fn library(cx: &mut NodeReader<'_>, e: &KdlEntry) -> Option<String> {
+/// The position of `s` in the file `cx` reads.
+pub(super) fn pos_of(cx: &NodeReader<'_>, s: SourceSpan) -> Pos {
+    let (line, col) = line_col(cx.file.text(), s.offset());
+    Pos {
+        offset: s.offset(),
+        len: s.len(),
+        line,
+        col,
+    }
+}
+
+/// Checks one library name at `e`; the name when it is plain, with where it is written.
+pub(super) fn library(cx: &mut NodeReader<'_>, e: &KdlEntry) -> Option<(String, Pos)> {
     let name = cx.expect_string(e, "link")?;
+    let s = cx.value_span(e);
     match library_problem(&name) {
-        None => Some(name),
+        None => Some((name, pos_of(cx, s))),
         Some(p) => {
-            let s = cx.value_span(e);
             let d = cx
                 .diag(format!("`link` `{name}` {p}"))
                 .label(s, "not a library name")
@@ -93,7 +106,7 @@ pub(super) fn library(cx: &mut NodeReader<'_>, e: &KdlEntry) -> Option<String> {
 pub(super) fn lower_link(
     cx: &mut NodeReader<'_>,
     n: &KdlNode,
-    libraries: &mut Vec<String>,
+    libraries: &mut Vec<(String, Pos)>,
     links: &mut Vec<(String, String)>,
 ) {
     plain_node(cx, n);
@@ -101,7 +114,7 @@ pub(super) fn lower_link(
     match a.len() {
         1 => {
             if let Some(l) = library(cx, a[0]) {
-                if !libraries.contains(&l) {
+                if !libraries.iter().any(|(x, _)| *x == l.0) {
                     libraries.push(l);
                 }
             }

@@ -416,7 +416,7 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
                     if let Some(root) = &submitted_root {
                         let pin = expected.get(inst.manifest_id()).map(String::as_str);
                         let shown = sub.kat.manifest.file_name().unwrap_or_default();
-                        super::kat_submitted::apply(
+                        if let Some(said) = super::kat_submitted::apply(
                             &mut r,
                             &rsp,
                             root,
@@ -425,7 +425,9 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
                             counts,
                             pin,
                             &shown.to_string_lossy(),
-                        );
+                        ) {
+                            let _ = writeln!(log, "# {said}");
+                        }
                     } else {
                         judge_hash(&mut r, &out, want, reduced, sub, inst, &rsp);
                     }

@@ -189,8 +189,45 @@ pub fn judge(
     })
 }
 
+/// The name for the `# <name>` line: api.h's `CRYPTO_ALGNAME`, else (an api.h without
+/// one) the submitted file's own first line, which `ngcc-pipe import` chose the file by.
+/// Returns the name and, when it came from the file, a line saying so.
+pub fn header_name(
+    root: &Path,
+    inst: &Instance,
+    api: &ApiSizes,
+) -> Result<(String, Option<String>), String> {
+    if let Some(a) = &api.algname {
+        return Ok((a.clone(), None));
+    }
+    let missing = "api.h defines no CRYPTO_ALGNAME";
+    let rel = match submitted_path(inst, api) {
+        Some(Ok(r)) => r,
+        _ => {
+            return Err(format!(
+                "{missing} and no submitted KAT file gives the name: the `# <name>` line that starts NIST's KAT files cannot be written"
+            ))
+        }
+    };
+    let bytes = crate::safe_fs::read_within(root, &root.join(&rel), crate::safe_fs::OUTPUT_CAP)
+        .map_err(|e| format!("{missing}, and the submitted KAT file `{rel}` that would give the name cannot be read: {e}"))?;
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let name = String::from_utf8_lossy(first)
+        .strip_prefix("# ")
+        .map(|n| n.trim_end_matches('\r').to_string())
+        .filter(|n| !n.trim().is_empty())
+        .ok_or_else(|| {
+            format!("{missing}, and the submitted KAT file `{rel}` does not start with a `# <name>` line: NIST's header cannot be written")
+        })?;
+    let said = format!(
+        "{missing}: the header's name `{name}` is the first line of the submitted file `{rel}`"
+    );
+    Ok((name, Some(said)))
+}
+
 /// Rewrites the kept `.rsp` (kem-runner's layout) in NIST's format and judges `r` against
 /// the submitted file: status, reason, difference, the hashes and the file compared.
+/// Returns where the header's name came from when it is not api.h (for the step's log).
 #[allow(clippy::too_many_arguments)]
 pub fn apply(
     r: &mut KatModeResult,
@@ -201,28 +238,28 @@ pub fn apply(
     counts: u32,
     pin: Option<&str>,
     manifest_name: &str,
-) {
-    let Some(alg) = api.algname.as_deref() else {
-        r.status = KatStatus::Fail;
-        r.reason = Some(
-            "api.h defines no CRYPTO_ALGNAME: the `# <name>` line that starts NIST's KAT files cannot be written"
-                .into(),
-        );
-        return;
+) -> Option<String> {
+    let (alg, said) = match header_name(root, inst, api) {
+        Ok(n) => n,
+        Err(e) => {
+            r.status = KatStatus::Fail;
+            r.reason = Some(e);
+            return None;
+        }
     };
     let text = match crate::safe_fs::read_text(rsp, crate::safe_fs::OUTPUT_CAP) {
         Ok(t) => t,
         Err(e) => {
             r.status = KatStatus::Fail;
             r.reason = Some(format!("cannot read {}: {e}", rsp.display()));
-            return;
+            return said;
         }
     };
-    let nist = nist_text(alg, &text);
+    let nist = nist_text(&alg, &text);
     if let Err(e) = std::fs::write(rsp, &nist) {
         r.status = KatStatus::Fail;
         r.reason = Some(format!("cannot write {}: {e}", rsp.display()));
-        return;
+        return said;
     }
     r.actual_sha256 = Some(sha256_hex(nist.as_bytes()));
     let v = judge(root, inst, api, &nist, counts, pin, manifest_name);
@@ -231,6 +268,7 @@ pub fn apply(
     r.diff = v.diff;
     r.expected_sha256 = v.expected_sha256;
     r.submitted = v.submitted;
+    said
 }
 
 #[cfg(test)]
@@ -312,5 +350,36 @@ mod tests {
         assert!(v.reason.unwrap().contains("the package changed"));
         let v = judge(d.path(), &inst(), &api, &one, 1, None, "kat.sha256");
         assert_eq!(v.status, KatStatus::Nokat);
+    }
+
+    #[test]
+    fn the_header_name_comes_from_the_submitted_file_without_algname() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("KAT")).unwrap();
+        let file = nist_text("Toy-9", &runner(2));
+        std::fs::write(d.path().join("KAT/PQCkemKAT_9.rsp"), &file).unwrap();
+        let mut api = ApiSizes {
+            algname: Some("Toy".into()),
+            pk: 1,
+            sk: 9,
+            ct: 1,
+            ss: 1,
+        };
+        assert_eq!(
+            header_name(d.path(), &inst(), &api).unwrap(),
+            ("Toy".to_string(), None)
+        );
+        api.algname = None;
+        let (name, said) = header_name(d.path(), &inst(), &api).unwrap();
+        assert_eq!(name, "Toy-9");
+        assert!(said.unwrap().contains("KAT/PQCkemKAT_9.rsp"));
+        // So the generated file is the submitted one, byte for byte.
+        assert_eq!(nist_text(&name, &runner(2)), file);
+        std::fs::write(d.path().join("KAT/PQCkemKAT_9.rsp"), runner(2)).unwrap();
+        let e = header_name(d.path(), &inst(), &api).unwrap_err();
+        assert!(e.contains("does not start with a `# <name>` line"), "{e}");
+        let mut none = inst();
+        none.kat_submitted = None;
+        assert!(header_name(d.path(), &none, &api).is_err());
     }
 }

@@ -89,8 +89,25 @@ fn nist_packages_import_check_build_kat_and_time() {
     let frodo = support::pqclean("pqcrypto-frodo", "0.4.11", &scratch);
     let pkgs = dir.join("pkgs");
     let ml = support::ml_kem(&mlkem, &pkgs, &["512", "768", "1024"]);
-    let shake = support::frodo_shake(&frodo, &pkgs);
+    let shake = support::frodo_shake(&frodo, &pkgs, "FrodoKEM-SHAKE", "640");
     let aes = support::frodo_aes(&frodo, &pkgs);
+    // `NGCC_KEEP_PACKAGES=DIR` keeps the three packages, and a fourth (FrodoKEM-1344-SHAKE),
+    // in DIR for trying `import` by hand (docs/tests.md).
+    if let Some(keep) = std::env::var_os("NGCC_KEEP_PACKAGES") {
+        let keep = PathBuf::from(keep);
+        support::frodo_shake(&frodo, &keep, "FrodoKEM-1344-SHAKE", "1344");
+        let cp = Command::new("cp")
+            .arg("-r")
+            .args([&ml, &shake, &aes])
+            .arg(&keep)
+            .status()
+            .unwrap();
+        assert!(
+            cp.success(),
+            "cannot copy the packages into {}",
+            keep.display()
+        );
+    }
     // The FrodoKEM-SHAKE package is delivered as an archive only.
     let archive = pkgs.join("FrodoKEM-SHAKE.tar.gz");
     support::tar_gz(&shake, &archive);

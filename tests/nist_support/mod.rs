@@ -380,32 +380,24 @@ pub fn ml_kem(mlkem: &Path, pkgs: &Path, levels: &[&str]) -> PathBuf {
     pkg
 }
 
-/// FrodoKEM-640-SHAKE reference and optimized (the latter built with `-mavx2`), a
-/// CMakeLists.txt per folder.
-pub fn frodo_shake(frodo: &Path, pkgs: &Path) -> PathBuf {
-    let pkg = pkgs.join("FrodoKEM-SHAKE");
-    for (imp, from, ns, flags) in [
-        (
-            "Reference_Implementation",
-            "clean",
-            "PQCLEAN_FRODOKEM640SHAKE_CLEAN_",
-            "-O3",
-        ),
-        (
-            "Optimized_Implementation",
-            "opt",
-            "PQCLEAN_FRODOKEM640SHAKE_OPT_",
-            "-O3 -mavx2",
-        ),
+/// FrodoKEM-<level>-SHAKE reference and optimized (the latter built with `-mavx2`), a
+/// CMakeLists.txt per folder, in `pkgs/<folder>`.
+pub fn frodo_shake(frodo: &Path, pkgs: &Path, folder: &str, level: &str) -> PathBuf {
+    let pkg = pkgs.join(folder);
+    let name = format!("frodo{level}shake");
+    for (imp, from, flags) in [
+        ("Reference_Implementation", "clean", "-O3"),
+        ("Optimized_Implementation", "opt", "-O3 -mavx2"),
     ] {
         let cmake = format!(
-            "cmake_minimum_required(VERSION 3.10)\nproject(frodo640shake C)\nset(CMAKE_C_FLAGS \"${{CMAKE_C_FLAGS}} {flags}\")\nfile(GLOB SOURCES *.c)\nadd_executable(PQCgenKAT_kem ${{SOURCES}})\n"
+            "cmake_minimum_required(VERSION 3.10)\nproject({name} C)\nset(CMAKE_C_FLAGS \"${{CMAKE_C_FLAGS}} {flags}\")\nfile(GLOB SOURCES *.c)\nadd_executable(PQCgenKAT_kem ${{SOURCES}})\n"
         );
-        let path = format!("crypto_kem/frodokem640shake/{from}");
+        let path = format!("crypto_kem/frodokem{level}shake/{from}");
+        let ns = format!("PQCLEAN_FRODOKEM{level}SHAKE_{}_", from.to_uppercase());
         let spec = ParamSpec {
             from: &path,
-            namespace: ns,
-            name: "frodo640shake",
+            namespace: &ns,
+            name: &name,
             common: &["fips202.c", "fips202.h"],
             own: vec![("CMakeLists.txt", cmake)],
             api_via_params: None,
@@ -413,7 +405,7 @@ pub fn frodo_shake(frodo: &Path, pkgs: &Path) -> PathBuf {
         };
         let dir = make_param(frodo, &pkg, imp, &spec);
         if from == "clean" {
-            submitted_kat(&pkg, &dir, "frodo640shake", false);
+            submitted_kat(&pkg, &dir, &name, false);
         }
     }
     pkg

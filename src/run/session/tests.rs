@@ -67,8 +67,9 @@ fn record_template() -> String {
 /// The stand-in runner. Its `--ns` says how it behaves: `steady` (100 cycles per op in
 /// every batch), `noisy` (200 and 100 in turn), `dies` (exits with code 3 when asked for
 /// its third batch), `liar` (claims its batches took 10 s), `zero` (answers a batch of no
-/// iterations), `spins` (leaves a busy loop running after its tenth batch), `forger`
-/// (its final record lists no batches), `fails` (its final record names a failure).
+/// iterations), `early` (answers a batch with a `done` line), `spins` (leaves a busy loop
+/// running after its tenth batch), `forger` (its final record lists no batches), `fails`
+/// (its final record names a failure).
 fn stand_in(dir: &Path) -> PathBuf {
     let template = record_template();
     let (pre, post) = template.split_once("\"trials\":[]").unwrap();
@@ -91,6 +92,7 @@ while read -r cmd; do
     case "$cmd" in
     batch)
         n=$((n + 1))
+        word=batch
         iters=10
         cycles=1000
         ns={BATCH_NS}
@@ -99,9 +101,10 @@ while read -r cmd; do
         dies) [ "$n" -eq 3 ] && exit 3 ;;
         liar) ns=10000000000 ;;
         zero) iters=0 ;;
+        early) word=done ;;
         esac
         trials="$trials${{trials:+,}}{{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null}}"
-        echo "batch {{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null,\"own\":{{\"run_ns\":null,\"wait_ns\":null,\"voluntary\":null,\"involuntary\":null}}}}"
+        echo "$word {{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null,\"own\":{{\"run_ns\":null,\"wait_ns\":null,\"voluntary\":null,\"involuntary\":null}}}}"
         if [ "$mode" = spins ] && [ "$n" -eq 10 ]; then
             while :; do :; done &
         fi
@@ -369,4 +372,36 @@ fn the_budget_stops_a_member_that_stays_wide_and_the_yardstick_costs_none_of_it(
 fn every_session_draws_a_fresh_seed() {
     // Equal by chance once in 2^64.
     assert_ne!(fresh_seed(), fresh_seed());
+}
+
+#[test]
+fn a_session_ends_when_its_last_member_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let gauge = Gauge {
+        member: member(dir.path(), "yardstick", "steady", 0),
+        name: "ngcc-yardstick-1".into(),
+        object_sha256: "ab".repeat(32),
+    };
+    let only = member(dir.path(), "a", "dies", u64::MAX / 16);
+    let (_, _, out, seen) = session(vec![only], Some(gauge), &s);
+    assert_eq!(reason(&out[0]), "keygen: kem-runner exit code 3");
+    // It died in the third round: no round follows, although the yardstick still runs.
+    let rounds: Vec<usize> = seen.iter().map(|r| r.0).collect();
+    assert_eq!(rounds, [1, 2, 3]);
+}
+
+#[test]
+fn a_done_line_is_no_answer_to_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let early = member(dir.path(), "a", "early", u64::MAX / 16);
+    let (_, _, out, seen) = session(vec![early], None, &s);
+    assert!(
+        reason(&out[0]).starts_with("keygen: unreadable record from kem-runner"),
+        "{}",
+        reason(&out[0])
+    );
+    assert!(out[0].values.is_empty());
+    assert_eq!(seen.len(), 1, "{seen:?}");
 }

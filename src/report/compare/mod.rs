@@ -381,6 +381,20 @@ mod tests {
     }
 
     #[test]
+    fn a_yardstick_that_read_zero_in_most_rounds_adjusts_nothing() {
+        // A's yardstick read 0 in 25 of its 40 rounds (its median is 0): no host ratio can
+        // be taken from it, the raw ratio decides.
+        let a = series(1.5, 1.0, "y1");
+        let mut zeros = a.clone();
+        if let Some((_, ys)) = &mut zeros.yardstick {
+            ys.iter_mut().take(25).for_each(|y| *y = 0.0);
+        }
+        let e = estimate(&zeros, &a, 0.02);
+        assert_eq!(e.adjusted, Err(NoAdjustment::MissingBoth));
+        assert_eq!(e.verdict, Some((Change::Same, Used::Raw)));
+    }
+
+    #[test]
     fn natural_order() {
         assert_eq!(natural_cmp("ML-KEM-512", "ML-KEM-1024"), Less);
         assert_eq!(natural_cmp("HQC-256", "HQC-128"), Greater);

@@ -44,6 +44,8 @@ use rand::SeedableRng;
 
 mod allocation;
 mod live;
+#[cfg(test)]
+mod tests;
 
 use super::exec::{self, NoLine, Served};
 use super::outside;

@@ -1,0 +1,407 @@
+//! A whole session against stand-in runners: a shell script that speaks `kem-runner serve`'s
+//! protocol (`ready`, then a `batch` answer per `batch`, the final record on `finish`) with
+//! cycles chosen by its `--ns` argument, so the rounds, the stop rule, the budget, the
+//! yardstick and a member's failure are checked without a KEM.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use kem_native::output::{
+    ApiSizes, Calibration, CoreCycles, Memory, Overhead, TimeOutput as RunnerOutput,
+};
+
+use super::*;
+use crate::run::sandbox::Jail;
+
+/// Every batch claims this many ns: far less than a pipe's round trip to a shell takes, so
+/// never implausible.
+const BATCH_NS: u64 = 1000;
+
+/// The final record without trials; the script puts its batches in.
+fn record_template() -> String {
+    let out = RunnerOutput {
+        op: "keygen".into(),
+        sizes: ApiSizes {
+            algname: None,
+            pk: 1,
+            sk: 1,
+            ct: 1,
+            ss: 1,
+        },
+        pinned_cpu: None,
+        pin_error: None,
+        counter: "monotonic".into(),
+        rng: "ctr-drbg".into(),
+        core_cycles: CoreCycles::Unavailable {
+            reason: "stand-in".into(),
+        },
+        calibration: Calibration {
+            target_trial_ns: 20_000_000,
+            batch_iters: 10,
+            batch_ns: BATCH_NS,
+            batches_ns: Vec::new(),
+            iters: 10,
+            min_iters: 10,
+        },
+        warmup_iters: 10,
+        layouts: Vec::new(),
+        trials: Vec::new(),
+        samples: vec![100],
+        overhead: Overhead {
+            cycles_per_call: 0.0,
+            ns_per_call: 0.0,
+            single_call_cycles: 0.0,
+        },
+        memory: Memory {
+            baseline_rss_kib: None,
+            peak_rss_kib: None,
+            stack_bytes: None,
+            stack_painted_bytes: 0,
+        },
+        failure: None,
+    };
+    serde_json::to_string(&out).unwrap()
+}
+
+/// The stand-in runner. Its `--ns` says how it behaves: `steady` (100 cycles per op in
+/// every batch), `noisy` (200 and 100 in turn), `dies` (exits with code 3 when asked for
+/// its third batch), `liar` (claims its batches took 10 s), `zero` (answers a batch of no
+/// iterations), `early` (answers a batch with a `done` line), `spins` (leaves a busy loop
+/// running after its tenth batch), `forger` (its final record lists no batches), `fails`
+/// (its final record names a failure).
+fn stand_in(dir: &Path) -> PathBuf {
+    let template = record_template();
+    let (pre, post) = template.split_once("\"trials\":[]").unwrap();
+    let failed = post.replace(
+        "\"failure\":null",
+        "\"failure\":\"crypto_kem_keypair returned -1\"",
+    );
+    assert_ne!(failed, post);
+    let script = format!(
+        r#"#!/bin/sh
+mode=
+while [ $# -gt 0 ]; do
+    case "$1" in --ns) mode=$2; shift ;; esac
+    shift
+done
+n=0
+trials=
+echo ready '{{}}'
+while read -r cmd; do
+    case "$cmd" in
+    batch)
+        n=$((n + 1))
+        word=batch
+        iters=10
+        cycles=1000
+        ns={BATCH_NS}
+        case "$mode" in
+        noisy) cycles=$((1000 * (1 + n % 2))) ;;
+        dies) [ "$n" -eq 3 ] && exit 3 ;;
+        liar) ns=10000000000 ;;
+        zero) iters=0 ;;
+        early) word=done ;;
+        esac
+        trials="$trials${{trials:+,}}{{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null}}"
+        echo "$word {{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null,\"own\":{{\"run_ns\":null,\"wait_ns\":null,\"voluntary\":null,\"involuntary\":null}}}}"
+        if [ "$mode" = spins ] && [ "$n" -eq 10 ]; then
+            while :; do :; done &
+        fi
+        ;;
+    finish)
+        case "$mode" in
+        forger) echo 'done {pre}"trials":[]{post}' ;;
+        fails) echo 'done {pre}"trials":['"$trials"']{failed}' ;;
+        *) echo 'done {pre}"trials":['"$trials"']{post}' ;;
+        esac
+        exit 0
+        ;;
+    esac
+done
+"#
+    );
+    let path = dir.join("stand-in-runner");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn member(dir: &Path, label: &str, mode: &str, budget_ns: u64) -> Member {
+    let scratch = dir.join(label);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let object = dir.join(format!("{label}.so"));
+    let api_h = dir.join("api.h");
+    Member {
+        label: label.into(),
+        object: object.clone(),
+        layouts: Vec::new(),
+        api_h: api_h.clone(),
+        namespace: mode.into(),
+        op: "keygen".into(),
+        min_iters: 7,
+        samples: 3,
+        budget_ns,
+        log: exec::open_log(&dir.join(format!("{label}.log"))).unwrap(),
+        jail: Jail::runner(
+            &dir.join("stand-in-runner"),
+            &object,
+            &api_h,
+            &scratch,
+            1 << 30,
+        ),
+    }
+}
+
+fn settings(dir: &Path) -> Settings {
+    Settings {
+        runner: stand_in(dir),
+        sandbox: Sandbox::unavailable("unit test"),
+        bench_cpu: kem_native::sys::thread_affinity().unwrap()[0],
+        precision: 0.01,
+        batch: DEFAULT_BATCH,
+        timeout: Duration::from_secs(60),
+        group: 1,
+    }
+}
+
+/// What the stop rule saw after each round: (round, widest half-width).
+fn session(
+    members: Vec<Member>,
+    gauge: Option<Gauge>,
+    s: &Settings,
+) -> (String, u64, Vec<Outcome>, Vec<(usize, f64)>) {
+    let seen = Mutex::new(Vec::new());
+    let (id, seed, out) = run(members, gauge, s, &|r, w| seen.lock().unwrap().push((r, w)));
+    (id, seed, out, seen.into_inner().unwrap())
+}
+
+fn rounds(o: &Outcome) -> &Rounds {
+    match &o.result {
+        Ok((_, r)) => r,
+        Err(stop) => panic!("failed: {}", stop.reason),
+    }
+}
+
+fn reason(o: &Outcome) -> &str {
+    match &o.result {
+        Ok(_) => panic!("did not fail"),
+        Err(stop) => &stop.reason,
+    }
+}
+
+#[test]
+fn steady_members_stop_at_the_precision_and_failing_ones_leave_with_their_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let big = u64::MAX / 16;
+    let mut with_layout = member(dir.path(), "b", "steady", big);
+    with_layout.layouts = vec![dir.path().join("b-shuffled.so")];
+    let members = vec![
+        member(dir.path(), "a", "steady", big),
+        with_layout,
+        member(dir.path(), "c", "dies", big),
+        member(dir.path(), "d", "liar", big),
+        member(dir.path(), "e", "spins", big),
+        member(dir.path(), "f", "zero", big),
+        member(dir.path(), "g", "forger", big),
+        member(dir.path(), "h", "fails", big),
+    ];
+    // A yardstick that dies leaves the session without one; the members go on.
+    let gauge = Gauge {
+        member: member(dir.path(), "yardstick", "dies", 0),
+        name: "ngcc-yardstick-1".into(),
+        object_sha256: "ab".repeat(32),
+    };
+    let (id, seed, out, seen) = session(members, Some(gauge), &s);
+    assert_eq!(out.len(), 8);
+
+    // The runner's command line: the member's object, API, namespace and operation, the
+    // bench core, batch length, iterations and samples, then each layout.
+    let d = dir.path().display().to_string();
+    let mut want: Vec<String> = [
+        format!("{d}/stand-in-runner"),
+        "serve".into(),
+        "--lib".into(),
+        format!("{d}/b.so"),
+        "--api".into(),
+        format!("{d}/api.h"),
+        "--ns".into(),
+        "steady".into(),
+        "--op".into(),
+        "keygen".into(),
+        "--cpu".into(),
+        s.bench_cpu.to_string(),
+        "--batch-ns".into(),
+        "20000000".into(),
+        "--min-iters".into(),
+        "7".into(),
+        "--samples".into(),
+        "3".into(),
+    ]
+    .into();
+    want.extend(["--layout".to_string(), format!("{d}/b-shuffled.so")]);
+    assert_eq!(out[1].commands, [want]);
+
+    // Steady members: a zero-width interval at the first check, after MIN_ROUNDS rounds;
+    // no check before.
+    assert_eq!(seen.len(), MIN_ROUNDS, "{seen:?}");
+    for (i, &(round, widest)) in seen.iter().enumerate() {
+        assert_eq!(round, i + 1);
+        if round < MIN_ROUNDS {
+            assert!(widest.is_infinite(), "{seen:?}");
+        } else {
+            assert_eq!(widest, 0.0);
+        }
+    }
+    let busy = "e used CPU outside its batches".to_string();
+    for o in &out[..2] {
+        let r = rounds(o);
+        assert_eq!(r.session, id);
+        assert_eq!(r.seed, seed);
+        assert_eq!(r.members, 9, "eight members and the yardstick");
+        assert_eq!(r.stopped, Stopped::Precision);
+        assert!(r.reached);
+        assert_eq!(r.precision, 0.01);
+        assert_eq!(
+            (r.estimate.median, r.estimate.ci_low, r.estimate.ci_high),
+            (100.0, 100.0, 100.0)
+        );
+        assert_eq!(r.session_rounds, (0..MIN_ROUNDS as u32).collect::<Vec<_>>());
+        assert_eq!(o.values, vec![100.0; MIN_ROUNDS]);
+        assert_eq!(r.positions.len(), MIN_ROUNDS);
+        // Positions in a round's order: nine runners in the first round, five alive from
+        // the fourth on.
+        assert!(r.positions.iter().all(|&p| p < 9), "{:?}", r.positions);
+        assert!(r.positions[3..].iter().all(|&p| p < 5), "{:?}", r.positions);
+        assert!(r.yardstick.is_none());
+        // The busy loop left running after the last round marks the last two rounds of
+        // the others.
+        assert_eq!(r.interference.len(), MIN_ROUNDS);
+        for why in &r.interference[MIN_ROUNDS - 2..] {
+            assert!(why.contains(&busy), "{why:?}");
+        }
+        let marked: Vec<bool> = r.interference.iter().map(|w| !w.is_empty()).collect();
+        assert_eq!(o.interfered, marked);
+        let Ok((time, _)) = &o.result else {
+            unreachable!("finished above")
+        };
+        assert_eq!(time.trials.len(), MIN_ROUNDS);
+        assert!(o.elapsed > Duration::ZERO);
+    }
+    // The one that died answered two batches; the liar and the empty batch none.
+    assert_eq!(reason(&out[2]), "keygen: kem-runner exit code 3");
+    assert_eq!(out[2].values, vec![100.0; 2]);
+    assert!(
+        reason(&out[3]).starts_with("implausible timing record: batch 1 claims 10000.000 ms"),
+        "{}",
+        reason(&out[3])
+    );
+    assert!(out[3].values.is_empty());
+    assert!(
+        reason(&out[4]).starts_with("keygen: its processes used"),
+        "{}",
+        reason(&out[4])
+    );
+    assert!(
+        reason(&out[5]).starts_with("keygen: unreadable record from kem-runner"),
+        "{}",
+        reason(&out[5])
+    );
+    assert!(out[5].values.is_empty());
+    assert_eq!(
+        reason(&out[6]),
+        "keygen: the runner's record does not list the batches it answered"
+    );
+    assert_eq!(reason(&out[7]), "keygen: crypto_kem_keypair returned -1");
+    assert_eq!(out[7].values, vec![100.0; MIN_ROUNDS]);
+}
+
+#[test]
+fn the_budget_stops_a_member_that_stays_wide_and_the_yardstick_costs_none_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    // 30 batches of BATCH_NS in all: 15 rounds of the two members; the yardstick is timed
+    // in every round too but does not count.
+    let members = vec![
+        member(dir.path(), "a", "steady", 15 * BATCH_NS),
+        member(dir.path(), "b", "noisy", 15 * BATCH_NS),
+    ];
+    let gauge = Gauge {
+        member: member(dir.path(), "yardstick", "steady", 0),
+        name: "ngcc-yardstick-1".into(),
+        object_sha256: "ab".repeat(32),
+    };
+    let (_, _, out, seen) = session(members, Some(gauge), &s);
+    assert_eq!(out.len(), 2, "the yardstick is not a member");
+    assert_eq!(seen.len(), 15, "{seen:?}");
+    assert!(
+        seen[MIN_ROUNDS - 1..].iter().all(|&(_, w)| w > 0.1),
+        "{seen:?}"
+    );
+    let (a, b) = (rounds(&out[0]), rounds(&out[1]));
+    for (o, r) in [(&out[0], a), (&out[1], b)] {
+        assert_eq!(r.stopped, Stopped::Budget);
+        assert_eq!(r.members, 3);
+        assert_eq!(o.values.len(), 15);
+        assert!((r.budget_s - 30.0 * BATCH_NS as f64 * 1e-9).abs() < 1e-15);
+        let y = r
+            .yardstick
+            .as_ref()
+            .expect("the yardstick lasted the session");
+        assert_eq!(y.name, "ngcc-yardstick-1");
+        assert_eq!(y.object_sha256, "ab".repeat(32));
+        assert_eq!(y.values, vec![100.0; 15]);
+        assert_eq!(y.estimate.median, 100.0);
+        assert!(r.visits.is_empty(), "{:?}", r.visits);
+    }
+    assert!(a.reached);
+    assert_eq!(a.yardstick.as_ref().unwrap().relative.median, 1.0);
+    // 200, 100, 200, ...: whichever rounds count (a round the host interfered with is left
+    // out), the interval runs from 100 to 200, and the ratio to the yardstick from 1 to 2.
+    assert!(!b.reached);
+    let noisy: Vec<f64> = (1..=15).map(|n| f64::from(100 * (1 + n % 2))).collect();
+    assert_eq!(out[1].values, noisy);
+    assert_eq!((b.estimate.ci_low, b.estimate.ci_high), (100.0, 200.0));
+    let relative = b.yardstick.as_ref().unwrap().relative;
+    assert_eq!((relative.ci_low, relative.ci_high), (1.0, 2.0));
+}
+
+#[test]
+fn every_session_draws_a_fresh_seed() {
+    // Equal by chance once in 2^64.
+    assert_ne!(fresh_seed(), fresh_seed());
+}
+
+#[test]
+fn a_session_ends_when_its_last_member_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let gauge = Gauge {
+        member: member(dir.path(), "yardstick", "steady", 0),
+        name: "ngcc-yardstick-1".into(),
+        object_sha256: "ab".repeat(32),
+    };
+    let only = member(dir.path(), "a", "dies", u64::MAX / 16);
+    let (_, _, out, seen) = session(vec![only], Some(gauge), &s);
+    assert_eq!(reason(&out[0]), "keygen: kem-runner exit code 3");
+    // It died in the third round: no round follows, although the yardstick still runs.
+    let rounds: Vec<usize> = seen.iter().map(|r| r.0).collect();
+    assert_eq!(rounds, [1, 2, 3]);
+}
+
+#[test]
+fn a_done_line_is_no_answer_to_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let early = member(dir.path(), "a", "early", u64::MAX / 16);
+    let (_, _, out, seen) = session(vec![early], None, &s);
+    assert!(
+        reason(&out[0]).starts_with("keygen: unreadable record from kem-runner"),
+        "{}",
+        reason(&out[0])
+    );
+    assert!(out[0].values.is_empty());
+    assert_eq!(seen.len(), 1, "{seen:?}");
+}

@@ -153,7 +153,8 @@ fn nist_packages_import_check_build_kat_and_time() {
         checked.contains("left out, defining what the harness provides: PQCgenKAT_kem.c (main), rng.c (randombytes, randombytes_init)"),
         "{checked}"
     );
-    ok(dir, &["run", &p.display().to_string()]);
+    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{progress}");
 
     let out = dir.join("out");
     let instances = [
@@ -171,6 +172,13 @@ fn nist_packages_import_check_build_kat_and_time() {
             assert_eq!(build.status.name(), "unsupported");
             continue;
         }
+        // The KAT's line in the run's output says its verdicts.
+        let kat_line = format!("{sub}/{inst}/kat (");
+        let line = progress.lines().find(|l| l.contains(&kat_line));
+        assert!(
+            line.is_some_and(|l| l.starts_with("ok") && l.ends_with("s): single PASS, all PASS")),
+            "{kat_line}: {line:?}\n{progress}"
+        );
         let Some(StepData::Build(b)) = &build.data else {
             panic!("{sub}/{inst}: build {:?}: {:?}", build.status, build.reason)
         };

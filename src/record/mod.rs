@@ -248,6 +248,29 @@ pub enum KatStatus {
     Fail,
 }
 
+impl KatStatus {
+    /// `PASS`, `MISMATCH`, `NOKAT` or `FAIL`, as reports and `results.json` write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KatStatus::Pass => "PASS",
+            KatStatus::Mismatch => "MISMATCH",
+            KatStatus::Nokat => "NOKAT",
+            KatStatus::Fail => "FAIL",
+        }
+    }
+}
+
+impl KatData {
+    /// Each mode's verdict for a progress line: `single PASS, all PASS`.
+    pub fn verdicts(&self) -> String {
+        self.modes
+            .iter()
+            .map(|m| format!("{} {}", m.mode.name(), m.status.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Where a generated `.rsp` first differs from a reference one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RspDiff {

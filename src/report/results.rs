@@ -7,8 +7,8 @@ use crate::model::{Op, StepKind};
 use crate::record::{Status, StepRecord};
 
 pub use super::schema::{
-    kat_status_name, KatModeStatus, ResultCt, ResultInstance, ResultOp, ResultSubmission, Results,
-    RESULTS_SCHEMA, RESULTS_SCHEMA_DOC,
+    KatModeStatus, ResultCt, ResultInstance, ResultOp, ResultSubmission, Results, RESULTS_SCHEMA,
+    RESULTS_SCHEMA_DOC,
 };
 use super::view::{self, CampaignView, InstanceView};
 
@@ -31,7 +31,7 @@ fn cipher_share(p: &crate::record::ProfileData) -> Option<f64> {
 pub fn kat_word(inst: &InstanceView) -> Option<String> {
     let r = inst.record(StepKind::Kat)?;
     match view::kat_data(r).and_then(|d| d.modes.iter().map(|m| m.status).max()) {
-        Some(worst) => Some(kat_status_name(worst).to_string()),
+        Some(worst) => Some(worst.name().to_string()),
         None => Some(r.status.name().to_string()),
     }
 }

@@ -233,16 +233,6 @@ impl ResultInstance {
     }
 }
 
-/// A KAT status as the results and reports write it.
-pub fn kat_status_name(s: KatStatus) -> &'static str {
-    match s {
-        KatStatus::Pass => "PASS",
-        KatStatus::Mismatch => "MISMATCH",
-        KatStatus::Nokat => "NOKAT",
-        KatStatus::Fail => "FAIL",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

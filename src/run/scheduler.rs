@@ -282,8 +282,14 @@ pub fn execute(
             continue;
         }
         let secs = rec.duration_s;
+        // A KAT that succeeded says its verdicts on its line (a failed one says why).
+        let verdicts = match &rec.data {
+            Some(crate::record::StepData::Kat(k)) if rec.status == Status::Ok => Some(k.verdicts()),
+            _ => None,
+        };
         let o = finish_record(&ctx, ix, *rec, true);
-        progress.finished(&node.id, o.status, true, o.reason.as_deref(), secs);
+        let said = o.reason.as_deref().or(verdicts.as_deref());
+        progress.finished(&node.id, o.status, true, said, secs);
         if o.status.is_failure() && opts.fail_fast {
             stop = true;
             stopped_early = true;

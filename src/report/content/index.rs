@@ -144,11 +144,11 @@ fn kat_evidence(inst: &ResultInstance) -> String {
                 .join(" or ")
         )
     } else if modes.len() == 1 {
-        results::kat_status_name(modes[0].status).to_string()
+        modes[0].status.name().to_string()
     } else {
         modes
             .iter()
-            .map(|m| format!("{} {}", results::kat_status_name(m.status), m.mode))
+            .map(|m| format!("{} {}", m.status.name(), m.mode))
             .collect::<Vec<_>>()
             .join(", ")
     }

@@ -141,7 +141,7 @@ pub(super) fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &Submi
                                     diff.offset
                                 ));
                             }
-                            let status = results::kat_status_name(m.status);
+                            let status = m.status.name();
                             format!("{status} {}", foot.mark(text))
                         }
                     },

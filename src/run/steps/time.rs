@@ -20,7 +20,8 @@ use petgraph::graph::NodeIndex;
 
 use super::{runner_job, Done, KindSpec, RunnerJob, Step, StepError, Stop};
 use crate::graph::Node;
-use crate::model::{Campaign, StepKind, StepSpec};
+use crate::measure::rounds::MIN_ROUNDS;
+use crate::model::{Campaign, StepKind, StepParams, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
 use crate::run::keys::{native, Facts};
 use crate::run::session::{Member, Rounds};
@@ -46,11 +47,20 @@ impl KindSpec for Kind {
 
     fn estimate(&self, ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
         let node = ctx.node(ix);
-        let p = &ctx.spec(node.kind)?.params;
-        let trial = p.trial.as_secs_f64();
-        let trial =
-            measured_ns(ctx, node).map_or(trial, |ns| trial.max(ns * 1e-9 * p.min_iters as f64));
-        Some(Duration::from_secs_f64(trial * (p.trials as f64 + 0.5)))
+        let spec = ctx.spec(node.kind)?;
+        let samples = ctx.instance(node).map_or(spec.params.samples, |i| {
+            spec.samples_for(&ctx.submission(node).id, &i.id)
+        });
+        let op_s = measured_ns(ctx, node)
+            .or_else(|| kat_ns(ctx, node))
+            .unwrap_or(0.0)
+            * 1e-9;
+        Some(Duration::from_secs_f64(session_estimate(
+            &spec.params,
+            super::link::count(&ctx.campaign),
+            samples,
+            op_s,
+        )))
     }
 
     fn run(&self, step: &mut Step) -> Done {
@@ -64,6 +74,37 @@ pub fn measurement_inputs(c: &Campaign, facts: &Facts, m: &mut BTreeMap<String, 
     m.insert("environment".into(), facts.env_fingerprint.clone());
     m.insert("isolation".into(), c.system.isolation.name().to_string());
     m.insert("kem-native".into(), native());
+}
+
+/// Seconds one member of a timing session takes on the bench core (for the dry run's
+/// estimate), with `op_s` seconds per call (0 when not known yet): its rounds (the budget,
+/// `trials x trial`, but at least [`MIN_ROUNDS`] batches, a batch being at least one call
+/// per link order and `min-iters` calls), warm-up and calibration (about a batch and a half
+/// and two calls) and its single-call samples.
+pub fn session_estimate(p: &StepParams, layouts: usize, samples: u32, op_s: f64) -> f64 {
+    let batch = crate::run::session::DEFAULT_BATCH
+        .min(p.trial)
+        .as_secs_f64()
+        .max(op_s * layouts.max(1) as f64)
+        .max(op_s * p.min_iters as f64);
+    let rounds = (p.trials as f64 * p.trial.as_secs_f64()).max(MIN_ROUNDS as f64 * batch);
+    rounds + 1.5 * batch + (f64::from(samples) + 2.0) * op_s
+}
+
+/// Time per operation from the instance's KAT record, when there is no time record yet: its
+/// duration over the calls it made (keygen, enc and dec per count; 100 counts in `all`, 1 in
+/// `single`). An upper bound (it includes starting the runner), good enough for an estimate.
+fn kat_ns(ctx: &Ctx, node: &Node) -> Option<f64> {
+    let r = ctx.read_record(&Node {
+        kind: StepKind::Kat,
+        op: None,
+        ..node.clone()
+    })?;
+    let counts: u32 = match &r.data {
+        Some(StepData::Kat(k)) => k.modes.iter().map(|m| m.counts).sum(),
+        _ => return None,
+    };
+    (counts > 0).then(|| r.duration_s * 1e9 / f64::from(3 * counts))
 }
 
 /// Mean time per operation of the existing `time` record of `node`'s instance and
@@ -256,7 +297,8 @@ pub fn from_session(
     let mut notes = Vec::new();
     if !rounds.reached {
         notes.push(format!(
-            "precision not reached: CI half-width {:.1}% > {:.1}% when the budget ran out",
+            "precision not reached: CI half-width {:.1}% > {:.1}% when the budget ran out \
+             (a larger `trials` x `trial` on the time step narrows it)",
             rounds.estimate.rel_half_width() * 100.0,
             rounds.precision * 100.0
         ));
@@ -303,6 +345,28 @@ fn summary_notes(summary: &TimeSummary, output: &TimeOutput, units: &str) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_estimate_counts_minimum_rounds_warm_up_and_samples() {
+        let p = StepParams {
+            trials: 3,
+            trial: Duration::from_millis(100),
+            min_iters: 1,
+            ..StepParams::default()
+        };
+        // Unknown call time: the budget and the warm-up of 20 ms batches.
+        let e = session_estimate(&p, 4, 101, 0.0);
+        assert!((e - (0.3 + 0.03)).abs() < 1e-9, "{e}");
+        // A 16 ms call in 4 link orders: batches of 64 ms, at least 10 of them, then 101
+        // single-call samples and the warm-up's calls (the newcomer's FrodoKEM-1344 keygen:
+        // about 19 s for six such operations, where the old estimate said 2.1 s).
+        let e = session_estimate(&p, 4, 101, 0.016);
+        assert!((e - (0.64 + 0.096 + 103.0 * 0.016)).abs() < 1e-9, "{e}");
+        // min-iters sets the batch when it asks for more calls than the link orders.
+        let p = StepParams { min_iters: 20, ..p };
+        let e = session_estimate(&p, 4, 0, 0.016);
+        assert!((e - (3.2 + 0.48 + 0.032)).abs() < 1e-9, "{e}");
+    }
 
     fn record(batch_per_op: u64, single: u64) -> TimeOutput {
         let json = format!(

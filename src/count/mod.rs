@@ -382,23 +382,6 @@ mod tests {
 
     #[test]
     fn requests_source_compiles_with_and_without_valgrind_headers() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("requests.c");
-        std::fs::write(&src, requests_source()).unwrap();
-        // `--sysroot` to an empty folder hides /usr/include (valgrind's headers).
-        for extra in [None, Some(format!("--sysroot={}", d.path().display()))] {
-            let out = std::process::Command::new("cc")
-                .args(["-c", "-Wall", "-Wextra", "-Werror", "-o"])
-                .arg(d.path().join("requests.o"))
-                .arg(&src)
-                .args(extra.iter())
-                .output()
-                .expect("a C compiler (`cc`) is needed");
-            assert!(
-                out.status.success(),
-                "{extra:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        crate::ct::tests::compiles_with_and_without_valgrind_headers(&requests_source());
     }
 }

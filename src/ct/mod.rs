@@ -183,7 +183,7 @@ pub fn unexplained(findings: &[Finding]) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn finding(function: &str, line: u32) -> Finding {
@@ -311,17 +311,17 @@ mod tests {
         assert!(c.contains("#include <valgrind/memcheck.h>"));
     }
 
-    #[test]
-    fn marks_source_compiles_with_and_without_valgrind_headers() {
+    /// `source` (a generated C file of the valgrind object) compiles warning-free with
+    /// valgrind's headers and without them (`--sysroot` to an empty folder hides
+    /// /usr/include but not the compiler's own headers, such as stddef.h).
+    pub(crate) fn compiles_with_and_without_valgrind_headers(source: &str) {
         let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("marks.c");
-        std::fs::write(&src, marks_source()).unwrap();
-        // `--sysroot` to an empty folder hides /usr/include (valgrind's headers) but not the
-        // compiler's own (stddef.h).
+        let src = d.path().join("generated.c");
+        std::fs::write(&src, source).unwrap();
         for extra in [None, Some(format!("--sysroot={}", d.path().display()))] {
             let out = std::process::Command::new("cc")
                 .args(["-c", "-Wall", "-Werror", "-o"])
-                .arg(d.path().join("marks.o"))
+                .arg(d.path().join("generated.o"))
                 .arg(&src)
                 .args(extra.iter())
                 .output()
@@ -332,5 +332,10 @@ mod tests {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+
+    #[test]
+    fn marks_source_compiles_with_and_without_valgrind_headers() {
+        compiles_with_and_without_valgrind_headers(&marks_source());
     }
 }

@@ -8,15 +8,15 @@ use kdl::{KdlEntry, KdlNode};
 use miette::SourceSpan;
 
 use super::super::diag::backticked;
-use super::super::diag::line_col;
 use super::super::reader::{name_span, NodeReader};
 use super::super::template::{parse_template, undefined_var, Template};
 use super::super::values::words;
 use super::source::{check_root_path, root_path_problem};
 use super::when::{lower_when, When};
+use super::wide::pos_of;
 use super::wide::Wide;
 use super::{check_id, id_problem};
-use crate::model::{Api, Instance, Origin, Pos, PROFILE_VAR};
+use crate::model::{Api, Instance, Origin, PROFILE_VAR};
 
 /// Variables of a `kat submitted=` template besides the matrix's: api.h's sizes, known
 /// when the instance is built (`PQCkemKAT_{sk}.rsp`).
@@ -270,14 +270,7 @@ pub(super) fn expand_instances(
         };
         if let (Some((_, e)), Some(id)) = (id, id_t) {
             let at = |e: Option<&&KdlEntry>| {
-                let s = e.map(|e| cx.value_span(e)).unwrap_or(name_span(n));
-                let (line, col) = line_col(cx.file.text(), s.offset());
-                Pos {
-                    offset: s.offset(),
-                    len: s.len(),
-                    line,
-                    col,
-                }
+                pos_of(cx, e.map(|e| cx.value_span(e)).unwrap_or(name_span(n)))
             };
             let origin = Origin {
                 manifest: cx.file.display_name().to_string(),

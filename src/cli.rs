@@ -130,6 +130,10 @@ struct RunArgs {
     /// Stop starting new steps after the first failure.
     #[arg(long)]
     fail_fast: bool,
+    /// When another process times on the bench CPU, fail the exclusive steps at once
+    /// instead of waiting for it.
+    #[arg(long)]
+    no_wait: bool,
     /// Only failures and the summary.
     #[arg(short, long)]
     quiet: bool,
@@ -199,6 +203,10 @@ struct CompareArgs {
     /// Time A's and B's objects now, interleaved in one session with an A/A pair.
     #[arg(long)]
     measure: bool,
+    /// With --measure: when another process times on the bench CPU, stop at once instead
+    /// of waiting for it.
+    #[arg(long, requires = "measure")]
+    no_wait: bool,
     /// Equivalence band in percent: a change is flagged when its 95% CI lies wholly beyond 1 ± band.
     #[arg(long, value_name = "PERCENT", default_value = "2", value_parser = parse_band, conflicts_with = "measure")]
     band: f64,
@@ -261,6 +269,9 @@ struct FidelityArgs {
     /// Length of one batch (`20ms`, `100ms`); a batch is never fewer than 2 calls.
     #[arg(long, default_value = "20ms", value_parser = crate::dsl::parse_duration)]
     batch: std::time::Duration,
+    /// When another process times on the bench CPU, stop at once instead of waiting for it.
+    #[arg(long)]
+    no_wait: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -45,6 +45,9 @@ pub enum Error {
         /// `process <pid>`, or `another process` when the lock file names none.
         holder: String,
     },
+    /// Another process times on the bench CPU and `--no-wait` was given.
+    #[error("bench CPU {cpu} is in use by {holder} (without --no-wait, ngcc-pipe waits for it)")]
+    BenchBusy { cpu: usize, holder: String },
     /// A program ngcc-pipe needs is not there (kem-runner, the C compiler).
     #[error("{0}")]
     ToolMissing(String),
@@ -74,6 +77,7 @@ impl Error {
             | Error::Input(_)
             | Error::Io { .. }
             | Error::LockHeld { .. }
+            | Error::BenchBusy { .. }
             | Error::ToolMissing(_)
             | Error::Tool(_)
             | Error::Stdout(_) => 2,

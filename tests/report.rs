@@ -398,6 +398,7 @@ fn time_output(
                 ns: (c / ghz * iters as f64).round() as u64,
                 core_cycles: None,
                 layout_cycles: if arm { Vec::new() } else { shares },
+                gauge_cycles: Vec::new(),
             }
         })
         .collect();
@@ -1400,6 +1401,7 @@ fn results_json_gives_compare_the_same_rounds_as_the_records() {
             ns: 20_000_000,
             core_cycles: None,
             layout_cycles: Vec::new(),
+            gauge_cycles: Vec::new(),
         })
         .collect();
     let est = serde_json::json!({"median": 1.0, "ci_low": 1.0, "ci_high": 1.0});

@@ -129,6 +129,11 @@ pub struct Trial {
     /// trial (`iters / layouts` calls each), in the order of [`TimeOutput::layouts`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layout_cycles: Vec<u64>,
+    /// With a yardstick inside the batches (`serve --gauge`): counter ticks of each of its
+    /// blocks in this trial (before each block of the KEM and after the last), the same
+    /// number of calls each (the `ready` line says how many).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gauge_cycles: Vec<u64>,
 }
 
 /// Cost of the measurement loop itself, per call (zero until measured).

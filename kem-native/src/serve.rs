@@ -22,14 +22,27 @@
 //! doubled until it lasts a tenth of `batch_ns`, and the median of five batches of that size
 //! sets the calls per batch so one lasts `batch_ns`, never fewer than `min_iters`.
 //!
+//! The yardstick inside the batch (`--gauge Y.so --gauge-api api.h`): the host's speed is
+//! measured *with* every batch, not beside it. A batch is split into blocks (each layout's
+//! calls in [`BLOCKS`] parts, one part per layout with four or more layouts, see
+//! [`blocks`]), and a short block of the yardstick's calls ([`Gauge`], a fiftieth of a batch)
+//! runs before each block and after the last. The answer lists each yardstick block's ticks
+//! (`gauge_cycles`) beside the KEM's, so the engine can tell in which state the host was
+//! during that batch (this host has two: see `docs/figures.md`). The KEM's `cycles` and
+//! `ns` are its own blocks only.
+//!
 //! Around every batch the runner reads its own thread's
 //! scheduler statistics (`/proc/thread-self/schedstat`: time run and time waited for the
 //! CPU; `/proc/thread-self/status`: context switches) and reports the differences, so the
 //! engine can tell a batch that shared the core with other work.
 
-use crate::error::KemError;
+use std::path::Path;
+
+use crate::api::parse_api_h;
+use crate::error::{KemError, LoadError};
+use crate::kem::{Buffers, Kem};
 use crate::output::Calibration;
-use crate::timing::{calibrate, check_rc, Op, OpCall};
+use crate::timing::{calibrate, check_rc, Batch, Op, OpCall};
 use serde::{Deserialize, Serialize};
 
 /// Prefix of the line sent once the runner is calibrated.
@@ -45,6 +58,9 @@ pub struct Ready {
     pub calibration: Calibration,
     pub warmup_iters: u64,
     pub pinned_cpu: Option<usize>,
+    /// Calls of the yardstick in each of its blocks (`None` without `--gauge`).
+    #[serde(default)]
+    pub gauge_calls: Option<u64>,
 }
 
 /// What the runner's own thread went through during one batch (differences).
@@ -71,6 +87,90 @@ pub struct BatchReply {
     /// With several layouts: ticks of each one's share (see [`per_layout`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layout_cycles: Vec<u64>,
+    /// With `--gauge`: ticks of each yardstick block of the batch (before each KEM block
+    /// and after the last), `gauge_calls` calls each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gauge_cycles: Vec<u64>,
+}
+
+/// Blocks a layout's calls are split into when there are fewer than this many layouts: a
+/// batch has at least this many KEM blocks, and a yardstick block between every two.
+pub const BLOCKS: usize = 4;
+
+/// The KEM blocks of one batch in the order they run: (layout, calls), each layout's `per`
+/// calls in `BLOCKS / layouts` parts (at least one, at most `per`), layouts in turn from
+/// `start`.
+pub fn blocks(per: u64, layouts: usize, start: usize) -> Vec<(usize, u64)> {
+    let k = layouts.max(1);
+    let parts = (BLOCKS.div_ceil(k) as u64).min(per).max(1);
+    let (base, extra) = (per / parts, per % parts);
+    (0..k)
+        .flat_map(|step| {
+            let j = (start + step) % k;
+            (0..parts).map(move |p| (j, base + u64::from(p < extra)))
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect()
+}
+
+/// Namespace of the yardstick's symbols (`NGCC_YARDSTICK_crypto_kem_keypair`).
+pub const GAUGE_NS: &str = "NGCC_YARDSTICK_";
+
+/// A yardstick block lasts about this share of a batch.
+pub const GAUGE_SHARE: u64 = 50;
+
+/// The yardstick timed inside every batch: its object, its buffers and the calls of one
+/// block (calibrated to a [`GAUGE_SHARE`]th of a batch).
+pub struct Gauge {
+    call: OpCall,
+    bufs: Box<Buffers>,
+    _kem: Kem,
+    pub calls: u64,
+}
+
+impl Gauge {
+    /// Load the yardstick `object` with the sizes of its `api_h` text.
+    pub fn load(object: &Path, api_h: &str) -> Result<Gauge, LoadError> {
+        let sizes = parse_api_h(api_h, GAUGE_NS).map_err(|source| LoadError::Api {
+            path: "yardstick api.h".into(),
+            source,
+        })?;
+        let kem = Kem::load(object, GAUGE_NS, sizes)?;
+        let mut bufs = Box::new(Buffers::new(&kem.sizes)?);
+        let call = OpCall::new(Op::Keygen, &kem, &mut bufs);
+        Ok(Gauge {
+            call,
+            bufs,
+            _kem: kem,
+            calls: 1,
+        })
+    }
+
+    /// Warm it up and choose the calls of one block so that it lasts `batch_ns /`
+    /// [`GAUGE_SHARE`].
+    pub fn calibrate(&mut self, batch_ns: u64) -> Result<(), KemError> {
+        let block = (batch_ns / GAUGE_SHARE).max(1);
+        warm_up(Op::Keygen, &self.call, block * 4)?;
+        let c = calibrate(block, 1, |n| {
+            let b = self.call.batch(false, n);
+            check_rc(Op::Keygen, b.rc_or, "the yardstick's calibration").map(|_| b.ns)
+        })?;
+        self.calls = c.iters;
+        Ok(())
+    }
+
+    /// One block: its ticks, or the yardstick's failure.
+    #[inline(never)]
+    pub fn block(&self) -> Result<u64, KemError> {
+        let b: Batch = self.call.batch(false, self.calls);
+        check_rc(Op::Keygen, b.rc_or, "a yardstick block")?;
+        Ok(b.ticks)
+    }
+
+    /// Whether its buffers' guards are intact.
+    pub fn check(&self) -> Result<(), KemError> {
+        self.bufs.check_all("NGCC_YARDSTICK_crypto_kem_keypair")
+    }
 }
 
 /// Calls each of `layouts` layouts makes in a batch of `iters` calls (at least one): a
@@ -171,6 +271,20 @@ mod tests {
         // A slow operation calibrated to one call still runs once in every layout.
         assert_eq!(per_layout(1, 4), 1);
         assert_eq!(per_layout(0, 0), 1);
+    }
+
+    #[test]
+    fn a_batch_is_split_into_blocks_with_room_for_the_yardstick_between() {
+        // One layout: its calls in four parts, the first ones a call larger.
+        assert_eq!(blocks(10, 1, 0), [(0, 3), (0, 3), (0, 2), (0, 2)]);
+        // Four layouts: one block each, in turn from `start`.
+        assert_eq!(blocks(5, 4, 2), [(2, 5), (3, 5), (0, 5), (1, 5)]);
+        // Two layouts: two parts each.
+        assert_eq!(blocks(3, 2, 1), [(1, 2), (1, 1), (0, 2), (0, 1)]);
+        // A batch of one call has one block.
+        assert_eq!(blocks(1, 1, 0), [(0, 1)]);
+        let total: u64 = blocks(1001, 3, 0).iter().map(|b| b.1).sum();
+        assert_eq!(total, 3003);
     }
 
     #[test]

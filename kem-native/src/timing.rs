@@ -463,6 +463,7 @@ pub fn time_op(op: Op, call: &OpCall, bufs: &Buffers, cfg: &TimeConfig) -> Timed
             ns: b.ns,
             core_cycles: cc,
             layout_cycles: Vec::new(),
+            gauge_cycles: Vec::new(),
         });
         if let Err(e) =
             check_rc(op, b.rc_or, &format!("trial {t}")).and_then(|_| guard_check("the trials"))

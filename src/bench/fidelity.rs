@@ -281,6 +281,7 @@ pub fn fidelity(
     instance: &str,
     rounds: usize,
     batch: Duration,
+    no_wait: bool,
 ) -> Result<Fidelity, Error> {
     use crate::model::StepKind;
     use crate::record::StepData;
@@ -358,6 +359,7 @@ pub fn fidelity(
         references.push(exe);
     }
     let cpu = ctx.campaign.system.bench_cpu;
+    let _lock = crate::run::bench_lock::take_for(cpu, &ctx.out, "bench fidelity", no_wait)?;
     // Children inherit this thread's affinity: the reference runs on the bench core too.
     kem_native::sys::set_thread_affinity(&[cpu])
         .map_err(Error::io(format_args!("pinning to core {cpu}")))?;

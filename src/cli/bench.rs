@@ -19,9 +19,10 @@ pub(super) fn fidelity(args: FidelityArgs, outputs: Option<&Path>) -> Result<(),
         instance,
         rounds,
         batch,
+        no_wait,
     } = args;
     let c = super::load(&pipeline, outputs)?;
     let ctx = Ctx::new(c, Purpose::Run)?;
-    let rows = crate::bench::fidelity(&ctx, &instance, rounds, batch)?;
+    let rows = crate::bench::fidelity(&ctx, &instance, rounds, batch, no_wait)?;
     super::print(&crate::bench::fidelity_table(&instance, &rows))
 }

@@ -13,6 +13,7 @@ pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
         b,
         csv,
         measure,
+        no_wait,
         band,
     } = args;
     if measure {
@@ -27,6 +28,7 @@ pub(super) fn exec(args: CompareArgs) -> Result<(), Error> {
             &runner,
             &sandbox,
             std::time::Duration::from_secs(600),
+            no_wait,
         )?;
         // The CSV is written even when nobody reads standard output.
         let printed = super::print(&paired::markdown(&p));

@@ -22,6 +22,7 @@ pub(super) fn exec(args: RunArgs, outputs: Option<&Path>) -> Result<(), Error> {
         only,
         force,
         fail_fast,
+        no_wait,
         quiet,
         verbose,
     } = args;
@@ -57,6 +58,7 @@ pub(super) fn exec(args: RunArgs, outputs: Option<&Path>) -> Result<(), Error> {
             jobs,
             force,
             fail_fast,
+            no_wait,
         },
         verbosity,
     )

@@ -18,17 +18,10 @@
 //! runner's run time (schedstat field 1) is not used either: it is brought up to date only at
 //! scheduler events and ticks, so a batch's difference is off by up to a tick.
 //!
-//! A third source is the yardstick timed in every round of a session (`run/yardstick.rs`):
-//! hypervisors do not always show their steal time, but a slow phase of the host shows in
-//! the yardstick's own batch. A round whose yardstick took more than [`SLOW_K`] robust
-//! standard deviations above its median over the session (`median + 3 × 1.4826 × MAD`), and
-//! at least [`SLOW_FLOOR`] above it, is interfered for every member timed in it
-//! ([`slow_rounds`]).
+//! The host's slower phases, which hypervisors do not always show as steal time, are seen
+//! by the yardstick timed inside every batch instead ([`super::states`]).
 
 use kem_native::serve::OwnSched;
-
-use super::rounds::MIN_ROUNDS;
-use super::stats::{mad, median};
 
 /// Cumulative times of one CPU from `/proc/stat`, in USER_HZ ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -102,41 +95,6 @@ pub fn judge(
     why
 }
 
-/// Robust standard deviations above its median at which a yardstick round is a slow phase.
-pub const SLOW_K: f64 = 3.0;
-
-/// A yardstick round is a slow phase only when it is also at least this far above the
-/// median (a fraction): on a quiet host the MAD is tiny, and rounds a percent or two slower
-/// cost the estimates nothing.
-pub const SLOW_FLOOR: f64 = 0.05;
-
-/// Above this per-call cycles a yardstick round is a slow phase: `median + max(3 × 1.4826 ×
-/// MAD, 5% of the median)` of `yardstick`; `None` below [`MIN_ROUNDS`] rounds (too few to
-/// know the host's usual speed).
-pub fn slow_threshold(yardstick: &[f64]) -> Option<f64> {
-    if yardstick.len() < MIN_ROUNDS {
-        return None;
-    }
-    let m = median(yardstick)?;
-    let sd = 1.4826 * mad(yardstick)?;
-    Some(m + (SLOW_K * sd).max(SLOW_FLOOR * m))
-}
-
-/// Per round of the yardstick's per-call cycles: why the round is a slow phase of the host
-/// (`host slow phase: yardstick 1.52x its median`), or `None`. Nothing is marked below
-/// [`MIN_ROUNDS`] rounds.
-pub fn slow_rounds(yardstick: &[f64]) -> Vec<Option<String>> {
-    let (Some(limit), Some(m)) = (slow_threshold(yardstick), median(yardstick)) else {
-        return vec![None; yardstick.len()];
-    };
-    yardstick
-        .iter()
-        .map(|&y| {
-            (y > limit).then(|| format!("host slow phase: yardstick {:.2}x its median", y / m))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,32 +165,5 @@ intr 123\n";
             vec!["preempted 2 times"]
         );
         assert!(judge(None, None, &OwnSched::default(), 1).is_empty());
-    }
-
-    #[test]
-    fn yardstick_rounds_far_above_the_median_are_slow_phases() {
-        // 20 rounds at 100..=104 (median 102, |dev| 0,1,2 -> MAD 1), one at 112, one at 150:
-        // median of the 22 is 102, MAD 1 -> 3 x 1.4826 = 4.45 < 5% of 102 = 5.1, so the
-        // limit is 107.1: 112 and 150 are marked, 104 is not.
-        let mut y: Vec<f64> = (0..20).map(|i| 100.0 + (i % 5) as f64).collect();
-        y.extend([112.0, 150.0]);
-        assert!((slow_threshold(&y).unwrap() - 107.1).abs() < 1e-9);
-        let marks = slow_rounds(&y);
-        let marked: Vec<usize> = (0..y.len()).filter(|&i| marks[i].is_some()).collect();
-        assert_eq!(marked, [20, 21]);
-        assert_eq!(
-            marks[21].as_deref(),
-            Some("host slow phase: yardstick 1.47x its median")
-        );
-        // A noisy host: MAD 10 around 100 -> limit 100 + 3 x 14.826 = 144.5.
-        let noisy: Vec<f64> = (0..30).map(|i| [90.0, 100.0, 110.0][i % 3]).collect();
-        assert!((slow_threshold(&noisy).unwrap() - 144.478).abs() < 1e-9);
-        assert!(slow_rounds(&noisy).iter().all(Option::is_none));
-        // Too few rounds to know the host's speed: nothing marked.
-        assert_eq!(
-            slow_rounds(&y[..MIN_ROUNDS - 1]),
-            vec![None; MIN_ROUNDS - 1]
-        );
-        assert!(slow_rounds(&[]).is_empty());
     }
 }

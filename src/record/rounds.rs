@@ -19,13 +19,58 @@ pub struct Yardstick {
     pub estimate: Estimate,
     /// Median over those rounds of (member / yardstick) per round, with the 95% CI.
     pub relative: Estimate,
+    /// Where it was timed: `in-batch` (blocks inside each of the member's batches, the
+    /// value of a batch being their mean), or empty in records from before, where it was
+    /// timed in a batch of its own in every round.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub placement: String,
 }
 
 impl Yardstick {
-    /// `name sha256:<hex>`: records are divided by yardsticks with the same id only.
+    /// `name [in-batch] sha256:<hex>`: records are divided by yardsticks with the same id
+    /// only (the same object, timed the same way).
     pub fn id(&self) -> String {
-        format!("{} sha256:{}", self.name, self.object_sha256)
+        if self.placement.is_empty() {
+            format!("{} sha256:{}", self.name, self.object_sha256)
+        } else {
+            format!(
+                "{} {} sha256:{}",
+                self.name, self.placement, self.object_sha256
+            )
+        }
     }
+}
+
+/// The host's states as the yardstick inside the batches saw them (`measure::states`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostStates {
+    /// Whether the session's yardstick blocks fell into two states.
+    pub two_states: bool,
+    /// With two states: the yardstick's per-call cycles between them, its median in each,
+    /// and the share of the session's blocks below the cut.
+    pub cut: Option<f64>,
+    pub uncontended_yardstick: Option<f64>,
+    pub contended_yardstick: Option<f64>,
+    pub uncontended_share: Option<f64>,
+    /// The state of each of this member's batches, one letter each (`u` uncontended, `c`
+    /// contended, `m` mixed), index as `trials`.
+    pub batches: String,
+    /// This member's median per-op cycles within each state, over its clean batches there
+    /// (absent with fewer than two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncontended: Option<StateFigure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contended: Option<StateFigure>,
+    /// Clean batches in which the state changed.
+    pub mixed: u32,
+}
+
+/// A member's figure within one state of the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateFigure {
+    /// Clean batches in the state.
+    pub batches: u32,
+    pub estimate: Estimate,
 }
 
 /// A change of how often a member of a session was timed (adaptive allocation).
@@ -66,11 +111,25 @@ pub struct Rounds {
     pub interference: Vec<Vec<String>>,
     /// Whether the estimate uses the clean rounds only (enough of them) or all rounds.
     pub clean_only: bool,
-    /// Median per-op cycles over the rounds used, with its 95% bootstrap interval.
+    /// Median per-op cycles over the rounds used, with its 95% bootstrap interval: with a
+    /// host of two states, over the clean batches of the uncontended one.
     pub estimate: Estimate,
-    /// Target CI half-width (fraction) and whether this member reached it.
+    /// Target CI half-width (fraction) and whether this member reached it: within the
+    /// target and not flagged.
     pub precision: f64,
     pub reached: bool,
+    /// The batches (indices into `trials`) the estimate used; empty in records from before
+    /// the host's states were measured (there: the clean rounds when at least ten, else all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub used: Vec<u32>,
+    /// The host's states during this member's batches (absent without a yardstick inside
+    /// the batches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostStates>,
+    /// Why the figure does not earn its precision although the step is `ok`: most batches
+    /// interfered, too few in the host's uncontended state (`measure::states`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
     pub stopped: Stopped,
     pub budget_s: f64,
     /// The yardstick timed in the same rounds (absent when the session had none).

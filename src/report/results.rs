@@ -193,6 +193,22 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
                 .filter(|&i| !r.interference[i as usize].is_empty())
                 .collect()
         }),
+        used_trials: t
+            .and_then(|t| t.rounds.as_ref())
+            .filter(|r| !r.used.is_empty())
+            .map(|r| r.used.clone()),
+        uncontended_share: t
+            .and_then(|t| t.rounds.as_ref())
+            .and_then(|r| r.host.as_ref())
+            .filter(|h| h.two_states)
+            .map(|h| {
+                h.batches.chars().filter(|&c| c == 'u').count() as f64
+                    / h.batches.len().max(1) as f64
+            }),
+        timing_flags: t
+            .and_then(|t| t.rounds.as_ref())
+            .map(|r| r.flags.clone())
+            .unwrap_or_default(),
     }
 }
 

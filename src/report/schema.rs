@@ -52,7 +52,10 @@ are counter ticks per operation; times are nanoseconds per operation.
         "yardstick_cycles": the yardstick's median per-call cycles in the same rounds,
         "per_yardstick": median of the per-round ratio operation / yardstick,
         "yardstick_id": "ngcc-yardstick-1 sha256:<object>", "yardstick_trial_cycles": [per round],
-        "interfered_trials": [indices into trial_cycles of the rounds marked interfered]
+        "interfered_trials": [indices into trial_cycles of the rounds marked interfered],
+        "used_trials": [indices of the rounds the median used] | absent,
+        "uncontended_share": share of the rounds in the host's uncontended state | absent,
+        "timing_flags": [why the figure does not earn its precision] | absent
       } ],
       "constant_time": [ {                                   (absent without a ct step)
         "op": "dec", "verdict": "2 locations, all declared benign" | "not checked: why",
@@ -206,6 +209,17 @@ pub struct ResultOp {
     /// for trials timed in one block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interfered_trials: Option<Vec<u32>>,
+    /// Timed in rounds since the host's states are measured: the indices (into
+    /// `trial_cycles`) of the rounds the median used (with two host states, the clean ones of
+    /// the uncontended state), and that state's share of the rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_trials: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncontended_share: Option<f64>,
+    /// Why the timing figure does not earn its precision although it is `ok` (most rounds
+    /// interfered, too few in the host's uncontended state); empty when it does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timing_flags: Vec<String>,
 }
 
 impl ResultOp {

@@ -1,6 +1,7 @@
 //! Running a campaign: cache keys, decisions (run or up to date, and why), the scheduler
 //! (a rayon pool for parallel steps, one bench lane for exclusive ones), and the steps.
 
+pub mod bench_lock;
 pub mod ctx;
 pub mod decide;
 pub mod exec;

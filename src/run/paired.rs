@@ -151,6 +151,7 @@ pub fn measure(
     runner: &Path,
     sandbox: &Sandbox,
     timeout: Duration,
+    no_wait: bool,
 ) -> Result<Paired, Error> {
     // Absolute, so that the runners find them from their own working folder.
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
@@ -202,8 +203,10 @@ pub fn measure(
         precision: crate::measure::rounds::DEFAULT_PRECISION,
         batch: session::DEFAULT_BATCH,
         timeout,
-        // A, B and A/A are visited together, so their rounds stay paired.
+        // A, B and A/A are visited together, so their rounds stay paired (and the host's
+        // state, which changes more slowly than a round, mostly cancels in their ratios).
         group: 3,
+        gauge: None,
     };
     let show = |round: usize, worst: f64| {
         if worst.is_finite() {
@@ -212,7 +215,9 @@ pub fn measure(
             eprint!("\rround {round}   ");
         }
     };
-    let (id, seed, outcomes) = session::run(members, None, &settings, &show);
+    let lock = super::bench_lock::take_for(bench_cpu, b, "compare --measure", no_wait)?;
+    let (id, seed, outcomes) = session::run(members, &settings, &show);
+    drop(lock);
     eprintln!();
     let _ = crate::safe_fs::tree::remove_tree(&b.join("scratch").join("compare-measure"));
     let _ = std::fs::remove_dir(b.join("scratch"));

@@ -148,6 +148,12 @@ impl Progress {
         self.println(line);
     }
 
+    /// A line about the run itself (not a step), shown at every verbosity: e.g. that the
+    /// bench CPU is held by another campaign.
+    pub fn note(&self, line: &str) {
+        self.println(crate::text::clean(line));
+    }
+
     /// Clear the bars before the summary is printed.
     pub fn finish(&self) {
         if let Some(b) = &self.bars {

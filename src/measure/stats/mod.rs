@@ -385,6 +385,7 @@ mod tests {
                     ns,
                     core_cycles: None,
                     layout_cycles: Vec::new(),
+                    gauge_cycles: Vec::new(),
                 })
                 .collect(),
             samples: samples.to_vec(),

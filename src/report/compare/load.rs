@@ -2,8 +2,10 @@
 //! per-round cycles an estimate uses and the yardstick's cycles in the same rounds, from
 //! `reports/results.json` or, when that file is absent, from the records under `records/`.
 //!
-//! The rounds used are the record's: those not marked interfered when at least
-//! [`crate::measure::rounds::MIN_ROUNDS`] clean ones exist, else all ([`rounds_used`]). Older files say less, and
+//! The rounds used are the record's: the list it keeps (`used`, `used_trials`: with two host
+//! states, the clean rounds of the uncontended one), or in records from before that list,
+//! those not marked interfered when at least [`crate::measure::rounds::MIN_ROUNDS`] clean
+//! ones exist, else all ([`rounds_used`]). Older files say less, and
 //! what is used instead is kept in [`Basis`] so the comparison can say it: a `results.json`
 //! from before the marks were listed uses every round; records from before timing sessions
 //! have trials timed in one block and no yardstick.
@@ -63,17 +65,22 @@ pub struct Series {
 }
 
 impl Series {
-    /// `values` and the yardstick's cycles of the rounds `used` of all `all` rounds, with
-    /// `interfered` of them interfered; the yardstick only when it has a value per round.
+    /// `values` and the yardstick's cycles of the rounds used of all `all` rounds: those
+    /// `listed` (the record's own list), else the rule of [`rounds_used`] with `interfered`
+    /// marking the interfered ones; the yardstick only when it has a value per round.
     fn rounds(
         all: &[f64],
         yardstick: Option<(String, &[f64])>,
+        listed: Option<&[u32]>,
         interfered: Option<&dyn Fn(usize) -> bool>,
     ) -> Series {
         let n = all.len();
-        let (used, marked) = match interfered {
-            Some(f) => (rounds_used(n, f).0, true),
-            None => ((0..n).collect(), false),
+        let (used, marked) = match (listed, interfered) {
+            (Some(l), _) if l.iter().all(|&i| (i as usize) < n) => {
+                (l.iter().map(|&i| i as usize).collect(), true)
+            }
+            (_, Some(f)) => (rounds_used(n, f).0, true),
+            _ => ((0..n).collect(), false),
         };
         Series {
             values: used.iter().map(|&i| all[i]).collect(),
@@ -155,6 +162,7 @@ fn from_results(dir: &Path, r: &Results) -> Run {
                     Series::rounds(
                         &o.trial_cycles,
                         yardstick,
+                        o.used_trials.as_deref(),
                         marks.as_ref().map(|f| f as &dyn Fn(usize) -> bool),
                     )
                 } else {
@@ -248,6 +256,7 @@ fn from_records(dir: &Path) -> io::Result<Run> {
                 Series::rounds(
                     &values,
                     r.yardstick.as_ref().map(|y| (y.id(), y.values.as_slice())),
+                    (!r.used.is_empty()).then_some(r.used.as_slice()),
                     Some(&interfered),
                 )
             }
@@ -291,7 +300,7 @@ mod tests {
         let all: Vec<f64> = (0..14).map(|i| 100.0 + i as f64).collect();
         let y: Vec<f64> = (0..14).map(|i| 10.0 + i as f64).collect();
         let marks = |i: usize| i == 3 || i == 7;
-        let s = Series::rounds(&all, Some(("y".into(), &y)), Some(&marks));
+        let s = Series::rounds(&all, Some(("y".into(), &y)), None, Some(&marks));
         assert_eq!(s.values.len(), 12);
         assert!(!s.values.contains(&103.0) && !s.values.contains(&107.0));
         let (_, ys) = s.yardstick.as_ref().unwrap();
@@ -309,8 +318,16 @@ mod tests {
         assert_eq!(s.relative().unwrap().1[0], 10.0);
         // Too few clean rounds: all are used. No marks: all, and said.
         let many = |i: usize| i < 5;
-        assert_eq!(Series::rounds(&all, None, Some(&many)).values.len(), 14);
-        let unmarked = Series::rounds(&all, None, None);
+        assert_eq!(
+            Series::rounds(&all, None, None, Some(&many)).values.len(),
+            14
+        );
+        // The record's own list wins (the uncontended state's clean rounds).
+        let listed = Series::rounds(&all, Some(("y".into(), &y)), Some(&[0, 2, 4]), Some(&marks));
+        assert_eq!(listed.values, [100.0, 102.0, 104.0]);
+        assert_eq!(listed.yardstick.as_ref().unwrap().1, [10.0, 12.0, 14.0]);
+        assert_eq!(listed.basis.used(), 3);
+        let unmarked = Series::rounds(&all, None, None, None);
         assert_eq!(
             unmarked.basis,
             Basis::Rounds {
@@ -320,8 +337,10 @@ mod tests {
             }
         );
         // A yardstick without a value per round is not used.
-        assert!(Series::rounds(&all, Some(("y".into(), &y[1..])), None)
-            .yardstick
-            .is_none());
+        assert!(
+            Series::rounds(&all, Some(("y".into(), &y[1..])), None, None)
+                .yardstick
+                .is_none()
+        );
     }
 }

@@ -17,7 +17,10 @@
 //! takes out.
 //!
 //! Where both folders counted the operation's instructions (`count` step), the row also
-//! gives the instruction ratio B/A: exact, no noise to test (counts are deterministic).
+//! gives the instruction ratio B/A and a verdict of its own ([`CodeVerdict`]): exact, no
+//! noise to test (counts are deterministic), so a change of [`CODE_CHANGE`] or more is
+//! "code changed"; where the time moved beyond the band but the instructions did not, the
+//! row says the host moved — the noise-free answer beside the noisy one.
 
 mod load;
 mod render;
@@ -164,7 +167,48 @@ pub struct CompareRow {
     pub instructions: Option<(f64, f64)>,
 }
 
+/// Instructions B / A this far from 1 or more: the code changed (counts are exact; 0.5%
+/// is far above the few instructions a different environment or alignment can add).
+pub const CODE_CHANGE: f64 = 0.005;
+
+/// What the instruction counts say of one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CodeVerdict {
+    /// Instructions B/A at least [`CODE_CHANGE`] from 1.
+    CodeChanged,
+    /// Within it: the same work.
+    SameCode,
+}
+
+impl CodeVerdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            CodeVerdict::CodeChanged => "code changed",
+            CodeVerdict::SameCode => "same code",
+        }
+    }
+}
+
 impl CompareRow {
+    /// The instruction counts' own verdict, when both sides counted.
+    pub fn code_verdict(&self) -> Option<CodeVerdict> {
+        self.instruction_ratio().map(|x| {
+            if (x - 1.0).abs() >= CODE_CHANGE {
+                CodeVerdict::CodeChanged
+            } else {
+                CodeVerdict::SameCode
+            }
+        })
+    }
+
+    /// Whether the time moved beyond the band while the instructions did not: the host
+    /// moved, not the code.
+    pub fn host_moved(&self) -> bool {
+        matches!(self.change(), Some(Change::Slower | Change::Faster))
+            && self.code_verdict() == Some(CodeVerdict::SameCode)
+    }
+
     /// Instructions B / A, exact.
     pub fn instruction_ratio(&self) -> Option<f64> {
         self.instructions

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::super::csv::field;
 use super::super::format;
-use super::{Basis, CompareRow, Comparison, NoAdjustment, Used};
+use super::{Basis, CodeVerdict, CompareRow, Comparison, NoAdjustment, Used, CODE_CHANGE};
 use crate::measure::stats::{self, Change, Estimate};
 
 /// `1.023 (1.011–1.035)`.
@@ -158,10 +158,30 @@ pub fn compare_markdown(c: &Comparison) -> String {
     }
     let counted = c.rows.iter().any(|r| r.instructions.is_some());
     if counted {
-        o.push_str(
+        let code = |v| {
+            c.rows
+                .iter()
+                .filter(|r| r.code_verdict() == Some(v))
+                .count()
+        };
+        let moved = c.rows.iter().filter(|r| r.host_moved()).count();
+        o.push_str(&format!(
             "Instructions B/A: mean instructions per operation counted by callgrind \
-             (`count` step) on both sides; deterministic, so exact.\n\n",
-        );
+             (`count` step) on both sides; deterministic, so exact, with a verdict of its own: \
+             `code changed` at {} or more. {} of them: code changed, {} the same code.{}\n\n",
+            format::share(CODE_CHANGE),
+            code(CodeVerdict::CodeChanged),
+            code(CodeVerdict::SameCode),
+            if moved > 0 {
+                format!(
+                    " For {moved} operation{} the time moved beyond the band but the \
+                     instructions did not: the host moved, not the code.",
+                    if moved == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            }
+        ));
     }
     o.push_str(
         "| submission | instance | op | rounds A | rounds B | median A | median B | B/A (95% CI) \
@@ -199,9 +219,12 @@ pub fn compare_markdown(c: &Comparison) -> String {
             verdict_cell(r)
         ));
         if counted {
-            o.push_str(&match r.instruction_ratio() {
-                Some(x) => format!(" {x:.4} |"),
-                None => " – |".to_string(),
+            o.push_str(&match (r.instruction_ratio(), r.code_verdict()) {
+                (Some(x), Some(v)) if r.host_moved() => {
+                    format!(" {x:.4} ({}: the host moved) |", v.name())
+                }
+                (Some(x), Some(v)) => format!(" {x:.4} ({}) |", v.name()),
+                _ => " – |".to_string(),
             });
         }
         o.push('\n');
@@ -225,7 +248,7 @@ pub fn compare_csv(c: &Comparison) -> String {
         "system_a,system_b,submission,instance,op,rounds_a,rounds_b,used_a,used_b,\
          median_cycles_a,median_cycles_b,ratio,ci_low,ci_high,host_ratio,adjusted_ratio,\
          adjusted_ci_low,adjusted_ci_high,band,verdict,verdict_from,no_adjustment,\
-         instructions_a,instructions_b,instruction_ratio\n",
+         instructions_a,instructions_b,instruction_ratio,code_verdict,host_moved\n",
     );
     let f6 = |x: f64| format!("{x:.6}");
     let rounds = |b: &Basis| match *b {
@@ -279,6 +302,14 @@ pub fn compare_csv(c: &Comparison) -> String {
                 .map(|(_, b)| format!("{b:.1}"))
                 .unwrap_or_default(),
             r.instruction_ratio().map(f6).unwrap_or_default(),
+            r.code_verdict()
+                .map(|v| v.name().to_string())
+                .unwrap_or_default(),
+            if r.code_verdict().is_some() {
+                r.host_moved().to_string()
+            } else {
+                String::new()
+            },
         ];
         o.push_str(&cells.iter().map(|s| field(s)).collect::<Vec<_>>().join(","));
         o.push('\n');

@@ -177,11 +177,16 @@ pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &Submission
         doc.p(format!(
             "Host speed: the yardstick {} (a fixed workload of Keccak-f[1600] permutations and \
              a polynomial multiplication, built into ngcc-pipe and compiled with `-O2`; object \
-             SHA-256 {}) is timed in the same rounds. `ngcc-pipe compare` divides every round \
-             by it when both runs timed the same yardstick, so that a host that ran slower in \
-             one run is not taken for slower code.",
+             SHA-256 {}) is timed {}. `ngcc-pipe compare` divides every round by it when both \
+             runs timed the same yardstick the same way, so that a host that ran slower in one \
+             run is not taken for slower code.",
             code(&y.name),
             code(&y.object_sha256[..12.min(y.object_sha256.len())]),
+            if y.placement == "in-batch" {
+                "in short blocks inside every batch"
+            } else {
+                "in a batch of its own in every round"
+            },
         ));
     }
     if listed(sub).any(|i| {
@@ -190,26 +195,96 @@ pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &Submission
     }) {
         doc.p(format!(
             "Timed in interleaved rounds: each round times one short batch of every instance \
-             and operation of the session, in a freshly shuffled order. Rounds marked \
-             interfered (steal, irq, waiting for the bench core over 1% of the batch, or a \
-             slow phase of the host: the round's yardstick batch more than {} robust standard \
-             deviations ({} × 1.4826 MAD) and at least {} above its median) are left out when \
-             at least {} clean rounds exist. An operation whose interval is within the \
+             and operation of the session, in a freshly shuffled order, with the yardstick \
+             timed in short blocks inside every batch (before each block of the KEM and after \
+             the last). Rounds marked interfered (steal, irq, waiting for the bench core over \
+             1% of the batch, CPU used outside the batches) are left out when at least {} clean \
+             rounds exist. Where the yardstick's blocks fall into two clusters at least {} \
+             apart (the host's two speed states), a batch is uncontended when all its blocks \
+             lie in the faster one, and the median is over the clean uncontended batches \
+             when there are at least {}; otherwise the figure is flagged, as is one whose \
+             rounds were mostly interfered. An operation whose interval is within the \
              precision after at least {} rounds that count is timed in one round of {} from \
              then on (in every round again should it widen), so the budget goes to those still \
              above it.",
-            crate::measure::interference::SLOW_K,
-            crate::measure::interference::SLOW_K,
-            fmt::share(crate::measure::interference::SLOW_FLOOR),
+            crate::measure::rounds::MIN_ROUNDS,
+            fmt::share(crate::measure::states::MIN_STATE_GAP),
             crate::measure::rounds::MIN_ROUNDS,
             crate::measure::rounds::FULL_ROUNDS,
             crate::measure::rounds::SPARSE_EVERY,
         ));
+        host_states(doc, sub);
     }
     doc.h(2, "Objects timed and link orders");
     layout_spread(doc, sub);
     super::profiles::profiles_compared(doc, sub);
     build_commands(doc, sub);
+}
+
+/// The host's states per operation: the share of its batches in each, its figure within
+/// each, and how many changed state during the batch.
+fn host_states(doc: &mut Doc, sub: &SubmissionView) {
+    let mut t = Table::new(&[
+        "instance",
+        "operation",
+        "uncontended: batches, median (95% CI)",
+        "contended: batches, median (95% CI)",
+        "mixed",
+        "contended / uncontended",
+    ]);
+    let cell = |f: Option<&crate::record::rounds::StateFigure>| match f {
+        Some(f) => format!(
+            "{}, {} ({}–{})",
+            f.batches,
+            fmt::cycles(f.estimate.median),
+            fmt::cycles(f.estimate.ci_low),
+            fmt::cycles(f.estimate.ci_high)
+        ),
+        None => DASH.to_string(),
+    };
+    let mut cut = None;
+    for inst in listed(sub) {
+        for (op, _) in inst.ops(StepKind::Time) {
+            let Some(h) = inst
+                .time_ok(op)
+                .and_then(|td| td.rounds.as_ref())
+                .and_then(|r| r.host.as_ref())
+                .filter(|h| h.two_states)
+            else {
+                continue;
+            };
+            cut = cut.or(h
+                .uncontended_yardstick
+                .zip(h.contended_yardstick)
+                .zip(h.uncontended_share));
+            t.row(vec![
+                code(&inst.id),
+                op.name().to_string(),
+                cell(h.uncontended.as_ref()),
+                cell(h.contended.as_ref()),
+                h.mixed.to_string(),
+                match (&h.uncontended, &h.contended) {
+                    (Some(u), Some(c)) if u.estimate.median > 0.0 => {
+                        format!("{:.2}", c.estimate.median / u.estimate.median)
+                    }
+                    _ => DASH.to_string(),
+                },
+            ]);
+        }
+    }
+    let Some(((u, c), share)) = cut else {
+        return;
+    };
+    doc.h(3, "The host's states");
+    doc.p(format!(
+        "The yardstick inside the batches ran at {} cycles per call in the host's uncontended \
+         state and {} in its contended one ({:.0}% of its blocks uncontended). Each \
+         operation's clean batches in each state (a mixed batch changed state while it ran):",
+        fmt::cycles(u),
+        fmt::cycles(c),
+        share * 100.0
+    ));
+    doc.table(t);
 }
 
 /// callgrind's instruction counts.

@@ -209,6 +209,7 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
         );
         doc.table(kat_systems_table(&all));
     }
+    super::status::precision_in_full(&mut doc, view);
     doc
 }
 

@@ -90,6 +90,8 @@ pub(super) fn performance(
     let mut counters: Vec<String> = Vec::new();
     let mut orders = 0;
     let mut wide: Vec<String> = Vec::new();
+    let mut flagged: Vec<String> = Vec::new();
+    let mut within_state = false;
     for inst in listed(sub) {
         for (op, _) in inst.ops(StepKind::Time) {
             let Some(td) = inst.time_ok(op) else {
@@ -102,7 +104,28 @@ pub(super) fn performance(
             orders = orders.max(td.output.layouts.len());
             let (cycles, ci) = headline(td);
             let ns = ns_of(td, cycles);
-            if let Some(r) = td.rounds.as_ref().filter(|r| !r.reached) {
+            let mark = match td.rounds.as_ref().filter(|r| !r.flags.is_empty()) {
+                Some(r) => {
+                    flagged.push(format!(
+                        "{} {}: {}",
+                        code(&inst.id),
+                        op.name(),
+                        r.flags.join("; ")
+                    ));
+                    " ⚠ not trusted"
+                }
+                None => "",
+            };
+            within_state |= td
+                .rounds
+                .as_ref()
+                .and_then(|r| r.host.as_ref())
+                .is_some_and(|h| h.two_states);
+            if let Some(r) = td
+                .rounds
+                .as_ref()
+                .filter(|r| !r.reached && r.flags.is_empty())
+            {
                 wide.push(format!(
                     "{} {} (±{:.1}%)",
                     code(&inst.id),
@@ -115,12 +138,12 @@ pub(super) fn performance(
                 op.name().to_string(),
                 match ci {
                     Some((lo, hi)) => format!(
-                        "{} ({}–{})",
+                        "{} ({}–{}){mark}",
                         fmt::cycles(cycles),
                         fmt::cycles(lo),
                         fmt::cycles(hi)
                     ),
-                    None => fmt::cycles(cycles),
+                    None => format!("{}{mark}", fmt::cycles(cycles)),
                 },
                 fmt::time_ns(ns),
                 fmt::ops_per_s(if ns > 0.0 { 1e9 / ns } else { 0.0 }),
@@ -149,9 +172,17 @@ pub(super) fn performance(
             format!(
                 "Headline figure, one per operation: the median over the timing session's \
                  rounds of the per-call cycles ({counter} ticks), with its 95% bootstrap \
-                 confidence interval{orders}. Time is cycles over the measured counter rate; \
+                 confidence interval{orders}.{} Time is cycles over the measured counter rate; \
                  ops/s is one over time. The {} gives the distributions, single-call samples, \
-                 outliers and link-order spread.",
+                 outliers, the host's states and link-order spread.",
+                if within_state {
+                    " The host switched between two speed states during the session (the \
+                     yardstick timed inside every batch says which): the median is over the \
+                     clean rounds of its uncontended state, the one closest to a dedicated \
+                     core."
+                } else {
+                    ""
+                },
                 link("appendix", appendix_href)
             )
         } else {
@@ -164,6 +195,13 @@ pub(super) fn performance(
                 link("appendix", appendix_href)
             )
         });
+        if !flagged.is_empty() {
+            doc.p(
+                "⚠ not trusted: the figure does not earn its interval, whatever its width \
+                 (compare it with care):",
+            );
+            doc.list(flagged);
+        }
         if !wide.is_empty() {
             let precision = listed(sub)
                 .flat_map(|i| i.ops(StepKind::Time).filter_map(|(op, _)| i.time_ok(op)))

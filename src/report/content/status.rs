@@ -1,8 +1,12 @@
 //! The index's status block: what failed, timed out, was unsupported (with the reason and
 //! the instances), which KAT modes had no expected hash (NOKAT: not checked, no failure),
-//! which timings missed their precision target (with the precision reached), and the
-//! cross-check warnings of the profile and count steps. "Nothing failed" is said only when
-//! every one of these lists is empty, and claims only the checks whose records it read.
+//! which timings did not earn their precision (flagged: most rounds interfered, too few in
+//! the host's uncontended state) and which missed their target (with the precision
+//! reached), and the cross-check warnings of the profile and count steps. "Nothing failed"
+//! is said only when every one of these lists is empty, and claims only the checks whose
+//! records it read. The timing lists show their [`WORST`] worst cases only, so that the
+//! results table stays on a reader's first screen; [`precision_in_full`] lists every one at
+//! the end of the index.
 
 use std::collections::BTreeMap;
 
@@ -13,12 +17,20 @@ use super::status_text;
 use crate::report::doc::{code, Doc};
 use crate::report::view::{self, CampaignView, InstanceView};
 
-/// How far a timing is from its precision target, when it missed it.
+/// Timings shown in the status block per list; the rest are counted and listed in full at
+/// the end of the index.
+pub const WORST: usize = 3;
+
+/// How far a timing is from its precision target, when it missed it or did not earn it.
 pub(crate) struct Miss {
     pub inst: String,
     pub op: Op,
-    /// "±1.7% (target ±1%)" or "CV 4.3% (above 2%)".
+    /// "±1.7% (target ±1%)" or "CV 4.3% (above 2%)", with the flags' reasons first.
     pub what: String,
+    /// Flagged (the figure does not earn its precision), not only wider than the target.
+    pub flagged: bool,
+    /// For ordering, worst first: the relative half width (or CV).
+    pub how_far: f64,
 }
 
 /// "±1.7%": a CI's half width relative to its median, as a percentage.
@@ -47,16 +59,33 @@ fn misses(inst: &InstanceView) -> Vec<Miss> {
     inst.ops(StepKind::Time)
         .filter_map(|(op, _)| {
             let t = inst.time_ok(op)?;
-            let what = match &t.rounds {
-                Some(r) if !r.reached => format!(
-                    "{} (target {})",
-                    plus_minus(r.estimate.rel_half_width()),
-                    plus_minus(r.precision)
+            let (what, flagged, how_far) = match &t.rounds {
+                Some(r) if !r.flags.is_empty() => (
+                    format!(
+                        "{}; {} claimed, not earned",
+                        r.flags.join("; "),
+                        plus_minus(r.estimate.rel_half_width())
+                    ),
+                    true,
+                    r.estimate.rel_half_width(),
                 ),
-                None if t.summary.unstable => format!(
-                    "CV {:.1}% over {} trials (above 2%)",
-                    t.summary.cv * 100.0,
-                    t.summary.trials
+                Some(r) if !r.reached => (
+                    format!(
+                        "{} (target {})",
+                        plus_minus(r.estimate.rel_half_width()),
+                        plus_minus(r.precision)
+                    ),
+                    false,
+                    r.estimate.rel_half_width(),
+                ),
+                None if t.summary.unstable => (
+                    format!(
+                        "CV {:.1}% over {} trials (above 2%)",
+                        t.summary.cv * 100.0,
+                        t.summary.trials
+                    ),
+                    false,
+                    t.summary.cv,
                 ),
                 _ => return None,
             };
@@ -64,6 +93,8 @@ fn misses(inst: &InstanceView) -> Vec<Miss> {
                 inst: inst.id.clone(),
                 op,
                 what,
+                flagged,
+                how_far,
             })
         })
         .collect()
@@ -77,7 +108,9 @@ struct Lists {
     /// (scope, reason) -> step ids: a scope is an instance (`sub/inst`) or a step id.
     unsupported: BTreeMap<(String, String), Vec<String>>,
     nokat: Vec<String>,
-    misses: Vec<String>,
+    /// (how far, text) of timings wider than their target, and of flagged ones.
+    misses: Vec<(f64, String)>,
+    flagged: Vec<(f64, String)>,
     warnings: Vec<String>,
     skipped: usize,
     /// The kinds of the records read: "nothing failed" claims only what ran.
@@ -90,15 +123,24 @@ fn collect(view: &CampaignView) -> Lists {
         let mut recs: Vec<&StepRecord> = sub.record(StepKind::Source).into_iter().collect();
         for inst in &sub.instances {
             recs.extend(inst.records());
-            s.misses.extend(
-                misses(inst)
-                    .into_iter()
-                    .map(|m| format!("{} {}: {}", code(&m.inst), m.op.name(), m.what)),
-            );
+            for m in misses(inst) {
+                let line = (
+                    m.how_far,
+                    format!("{} {}: {}", code(&m.inst), m.op.name(), m.what),
+                );
+                if m.flagged {
+                    s.flagged.push(line);
+                } else {
+                    s.misses.push(line);
+                }
+            }
         }
         for r in recs {
             note(&mut s, r);
         }
+    }
+    for l in [&mut s.misses, &mut s.flagged] {
+        l.sort_by(|a, b| b.0.total_cmp(&a.0));
     }
     // steps of campaign.json without a record here (e.g. a source that failed)
     if let Some(c) = &view.campaign {
@@ -266,6 +308,7 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         && s.unsupported.is_empty()
         && s.nokat.is_empty()
         && s.misses.is_empty()
+        && s.flagged.is_empty()
         && s.warnings.is_empty()
         && s.skipped == 0;
     if clean {
@@ -287,6 +330,13 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         said.push(format!(
             "{} not checked (no expected hash, NOKAT)",
             plural(s.nokat.len(), "KAT mode", "KAT modes")
+        ));
+    }
+    if !s.flagged.is_empty() {
+        said.push(format!(
+            "{} not trusted to {} precision",
+            plural(s.flagged.len(), "timing", "timings"),
+            if s.flagged.len() == 1 { "its" } else { "their" }
         ));
     }
     if !s.misses.is_empty() {
@@ -353,10 +403,18 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         format!("KAT not checked: no expected hash ({})", s.nokat.len()),
         s.nokat,
     );
-    list(
+    worst(
+        doc,
+        format!(
+            "Timings not trusted to their precision ({})",
+            s.flagged.len()
+        ),
+        &s.flagged,
+    );
+    worst(
         doc,
         format!("Precision target missed ({})", s.misses.len()),
-        s.misses,
+        &s.misses,
     );
     list(
         doc,
@@ -369,6 +427,47 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
             plural(s.skipped, "step was", "steps were"),
             if s.skipped == 1 { "it" } else { "they" }
         ));
+    }
+}
+
+/// A timing list of the status block: its [`WORST`] worst cases, and how many more there
+/// are (listed by [`precision_in_full`]).
+fn worst(doc: &mut Doc, title: String, items: &[(f64, String)]) {
+    if items.is_empty() {
+        return;
+    }
+    doc.h(3, title);
+    let mut shown: Vec<String> = items.iter().take(WORST).map(|(_, t)| t.clone()).collect();
+    if items.len() > WORST {
+        shown.push(format!(
+            "and {} more, listed under \"Timing precision in full\" at the end of this page",
+            items.len() - WORST
+        ));
+    }
+    doc.list(shown);
+}
+
+/// Every timing that did not earn or missed its precision, at the end of the index (the
+/// status block shows the worst only); nothing when every timing earned it.
+pub fn precision_in_full(doc: &mut Doc, view: &CampaignView) {
+    let s = collect(view);
+    if s.flagged.len() + s.misses.len() <= WORST {
+        return;
+    }
+    doc.h(2, "Timing precision in full");
+    doc.p(
+        "Every timing that was not trusted to its precision (its figure rests on rounds that \
+         were mostly interfered, or on too few rounds in the host's uncontended state; see \
+         docs/figures.md) or whose 95% CI stayed wider than the target, widest first.",
+    );
+    for (title, items) in [
+        ("Not trusted to their precision", &s.flagged),
+        ("Wider than the target", &s.misses),
+    ] {
+        if !items.is_empty() {
+            doc.h(3, format!("{title} ({})", items.len()));
+            doc.list(items.iter().map(|(_, t)| t.clone()).collect());
+        }
     }
 }
 

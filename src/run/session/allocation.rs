@@ -24,18 +24,11 @@ pub(super) fn stop_rule(
     }
 }
 
-/// The runners timed in session round `round`: every alive member whose group (members `i /
-/// group`) is visited in it, in one round of `every[i / group]`, and the yardstick (the
-/// runners after the `n_members` members) in every round.
-pub(super) fn due(
-    alive: &[bool],
-    n_members: usize,
-    group: usize,
-    every: &[usize],
-    round: usize,
-) -> Vec<usize> {
+/// The members timed in session round `round`: every alive member whose group (members `i /
+/// group`) is visited in it, in one round of `every[i / group]`.
+pub(super) fn due(alive: &[bool], group: usize, every: &[usize], round: usize) -> Vec<usize> {
     (0..alive.len())
-        .filter(|&i| alive[i] && (i >= n_members || visited(round, every[i / group], i / group)))
+        .filter(|&i| alive[i] && visited(round, every[i / group], i / group))
         .collect()
 }
 
@@ -109,17 +102,17 @@ mod tests {
     }
 
     #[test]
-    fn due_runners_are_the_alive_members_of_groups_visited_in_the_round_and_the_yardstick() {
-        // Six members in triples (compare --measure) and the yardstick (index 6); the second
-        // triple is visited in one round of 4 (slot 1: rounds 3, 7, ...), member 1 failed.
-        let alive = [true, false, true, true, true, true, true];
+    fn due_members_are_the_alive_members_of_groups_visited_in_the_round() {
+        // Six members in triples (compare --measure); the second triple is visited in one
+        // round of 4 (slot 1: rounds 3, 7, ...), member 1 failed.
+        let alive = [true, false, true, true, true, true];
         let every = [1, 4];
-        assert_eq!(due(&alive, 6, 3, &every, 0), [0, 2, 6]);
-        assert_eq!(due(&alive, 6, 3, &every, 3), [0, 2, 3, 4, 5, 6]);
+        assert_eq!(due(&alive, 3, &every, 0), [0, 2]);
+        assert_eq!(due(&alive, 3, &every, 3), [0, 2, 3, 4, 5]);
         // One member per group: each takes its own turn.
         let alive = [true; 4];
-        assert_eq!(due(&alive, 4, 1, &[4, 4, 1, 4], 0), [0, 2]);
-        assert_eq!(due(&alive, 4, 1, &[4, 4, 1, 4], 1), [2, 3]);
+        assert_eq!(due(&alive, 1, &[4, 4, 1, 4], 0), [0, 2]);
+        assert_eq!(due(&alive, 1, &[4, 4, 1, 4], 1), [2, 3]);
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::super::exec::{self, NoLine, Served};
 use super::super::sandbox;
 use super::super::stop::Stop;
-use super::{Member, Visit, Yardstick, CHECK_RESAMPLES};
-use crate::measure::rounds::{rounds_used, MIN_ROUNDS};
+use super::{Gauge, HostStates, Member, StateFigure, Visit, Yardstick, CHECK_RESAMPLES};
+use crate::measure::states::{self, Cut, Selection, State};
 use crate::measure::stats::{self, Estimate};
 use crate::record::TimeOutput;
 
@@ -19,9 +19,12 @@ pub(super) struct Live {
     pub(super) values: Vec<f64>,
     /// The session round (0-based) each of `values` was timed in.
     pub(super) rounds: Vec<usize>,
-    /// Why each of `values` is interfered, as judged around its batch (empty: clean); the
-    /// yardstick's slow phases are added at the session's end.
+    /// Why each of `values` is interfered, as judged around its batch (empty: clean).
     pub(super) why: Vec<Vec<String>>,
+    /// The yardstick's per-call cycles in each block of each batch (empty without one).
+    pub(super) gauge: Vec<Vec<f64>>,
+    /// Calls of the yardstick per block, from the runner's `ready` line.
+    pub(super) gauge_calls: u64,
     pub(super) positions: Vec<u32>,
     /// Each change of how often it is visited.
     pub(super) visits: Vec<Visit>,
@@ -43,6 +46,8 @@ impl Live {
             values: Vec::new(),
             rounds: Vec::new(),
             why: Vec::new(),
+            gauge: Vec::new(),
+            gauge_calls: 0,
             positions: Vec::new(),
             visits: Vec::new(),
             batches: Vec::new(),
@@ -114,58 +119,96 @@ impl Live {
         self.fail(stop);
     }
 
-    /// The rounds that count (indices into `values`): the clean ones when there are enough
-    /// (and whether they are). `slow` marks the session rounds the yardstick found slow.
-    pub(super) fn used_rounds(&self, slow: &[Option<String>]) -> (Vec<usize>, bool) {
-        let (used, clean) = rounds_used(self.values.len(), |i| {
-            !self.why[i].is_empty() || slow.get(self.rounds[i]).is_some_and(Option::is_some)
-        });
-        (used, clean >= MIN_ROUNDS)
+    /// The host's state during each of its batches, given the session's `cut`.
+    pub(super) fn states(&self, cut: Option<&Cut>) -> Vec<State> {
+        (0..self.values.len())
+            .map(|i| states::state_of(self.gauge.get(i).map_or(&[][..], Vec::as_slice), cut))
+            .collect()
     }
 
-    /// The estimate over the rounds that count.
+    /// The batches its estimate uses, given the session's two states `cut`
+    /// ([`states::select`]).
+    pub(super) fn selection(&self, cut: Option<&Cut>) -> Selection {
+        let st = self.states(cut);
+        states::select(
+            self.values.len(),
+            |i| !self.why[i].is_empty(),
+            |i| st[i],
+            cut.is_some(),
+        )
+    }
+
+    /// The estimate over the batches it uses, and which they are.
     pub(super) fn estimate(
         &self,
-        slow: &[Option<String>],
+        cut: Option<&Cut>,
         seed: u64,
         resamples: usize,
-    ) -> Option<(Estimate, bool)> {
-        let (used, clean_only) = self.used_rounds(slow);
-        let values: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
-        Some((stats::median_ci(&values, seed, resamples)?, clean_only))
+    ) -> Option<(Estimate, Selection)> {
+        let sel = self.selection(cut);
+        let values: Vec<f64> = sel.used.iter().map(|&i| self.values[i]).collect();
+        Some((stats::median_ci(&values, seed, resamples)?, sel))
     }
 
-    /// The stop rule's view of this member: (rounds that count, relative CI half-width from
-    /// [`CHECK_RESAMPLES`] resamples).
-    pub(super) fn check(&self, slow: &[Option<String>], seed: u64) -> Option<(usize, f64)> {
-        let (est, _) = self.estimate(slow, seed, CHECK_RESAMPLES)?;
-        Some((self.used_rounds(slow).0.len(), est.rel_half_width()))
+    /// The stop rule's view of this member: (batches used, relative CI half-width from
+    /// [`CHECK_RESAMPLES`] resamples; infinite while its figure is flagged).
+    pub(super) fn check(&self, cut: Option<&Cut>, seed: u64) -> Option<(usize, f64)> {
+        let (est, sel) = self.estimate(cut, seed, CHECK_RESAMPLES)?;
+        let half = if sel.flags.is_empty() {
+            est.rel_half_width()
+        } else {
+            f64::INFINITY
+        };
+        Some((sel.used.len(), half))
     }
 
-    /// Add the yardstick's slow phases to the marks of the rounds this member was timed in.
-    pub(super) fn mark_slow(&mut self, slow: &[Option<String>]) {
-        for (why, &r) in self.why.iter_mut().zip(&self.rounds) {
-            if let Some(Some(reason)) = slow.get(r) {
-                why.push(reason.clone());
-            }
+    /// What its record keeps of the host's states: the session's cut, each batch's state
+    /// and its figure within each state (over its clean batches there).
+    pub(super) fn host_states(&self, cut: Option<&Cut>, seed: u64) -> HostStates {
+        let st = self.states(cut);
+        let within = |state: State| -> Option<StateFigure> {
+            let xs: Vec<f64> = (0..self.values.len())
+                .filter(|&i| st[i] == state && self.why[i].is_empty())
+                .map(|i| self.values[i])
+                .collect();
+            (xs.len() >= 2).then(|| StateFigure {
+                batches: xs.len() as u32,
+                estimate: stats::median_ci(&xs, seed, stats::BOOTSTRAP_RESAMPLES)
+                    .expect("two values have a median"),
+            })
+        };
+        HostStates {
+            two_states: cut.is_some(),
+            cut: cut.map(|c| c.threshold),
+            uncontended_yardstick: cut.map(|c| c.uncontended),
+            contended_yardstick: cut.map(|c| c.contended),
+            uncontended_share: cut.map(|c| c.uncontended_share),
+            batches: st.iter().map(|s| s.letter()).collect(),
+            uncontended: cut.and_then(|_| within(State::Uncontended)),
+            contended: cut.and_then(|_| within(State::Contended)),
+            mixed: (0..st.len())
+                .filter(|&i| st[i] == State::Mixed && self.why[i].is_empty())
+                .count() as u32,
         }
     }
 
-    /// The yardstick in this member's rounds (its cycles in the session rounds the member
-    /// was timed in, so `values[i]` pairs with the member's `trials[i]`), and over the rounds
-    /// that count. `None` unless the yardstick timed every one of the member's rounds.
-    pub(super) fn yardstick(&self, gauge: &Live, g: (&str, &str), seed: u64) -> Option<Yardstick> {
+    /// The yardstick inside its batches (per batch the mean per-call cycles of its blocks,
+    /// so `values[i]` pairs with the member's `trials[i]`), and over the batches `used`.
+    /// `None` unless every batch had its blocks.
+    pub(super) fn yardstick(&self, g: &Gauge, used: &[usize], seed: u64) -> Option<Yardstick> {
         let theirs: Vec<f64> = self
-            .rounds
+            .gauge
             .iter()
-            .map(|&r| gauge.values.get(r).copied())
+            .map(|b| (!b.is_empty()).then(|| b.iter().sum::<f64>() / b.len() as f64))
             .collect::<Option<_>>()?;
-        let (used, _) = self.used_rounds(&[]);
+        if theirs.len() != self.values.len() {
+            return None;
+        }
         let ys: Vec<f64> = used.iter().map(|&i| theirs[i]).collect();
         let mine: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
         Some(Yardstick {
-            name: g.0.to_string(),
-            object_sha256: g.1.to_string(),
+            name: g.name.clone(),
+            object_sha256: g.object_sha256.clone(),
             values: theirs,
             estimate: stats::median_ci(&ys, seed, stats::BOOTSTRAP_RESAMPLES)?,
             relative: stats::median_ci(
@@ -173,6 +216,7 @@ impl Live {
                 seed,
                 stats::BOOTSTRAP_RESAMPLES,
             )?,
+            placement: "in-batch".into(),
         })
     }
 }
@@ -228,64 +272,80 @@ mod tests {
     use super::fake::live;
 
     #[test]
-    fn the_yardsticks_slow_phases_mark_the_rounds_the_member_was_timed_in() {
+    fn the_estimate_rests_on_the_clean_batches_of_the_uncontended_state() {
+        use crate::measure::states::two_states;
         let dir = tempfile::tempdir().unwrap();
-        // 14 values timed in every other session round (0, 2, ..., 26); the value of
-        // session round 4 (index 2) was interfered around its batch.
-        let values: Vec<f64> = (0..14).map(|i| 1000.0 + i as f64).collect();
-        let rounds: Vec<usize> = (0..14).map(|i| 2 * i).collect();
-        let mut l = live(dir.path(), &values, &rounds, &[2]);
-        // The yardstick found session rounds 6 and 7 slow: round 6 is the member's index 3;
-        // round 7 is not one of the member's.
-        let mut slow = vec![None; 28];
-        slow[6] = Some("host slow phase: yardstick 1.60x its median".to_string());
-        slow[7] = Some("host slow phase: yardstick 1.40x its median".to_string());
-        let (used, clean_only) = l.used_rounds(&slow);
-        assert!(clean_only);
-        assert_eq!(used.len(), 12);
-        assert!(!used.contains(&2) && !used.contains(&3));
-        let (n, half) = l.check(&slow, 1).unwrap();
-        assert_eq!(n, 12);
-        assert!(half > 0.0 && half < 0.01, "{half}");
-        // At the end the marks join the member's own, so the record keeps the reasons.
-        l.mark_slow(&slow);
-        assert_eq!(
-            l.why[3],
-            ["host slow phase: yardstick 1.60x its median".to_string()]
-        );
-        assert_eq!(l.used_rounds(&[]).0, used);
-        // The yardstick a record keeps pairs with the member's rounds: the gauge's values in
-        // the session rounds the member was timed in.
-        let gauge = live(
-            dir.path(),
-            &(0..28).map(|r| 100.0 + r as f64).collect::<Vec<_>>(),
-            &(0..28).collect::<Vec<_>>(),
-            &[],
-        );
-        let y = l.yardstick(&gauge, ("ngcc-yardstick-1", "ab"), 1).unwrap();
-        assert_eq!(
-            y.values,
-            rounds.iter().map(|&r| 100.0 + r as f64).collect::<Vec<_>>()
-        );
-        // Median over the rounds that count (session rounds 0, 2, 8, 10, ..., 26: 100, 102,
-        // 108, ..., 126): (114 + 116) / 2.
-        assert_eq!(y.estimate.median, 115.0);
-        // A yardstick that did not time all of the member's rounds is not kept.
-        let short = live(dir.path(), &[100.0; 20], &(0..20).collect::<Vec<_>>(), &[]);
-        assert!(l.yardstick(&short, ("y", "ab"), 1).is_none());
+        // 40 batches: the even ones with the yardstick at ~64 k per call and the KEM at
+        // ~1000 cycles, the odd ones at ~100 k and ~1300; batch 2 interfered.
+        let values: Vec<f64> = (0..40)
+            .map(|i| {
+                if i % 2 == 0 {
+                    1000.0 + i as f64
+                } else {
+                    1300.0 + i as f64
+                }
+            })
+            .collect();
+        let mut l = live(dir.path(), &values, &(0..40).collect::<Vec<_>>(), &[2]);
+        l.gauge = (0..40)
+            .map(|i| {
+                let y = if i % 2 == 0 { 64_000.0 } else { 100_000.0 };
+                vec![y, y + 100.0, y - 100.0]
+            })
+            .collect();
+        // Batch 5 changed state in the middle.
+        l.gauge[5] = vec![64_000.0, 100_000.0, 100_000.0];
+        let cut = two_states(&l.gauge.iter().flatten().copied().collect::<Vec<_>>());
+        let cut = cut.expect("two states");
+        let (est, sel) = l.estimate(Some(&cut), 1, 200).unwrap();
+        assert!(sel.within_state && sel.flags.is_empty());
+        assert_eq!(sel.used.len(), 19);
+        assert!(sel.used.iter().all(|i| i % 2 == 0 && *i != 2));
+        // Median of the 19 values 1000 + {0, 4, 6, ..., 38}: the tenth, 1000 + 20.
+        assert_eq!(est.median, 1020.0);
+        let (n, half) = l.check(Some(&cut), 1).unwrap();
+        assert_eq!(n, 19);
+        assert!(half < 0.01, "{half}");
+        let h = l.host_states(Some(&cut), 1);
+        assert!(h.two_states);
+        assert_eq!(&h.batches[..6], "ucucum");
+        assert_eq!(h.uncontended.as_ref().unwrap().batches, 19);
+        assert_eq!(h.contended.as_ref().unwrap().batches, 19);
+        assert_eq!(h.mixed, 1);
+        // Without the cut (one state) every clean batch counts.
+        let (_, sel) = l.estimate(None, 1, 200).unwrap();
+        assert_eq!(sel.used.len(), 39);
+        // The yardstick a record keeps pairs with the member's batches: the mean of each
+        // batch's blocks.
+        let g = super::super::Gauge {
+            object: "y.so".into(),
+            api_h: "api.h".into(),
+            name: "ngcc-yardstick-1".into(),
+            object_sha256: "ab".into(),
+        };
+        let y = l.yardstick(&g, &sel.used, 1).unwrap();
+        assert_eq!(y.values[0], 64_000.0);
+        assert_eq!(y.values.len(), 40);
+        assert_eq!(y.id(), "ngcc-yardstick-1 in-batch sha256:ab");
+        // A batch without blocks: no yardstick in the record.
+        l.gauge[7].clear();
+        assert!(l.yardstick(&g, &sel.used, 1).is_none());
     }
 
     #[test]
-    fn ten_clean_rounds_are_enough_to_leave_the_interfered_ones_out() {
+    fn a_member_whose_batches_were_mostly_interfered_is_flagged_and_not_reached() {
         let dir = tempfile::tempdir().unwrap();
-        let values: Vec<f64> = (0..12).map(|i| 1000.0 + i as f64).collect();
-        let rounds: Vec<usize> = (0..12).collect();
-        let (used, clean_only) = live(dir.path(), &values, &rounds, &[0, 7]).used_rounds(&[]);
-        assert!(clean_only);
-        assert_eq!(used, [1, 2, 3, 4, 5, 6, 8, 9, 10, 11]);
-        let (used, clean_only) = live(dir.path(), &values, &rounds, &[0, 7, 9]).used_rounds(&[]);
-        assert!(!clean_only);
-        assert_eq!(used, rounds);
+        let values: Vec<f64> = (0..30).map(|i| 1000.0 + i as f64).collect();
+        let marked: Vec<usize> = (0..25).collect();
+        let l = live(dir.path(), &values, &(0..30).collect::<Vec<_>>(), &marked);
+        let (_, sel) = l.estimate(None, 1, 200).unwrap();
+        assert_eq!(sel.used.len(), 30);
+        assert!(
+            sel.flags[0].starts_with("only 5 of 30 batches clean"),
+            "{:?}",
+            sel.flags
+        );
+        assert_eq!(l.check(None, 1).unwrap().1, f64::INFINITY);
     }
 
     #[test]

@@ -4,24 +4,26 @@
 //! up and calibrated to a short batch), then rounds follow: each round times one batch of
 //! every member in a freshly shuffled order (ChaCha8 from a recorded seed), reading the
 //! bench core's `/proc/stat` line around each batch and the runner's own scheduler counters
-//! to mark interfered batches ([`crate::measure::interference`]); with a yardstick, a round
-//! in which it ran far above its median is marked interfered for every member timed in it
-//! ([`interference::slow_rounds`], applied again over the whole session at its end). Rounds
-//! go on until every member's 95% bootstrap CI of the median per-op cycles is within
-//! `precision` of the median, or the measured batch time reaches the budget. A member (or a
-//! group of members, [`Settings::group`]) that has reached the precision with enough rounds
-//! is timed in only one round of four from then on ([`crate::measure::rounds::visit_every`]),
-//! so the budget goes to the members whose CI is still wide; its record says from which
-//! round and why. Then each runner takes its single-call samples, loop overhead, stack and
-//! peak RSS in its own process and returns its record. Slow drift of the host thus spreads
-//! over all members instead of landing on whichever was measured at that moment, and two
-//! objects in the same session are compared on the same moments of the host.
+//! to mark interfered batches ([`crate::measure::interference`]). With a yardstick
+//! ([`Settings::gauge`]) every runner times it in short blocks inside each of its batches,
+//! so the host's state is measured with every batch ([`crate::measure::states`]): the
+//! estimate rests on the clean batches of the host's uncontended state. Rounds go on until
+//! every member's 95% bootstrap CI of the median per-op cycles is within `precision` of the
+//! median (and its figure is not flagged), or the measured batch time reaches the budget. A
+//! member (or a group of members, [`Settings::group`]) that has reached the precision with
+//! enough rounds is timed in only one round of four from then on
+//! ([`crate::measure::rounds::visit_every`]), so the budget goes to the members whose CI is
+//! still wide; its record says from which round and why. Then each runner takes its
+//! single-call samples, loop overhead, stack and peak RSS in its own process and returns its
+//! record. Slow drift of the host thus spreads over all members instead of landing on
+//! whichever was measured at that moment, and two objects in the same session are compared
+//! on the same moments of the host.
 //!
 //! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
-//! reads the runner, its object and `api.h`, writes only its own scratch folder, under the
-//! step's memory limit. Its protocol lines come on the runner's record channel (the stdout
-//! it was started with; the KEM's own stdout goes to stderr), so a KEM that prints
-//! `batch ...` cannot answer for it.
+//! reads the runner, its object, the yardstick and `api.h`, writes only its own scratch
+//! folder, under the step's memory limit. Its protocol lines come on the runner's record
+//! channel (the stdout it was started with; the KEM's own stdout goes to stderr), so a KEM
+//! that prints `batch ...` cannot answer for it.
 //!
 //! A batch that claims more time than the engine waited for its answer is implausible
 //! (code in the runner's process forging answers): its member fails at once, before its
@@ -29,12 +31,6 @@
 //!
 //! A member that fails (bad return code, crash, timeout, implausible batch) leaves the
 //! session with its reason; the others go on.
-//!
-//! With a [`Gauge`] in the settings, the yardstick ([`super::yardstick`]) is timed in every
-//! round too, at a random position like a member; it does not count towards the budget or
-//! the precision, and every member's [`Rounds`] keeps its per-round cycles and the median
-//! of the member's per-round ratio to it ([`Yardstick`]). A yardstick that fails leaves the
-//! session without one (its log says why); the members go on.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -52,13 +48,13 @@ use super::outside;
 use super::sandbox::disk::{DiskGuard, DISK};
 use super::sandbox::{Jail, Sandbox};
 use super::stop::Stop;
-use crate::measure::interference;
 use crate::measure::rounds::MIN_ROUNDS;
-use crate::measure::stats;
-pub use crate::record::rounds::{Rounds, Stopped, Visit, Yardstick};
+use crate::measure::states::{self, Cut};
+use crate::measure::{interference, stats};
+pub use crate::record::rounds::{HostStates, Rounds, StateFigure, Stopped, Visit, Yardstick};
 use crate::record::TimeOutput;
 use allocation::{due, reallocate, stop_rule};
-use kem_native::serve::{BatchReply, BATCH, DONE, READY};
+use kem_native::serve::{BatchReply, Ready, BATCH, DONE, READY};
 use live::Live;
 
 /// Length of one batch (shorter when the step's `trial` is).
@@ -102,11 +98,15 @@ pub struct Settings {
     /// Members visited together, in consecutive groups of this many (the A, B and A/A
     /// triples of `compare --measure`, whose rounds must stay paired); 1 otherwise.
     pub group: usize,
+    /// The yardstick every runner times inside its batches (`None`: no host states).
+    pub gauge: Option<Gauge>,
 }
 
-/// The yardstick as a session runs it: its runner's member (op keygen) and what identifies it.
+/// The yardstick ([`super::yardstick`]) as the runners load it, and what identifies it.
+#[derive(Debug, Clone)]
 pub struct Gauge {
-    pub member: Member,
+    pub object: PathBuf,
+    pub api_h: PathBuf,
     pub name: String,
     pub object_sha256: String,
 }
@@ -137,51 +137,47 @@ pub fn fresh_seed() -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// Run a session over `members` (and the yardstick `gauge`, if any); `on_round(round, worst
-/// half-width)` is told after each round. Outcomes come back in the order of `members`.
+/// Run a session over `members`; `on_round(round, worst half-width)` is told after each
+/// round. Outcomes come back in the order of `members`.
 ///
 /// The steps: start every runner ([`spawn_all`]: load, warm up, calibrate), time rounds
-/// until the stop rule holds ([`rounds`]), then let the yardstick's runner and every
-/// member's finish in their own processes ([`finish_gauge`], [`finish_member`]).
+/// until the stop rule holds ([`rounds`]), then let every member's runner finish in its own
+/// process ([`finish_member`]).
 pub fn run(
     members: Vec<Member>,
-    gauge: Option<Gauge>,
     s: &Settings,
     on_round: &dyn Fn(usize, f64),
 ) -> (String, u64, Vec<Outcome>) {
     let seed = fresh_seed();
     let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
-    let n_members = members.len();
-    let (mut live, gauge_id) = line_up(members, gauge);
-    let runners = live.len();
+    let mut live: Vec<Live> = members.into_iter().map(Live::new).collect();
     spawn_all(&mut live, s);
-    let stopped = rounds(&mut live, n_members, budget_ns, seed, s, on_round);
+    let stopped = rounds(&mut live, budget_ns, seed, s, on_round);
     late_cpu(&mut live);
-    // The yardstick's runner finishes first; its values count only if it lasted the session.
-    let gauge = match gauge_id {
-        Some(g) => live.pop().and_then(|l| finish_gauge(l, s)).map(|l| (l, g)),
-        None => None,
-    };
-    // The yardstick's slow phases over the whole session mark every member's rounds.
-    let slow = gauge
-        .as_ref()
-        .map(|(g, _)| interference::slow_rounds(&g.values))
-        .unwrap_or_default();
     let end = End {
         id: &id,
         seed,
-        runners,
+        runners: live.len(),
         stopped,
         budget_ns,
-        gauge: gauge.as_ref(),
-        slow: &slow,
+        cut: host_cut(&live),
     };
     let out = live
         .into_iter()
         .map(|l| finish_member(l, &end, s))
         .collect();
     (id, seed, out)
+}
+
+/// The host's two states so far, from the yardstick blocks of every batch of the session
+/// (`None`: one state, or no yardstick).
+fn host_cut(live: &[Live]) -> Option<Cut> {
+    let blocks: Vec<f64> = live
+        .iter()
+        .flat_map(|l| l.gauge.iter().flatten().copied())
+        .collect();
+    states::two_states(&blocks)
 }
 
 /// What the runners' processes used after their last batch counts too, and what they use
@@ -209,21 +205,6 @@ fn late_cpu(live: &mut [Live]) {
     for l in live.iter_mut().filter(|l| l.alive()) {
         outside::mark(&mut l.why, &late);
     }
-}
-
-/// The session's runners: the members, then the yardstick's (when there is one; it is not
-/// a member), and what identifies the yardstick (name, object SHA-256).
-fn line_up(members: Vec<Member>, gauge: Option<Gauge>) -> (Vec<Live>, Option<(String, String)>) {
-    let (gauge_id, gauge_member) = match gauge {
-        Some(g) => (Some((g.name, g.object_sha256)), Some(g.member)),
-        None => (None, None),
-    };
-    let live = members
-        .into_iter()
-        .chain(gauge_member)
-        .map(Live::new)
-        .collect();
-    (live, gauge_id)
 }
 
 /// Start the runners one at a time: loading, warm-up and calibration on the bench core.
@@ -274,6 +255,14 @@ fn serve_args(m: &Member, s: &Settings) -> Vec<String> {
             .iter()
             .flat_map(|p| ["--layout".to_string(), p.display().to_string()]),
     )
+    .chain(s.gauge.iter().flat_map(|g| {
+        [
+            "--gauge".to_string(),
+            g.object.display().to_string(),
+            "--gauge-api".to_string(),
+            g.api_h.display().to_string(),
+        ]
+    }))
     .collect()
 }
 
@@ -285,6 +274,9 @@ fn spawn(l: &mut Live, s: &Settings) {
         .collect();
     l.commands.push(shown.clone());
     l.m.jail.read.extend(l.m.layouts.iter().cloned());
+    if let Some(g) = &s.gauge {
+        l.m.jail.read.extend([g.object.clone(), g.api_h.clone()]);
+    }
     let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
     match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
         Ok(mut served) => {
@@ -292,8 +284,18 @@ fn spawn(l: &mut Live, s: &Settings) {
             let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
             l.cpu = outside::Watch::of(served.id());
             l.served = Some(served);
-            if !matches!(&r, Ok((w, _)) if w == READY) {
-                l.fail_from(r, s.timeout);
+            match &r {
+                Ok((w, json)) if w == READY => {
+                    let ready = serde_json::from_str::<Ready>(json).ok();
+                    l.gauge_calls = ready.and_then(|r| r.gauge_calls).unwrap_or(0);
+                    if s.gauge.is_some() && l.gauge_calls == 0 {
+                        l.fail(Stop::failed(format!(
+                            "{}: kem-runner did not calibrate the yardstick",
+                            l.m.op
+                        )));
+                    }
+                }
+                _ => l.fail_from(r, s.timeout),
             }
         }
         Err(e) => l.fail(Stop::failed(format!("cannot run kem-runner: {e}"))),
@@ -301,15 +303,14 @@ fn spawn(l: &mut Live, s: &Settings) {
 }
 
 /// Time rounds until the stop rule holds ([`stop_rule`]): every member's CI within the
-/// precision (checked from [`MIN_ROUNDS`] rounds on, leaving out the rounds interfered so
-/// far, the yardstick's slow phases included), the members' measured batch time at the
-/// budget, or no member left (all failed, or the run was interrupted). Each round times the
-/// runners [`due`] in it, in a shuffled order; after each check the groups that reached the
-/// precision are visited less, those whose CI widened again in every round ([`reallocate`]).
-/// The yardstick, when there is one, is the last of `live`, after the `n_members` members.
+/// precision and its figure not flagged (checked from [`MIN_ROUNDS`] rounds on, over the
+/// batches its estimate uses: the clean ones of the host's uncontended state, as seen so
+/// far), the members' measured batch time at the budget, or no member left (all failed, or
+/// the run was interrupted). Each round times the members [`due`] in it, in a shuffled
+/// order; after each check the groups that reached the precision are visited less, those
+/// whose CI widened again in every round ([`reallocate`]).
 fn rounds(
     live: &mut [Live],
-    n_members: usize,
     budget_ns: u64,
     seed: u64,
     s: &Settings,
@@ -317,15 +318,15 @@ fn rounds(
 ) -> Stopped {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
     let group = s.group.max(1);
-    let mut every = vec![1; n_members.div_ceil(group)];
+    let mut every = vec![1; live.len().div_ceil(group)];
     let mut used_ns = 0u64;
     let mut round = 0usize;
     loop {
-        if !live[..n_members].iter().any(Live::alive) || exec::cancelled() {
+        if !live.iter().any(Live::alive) || exec::cancelled() {
             return Stopped::NoMembers;
         }
         let alive: Vec<bool> = live.iter().map(Live::alive).collect();
-        let mut order = due(&alive, n_members, group, &every, round);
+        let mut order = due(&alive, group, &every, round);
         order.shuffle(&mut rng);
         let mut disturbed = Vec::new();
         for (pos, &i) in order.iter().enumerate() {
@@ -336,9 +337,7 @@ fn rounds(
             }
             if let Some(ns) = batch(l, round, pos, s) {
                 l.cpu.after_batch();
-                if i < n_members {
-                    used_ns += ns;
-                }
+                used_ns += ns;
             }
         }
         for l in live.iter_mut().filter(|l| l.alive()) {
@@ -346,22 +345,18 @@ fn rounds(
         }
         round += 1;
         let worst = if round >= MIN_ROUNDS {
-            let (members, gauge) = live.split_at_mut(n_members);
-            let slow = gauge
-                .first()
-                .map(|g| interference::slow_rounds(&g.values))
-                .unwrap_or_default();
-            let checks: Vec<Option<(usize, f64)>> = members
+            let cut = host_cut(live);
+            let checks: Vec<Option<(usize, f64)>> = live
                 .iter()
                 .map(|l| {
                     if l.alive() {
-                        l.check(&slow, seed)
+                        l.check(cut.as_ref(), seed)
                     } else {
                         None
                     }
                 })
                 .collect();
-            reallocate(members, &checks, group, &mut every, round, s.precision);
+            reallocate(live, &checks, group, &mut every, round, s.precision);
             checks.iter().flatten().map(|c| c.1).fold(0.0, f64::max)
         } else {
             f64::INFINITY
@@ -405,6 +400,17 @@ fn batch(l: &mut Live, round: usize, pos: usize, s: &Settings) -> Option<u64> {
         l.fail(stop);
         return None;
     }
+    if s.gauge.is_some() && b.gauge_cycles.is_empty() {
+        l.fail(Stop::failed(format!(
+            "{}: batch {} came without the yardstick's blocks",
+            l.m.op,
+            l.values.len() + 1
+        )));
+        return None;
+    }
+    let calls = l.gauge_calls.max(1) as f64;
+    l.gauge
+        .push(b.gauge_cycles.iter().map(|&t| t as f64 / calls).collect());
     l.batches.push((b.iters, b.cycles, b.ns));
     l.values.push(b.cycles as f64 / b.iters as f64);
     l.rounds.push(round);
@@ -422,17 +428,6 @@ fn ask_finish(l: &mut Live, s: &Settings) -> Result<(String, String), NoLine> {
     }
 }
 
-/// The yardstick's runner, finished: `None` when it did not last the session.
-fn finish_gauge(mut l: Live, s: &Settings) -> Option<Live> {
-    let finished = l.alive() && {
-        let r = ask_finish(&mut l, s);
-        let served = l.served.as_mut().expect("alive");
-        served.wait(&mut l.m.log);
-        r.is_ok()
-    };
-    finished.then_some(l)
-}
-
 /// What every member's record shares of the session's end.
 struct End<'a> {
     id: &'a str,
@@ -440,16 +435,13 @@ struct End<'a> {
     runners: usize,
     stopped: Stopped,
     budget_ns: u64,
-    /// The yardstick's runner when it lasted the session, and its (name, SHA-256).
-    gauge: Option<&'a (Live, (String, String))>,
-    /// Per session round: why the yardstick found it a slow phase of the host.
-    slow: &'a [Option<String>],
+    /// The host's two states over the whole session (`None`: one, or no yardstick).
+    cut: Option<Cut>,
 }
 
 /// A member's runner finishes in its own process (samples, overhead, stack, peak RSS) and
 /// its outcome is made: its record with the [`Rounds`], or why it failed.
 fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
-    l.mark_slow(end.slow);
     if l.alive() {
         match ask_finish(&mut l, s) {
             Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
@@ -480,24 +472,30 @@ fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
 
 /// What a finished member's record keeps of the session.
 fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
-    let (estimate, clean_only) = l
-        .estimate(&[], end.seed, stats::BOOTSTRAP_RESAMPLES)
+    let cut = end.cut.as_ref();
+    let (estimate, sel) = l
+        .estimate(cut, end.seed, stats::BOOTSTRAP_RESAMPLES)
         .expect("an alive member has rounds");
+    let host = s.gauge.as_ref().map(|_| l.host_states(cut, end.seed));
     Rounds {
         session: end.id.to_string(),
         seed: end.seed,
         members: end.runners,
         positions: std::mem::take(&mut l.positions),
         interference: l.why.clone(),
-        clean_only,
+        clean_only: sel.used.iter().all(|&i| l.why[i].is_empty()),
         estimate,
         precision: s.precision,
-        reached: estimate.rel_half_width() <= s.precision,
+        reached: sel.flags.is_empty() && estimate.rel_half_width() <= s.precision,
+        used: sel.used.iter().map(|&i| i as u32).collect(),
+        host,
+        flags: sel.flags.clone(),
         stopped: end.stopped,
         budget_s: end.budget_ns as f64 * 1e-9,
-        yardstick: end
+        yardstick: s
             .gauge
-            .and_then(|(gl, (name, sha))| l.yardstick(gl, (name, sha), end.seed)),
+            .as_ref()
+            .and_then(|g| l.yardstick(g, &sel.used, end.seed)),
         session_rounds: l.rounds.iter().map(|&r| r as u32).collect(),
         visits: std::mem::take(&mut l.visits),
     }

@@ -1,7 +1,8 @@
 //! A whole session against stand-in runners: a shell script that speaks `kem-runner serve`'s
 //! protocol (`ready`, then a `batch` answer per `batch`, the final record on `finish`) with
 //! cycles chosen by its `--ns` argument, so the rounds, the stop rule, the budget, the
-//! yardstick and a member's failure are checked without a KEM.
+//! yardstick inside the batches, the host's states and a member's failure are checked
+//! without a KEM.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -69,9 +70,21 @@ fn record_template() -> String {
 /// its third batch), `liar` (claims its batches took 10 s), `zero` (answers a batch of no
 /// iterations), `early` (answers a batch with a `done` line), `spins` (leaves a busy loop
 /// running after its tenth batch), `forger` (its final record lists no batches), `fails`
-/// (its final record names a failure).
+/// (its final record names a failure), `states` (the host in two states: odd batches with
+/// the yardstick at 200 cycles per call and the KEM at 150 per op, even ones at 100 and
+/// 100). With `--gauge` it says it calibrated the yardstick to 10 calls a block and answers
+/// two yardstick blocks per batch (100 cycles per call, unless `states`).
 fn stand_in(dir: &Path) -> PathBuf {
     let template = record_template();
+    let ready = serde_json::to_string(&Ready {
+        calibration: serde_json::from_str::<RunnerOutput>(&template)
+            .unwrap()
+            .calibration,
+        warmup_iters: 10,
+        pinned_cpu: None,
+        gauge_calls: Some(10),
+    })
+    .unwrap();
     let (pre, post) = template.split_once("\"trials\":[]").unwrap();
     let failed = post.replace(
         "\"failure\":null",
@@ -81,13 +94,18 @@ fn stand_in(dir: &Path) -> PathBuf {
     let script = format!(
         r#"#!/bin/sh
 mode=
+gauge=
 while [ $# -gt 0 ]; do
-    case "$1" in --ns) mode=$2; shift ;; esac
+    case "$1" in --ns) mode=$2; shift ;; --gauge) gauge=1; shift ;; esac
     shift
 done
 n=0
 trials=
-echo ready '{{}}'
+if [ -n "$gauge" ]; then
+    echo ready '{ready}'
+else
+    echo ready '{{}}'
+fi
 while read -r cmd; do
     case "$cmd" in
     batch)
@@ -103,8 +121,14 @@ while read -r cmd; do
         zero) iters=0 ;;
         early) word=done ;;
         esac
-        trials="$trials${{trials:+,}}{{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null}}"
-        echo "$word {{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null,\"own\":{{\"run_ns\":null,\"wait_ns\":null,\"voluntary\":null,\"involuntary\":null}}}}"
+        blocks=
+        if [ -n "$gauge" ]; then
+            y=1000
+            if [ "$mode" = states ] && [ $((n % 2)) -eq 1 ]; then y=2000; cycles=1500; fi
+            blocks=",\"gauge_cycles\":[$y,$y]"
+        fi
+        trials="$trials${{trials:+,}}{{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null$blocks}}"
+        echo "$word {{\"iters\":$iters,\"cycles\":$cycles,\"ns\":$ns,\"core_cycles\":null,\"own\":{{\"run_ns\":null,\"wait_ns\":null,\"voluntary\":null,\"involuntary\":null}}$blocks}}"
         if [ "$mode" = spins ] && [ "$n" -eq 10 ]; then
             while :; do :; done &
         fi
@@ -163,17 +187,24 @@ fn settings(dir: &Path) -> Settings {
         batch: DEFAULT_BATCH,
         timeout: Duration::from_secs(60),
         group: 1,
+        gauge: None,
+    }
+}
+
+/// A yardstick the stand-in "loads" (it only answers for it).
+fn gauge(dir: &Path) -> Gauge {
+    Gauge {
+        object: dir.join("yardstick.so"),
+        api_h: dir.join("yardstick-api.h"),
+        name: "ngcc-yardstick-1".into(),
+        object_sha256: "ab".repeat(32),
     }
 }
 
 /// What the stop rule saw after each round: (round, widest half-width).
-fn session(
-    members: Vec<Member>,
-    gauge: Option<Gauge>,
-    s: &Settings,
-) -> (String, u64, Vec<Outcome>, Vec<(usize, f64)>) {
+fn session(members: Vec<Member>, s: &Settings) -> (String, u64, Vec<Outcome>, Vec<(usize, f64)>) {
     let seen = Mutex::new(Vec::new());
-    let (id, seed, out) = run(members, gauge, s, &|r, w| seen.lock().unwrap().push((r, w)));
+    let (id, seed, out) = run(members, s, &|r, w| seen.lock().unwrap().push((r, w)));
     (id, seed, out, seen.into_inner().unwrap())
 }
 
@@ -208,13 +239,7 @@ fn steady_members_stop_at_the_precision_and_failing_ones_leave_with_their_reason
         member(dir.path(), "g", "forger", big),
         member(dir.path(), "h", "fails", big),
     ];
-    // A yardstick that dies leaves the session without one; the members go on.
-    let gauge = Gauge {
-        member: member(dir.path(), "yardstick", "dies", 0),
-        name: "ngcc-yardstick-1".into(),
-        object_sha256: "ab".repeat(32),
-    };
-    let (id, seed, out, seen) = session(members, Some(gauge), &s);
+    let (id, seed, out, seen) = session(members, &s);
     assert_eq!(out.len(), 8);
 
     // The runner's command line: the member's object, API, namespace and operation, the
@@ -260,7 +285,7 @@ fn steady_members_stop_at_the_precision_and_failing_ones_leave_with_their_reason
         let r = rounds(o);
         assert_eq!(r.session, id);
         assert_eq!(r.seed, seed);
-        assert_eq!(r.members, 9, "eight members and the yardstick");
+        assert_eq!(r.members, 8);
         assert_eq!(r.stopped, Stopped::Precision);
         assert!(r.reached);
         assert_eq!(r.precision, 0.01);
@@ -271,11 +296,15 @@ fn steady_members_stop_at_the_precision_and_failing_ones_leave_with_their_reason
         assert_eq!(r.session_rounds, (0..MIN_ROUNDS as u32).collect::<Vec<_>>());
         assert_eq!(o.values, vec![100.0; MIN_ROUNDS]);
         assert_eq!(r.positions.len(), MIN_ROUNDS);
-        // Positions in a round's order: nine runners in the first round, five alive from
+        // Positions in a round's order: eight runners in the first round, five alive from
         // the fourth on.
-        assert!(r.positions.iter().all(|&p| p < 9), "{:?}", r.positions);
+        assert!(r.positions.iter().all(|&p| p < 8), "{:?}", r.positions);
         assert!(r.positions[3..].iter().all(|&p| p < 5), "{:?}", r.positions);
-        assert!(r.yardstick.is_none());
+        assert!(r.yardstick.is_none() && r.host.is_none());
+        // Eight clean rounds are too few to leave the two disturbed ones out.
+        assert_eq!(r.used.len(), MIN_ROUNDS);
+        assert!(!r.clean_only);
+        assert!(r.flags.is_empty(), "{:?}", r.flags);
         // The busy loop left running after the last round marks the last two rounds of
         // the others.
         assert_eq!(r.interference.len(), MIN_ROUNDS);
@@ -319,22 +348,29 @@ fn steady_members_stop_at_the_precision_and_failing_ones_leave_with_their_reason
 }
 
 #[test]
-fn the_budget_stops_a_member_that_stays_wide_and_the_yardstick_costs_none_of_it() {
+fn the_budget_stops_a_member_that_stays_wide_and_the_yardstick_rides_in_its_batches() {
     let dir = tempfile::tempdir().unwrap();
-    let s = settings(dir.path());
-    // 30 batches of BATCH_NS in all: 15 rounds of the two members; the yardstick is timed
-    // in every round too but does not count.
+    let mut s = settings(dir.path());
+    s.gauge = Some(gauge(dir.path()));
+    // 30 batches of BATCH_NS in all: 15 rounds of the two members (the yardstick's blocks
+    // are not the KEM's time).
     let members = vec![
         member(dir.path(), "a", "steady", 15 * BATCH_NS),
         member(dir.path(), "b", "noisy", 15 * BATCH_NS),
     ];
-    let gauge = Gauge {
-        member: member(dir.path(), "yardstick", "steady", 0),
-        name: "ngcc-yardstick-1".into(),
-        object_sha256: "ab".repeat(32),
-    };
-    let (_, _, out, seen) = session(members, Some(gauge), &s);
-    assert_eq!(out.len(), 2, "the yardstick is not a member");
+    let (_, _, out, seen) = session(members, &s);
+    assert_eq!(out.len(), 2);
+    let d = dir.path().display().to_string();
+    let tail = &out[0].commands[0][out[0].commands[0].len() - 4..];
+    assert_eq!(
+        tail,
+        [
+            "--gauge".to_string(),
+            format!("{d}/yardstick.so"),
+            "--gauge-api".into(),
+            format!("{d}/yardstick-api.h")
+        ]
+    );
     assert_eq!(seen.len(), 15, "{seen:?}");
     assert!(
         seen[MIN_ROUNDS - 1..].iter().all(|&(_, w)| w > 0.1),
@@ -343,14 +379,18 @@ fn the_budget_stops_a_member_that_stays_wide_and_the_yardstick_costs_none_of_it(
     let (a, b) = (rounds(&out[0]), rounds(&out[1]));
     for (o, r) in [(&out[0], a), (&out[1], b)] {
         assert_eq!(r.stopped, Stopped::Budget);
-        assert_eq!(r.members, 3);
+        assert_eq!(r.members, 2);
         assert_eq!(o.values.len(), 15);
+        let host = r.host.as_ref().expect("the yardstick measured the host");
+        assert!(!host.two_states);
+        assert_eq!(host.batches, "u".repeat(15));
         assert!((r.budget_s - 30.0 * BATCH_NS as f64 * 1e-9).abs() < 1e-15);
         let y = r
             .yardstick
             .as_ref()
             .expect("the yardstick lasted the session");
         assert_eq!(y.name, "ngcc-yardstick-1");
+        assert_eq!(y.placement, "in-batch");
         assert_eq!(y.object_sha256, "ab".repeat(32));
         assert_eq!(y.values, vec![100.0; 15]);
         assert_eq!(y.estimate.median, 100.0);
@@ -378,15 +418,10 @@ fn every_session_draws_a_fresh_seed() {
 fn a_session_ends_when_its_last_member_failed() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
-    let gauge = Gauge {
-        member: member(dir.path(), "yardstick", "steady", 0),
-        name: "ngcc-yardstick-1".into(),
-        object_sha256: "ab".repeat(32),
-    };
     let only = member(dir.path(), "a", "dies", u64::MAX / 16);
-    let (_, _, out, seen) = session(vec![only], Some(gauge), &s);
+    let (_, _, out, seen) = session(vec![only], &s);
     assert_eq!(reason(&out[0]), "keygen: kem-runner exit code 3");
-    // It died in the third round: no round follows, although the yardstick still runs.
+    // It died in the third round: no round follows.
     let rounds: Vec<usize> = seen.iter().map(|r| r.0).collect();
     assert_eq!(rounds, [1, 2, 3]);
 }
@@ -396,7 +431,7 @@ fn a_done_line_is_no_answer_to_a_batch() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
     let early = member(dir.path(), "a", "early", u64::MAX / 16);
-    let (_, _, out, seen) = session(vec![early], None, &s);
+    let (_, _, out, seen) = session(vec![early], &s);
     assert!(
         reason(&out[0]).starts_with("keygen: unreadable record from kem-runner"),
         "{}",
@@ -404,4 +439,35 @@ fn a_done_line_is_no_answer_to_a_batch() {
     );
     assert!(out[0].values.is_empty());
     assert_eq!(seen.len(), 1, "{seen:?}");
+}
+
+#[test]
+fn with_two_host_states_the_figure_rests_on_the_uncontended_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(dir.path());
+    s.gauge = Some(gauge(dir.path()));
+    // Up to 40 batches: the odd ones contended (yardstick 200 per call, the KEM 150 per op), the
+    // even ones uncontended (100, 100).
+    let members = vec![member(dir.path(), "a", "states", 40 * BATCH_NS)];
+    let (_, _, out, _) = session(members, &s);
+    let r = rounds(&out[0]);
+    let host = r.host.as_ref().unwrap();
+    assert!(host.two_states);
+    assert_eq!(host.uncontended_share, Some(0.5));
+    assert_eq!(&host.batches[..4], "cucu");
+    assert_eq!(r.estimate.median, 100.0);
+    // Ten clean uncontended batches of zero spread reach the precision: the session stops.
+    // (The bench core's real irq ticks may mark a batch interfered: it is left out.)
+    assert_eq!(r.stopped, Stopped::Precision);
+    let clean_odd: Vec<u32> = (0..r.interference.len() as u32)
+        .filter(|&i| i % 2 == 1 && r.interference[i as usize].is_empty())
+        .collect();
+    assert_eq!(r.used, clean_odd);
+    assert_eq!(r.used.len(), MIN_ROUNDS);
+    assert_eq!(host.uncontended.as_ref().unwrap().estimate.median, 100.0);
+    assert_eq!(host.contended.as_ref().unwrap().estimate.median, 150.0);
+    assert!(r.reached && r.flags.is_empty(), "{:?}", r.flags);
+    // The mix of all batches would have said 125.
+    let all = crate::measure::stats::median(&out[0].values).unwrap();
+    assert_eq!(all, 125.0);
 }

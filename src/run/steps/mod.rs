@@ -400,6 +400,11 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             .max()
             .unwrap_or(spec.timeout),
         group: 1,
+        gauge: if members.is_empty() {
+            None
+        } else {
+            yardstick_gauge(ctx)
+        },
     };
     let ids: Vec<String> = joined
         .iter()
@@ -417,15 +422,8 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             }
         }
     };
-    let gauge = if members.is_empty() {
-        None
-    } else {
-        yardstick_gauge(ctx)
-    };
-    let (_, _, outcomes) = super::session::run(members, gauge, &settings, &show);
-    let scratch = ctx.out.join("scratch");
-    let _ = crate::safe_fs::tree::remove_tree(&scratch.join("yardstick"));
-    let _ = std::fs::remove_dir(scratch);
+    let (_, _, outcomes) = super::session::run(members, &settings, &show);
+    let _ = std::fs::remove_dir(ctx.out.join("scratch"));
     for ((i, rec, build, scratch), o) in joined.into_iter().zip(outcomes) {
         steps[i].drop_scratch(&scratch);
         steps[i].commands.extend(o.commands);
@@ -440,9 +438,9 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
         .collect()
 }
 
-/// The yardstick for a session of `ctx`'s time steps: compiled into `<outputs>/yardstick/`,
-/// its runner logging to `logs/yardstick.log` and writing only `scratch/yardstick/`. `None`
-/// (the session runs without one; the log says why) when it cannot be built.
+/// The yardstick every runner of a session of `ctx`'s time steps times inside its
+/// batches: compiled into `<outputs>/yardstick/` (the command in `logs/yardstick.log`).
+/// `None` (the session runs without host states; the log says why) when it cannot be built.
 fn yardstick_gauge(ctx: &Ctx) -> Option<super::session::Gauge> {
     use super::yardstick;
     let log_path = ctx.out.join("logs").join("yardstick.log");
@@ -455,32 +453,9 @@ fn yardstick_gauge(ctx: &Ctx) -> Option<super::session::Gauge> {
         }
     };
     let _ = writeln!(log, "$ {}", built.command.join(" "));
-    let scratch = ctx.out.join("scratch").join("yardstick");
-    let _ = crate::safe_fs::tree::remove_tree(&scratch);
-    if let Err(e) = std::fs::create_dir_all(&scratch) {
-        let _ = writeln!(log, "yardstick: `{}`: {e}", scratch.display());
-        return None;
-    }
     Some(super::session::Gauge {
-        member: super::session::Member {
-            label: "yardstick".into(),
-            object: built.object.clone(),
-            layouts: Vec::new(),
-            api_h: built.api_h.clone(),
-            namespace: yardstick::NAMESPACE.into(),
-            op: "keygen".into(),
-            min_iters: 1,
-            samples: 0,
-            budget_ns: 0,
-            log,
-            jail: Jail::runner(
-                &ctx.runner,
-                &built.object,
-                &built.api_h,
-                &scratch,
-                super::sandbox::DEFAULT_MEMORY,
-            ),
-        },
+        object: built.object,
+        api_h: built.api_h,
         name: yardstick::NAME.into(),
         object_sha256: built.object_sha256,
     })

@@ -295,7 +295,9 @@ pub fn from_session(
     // median and its CI already take into account.
     summary.unstable = !rounds.reached;
     let mut notes = Vec::new();
-    if !rounds.reached {
+    // A flagged figure says why first: its interval is no promise then.
+    notes.extend(rounds.flags.iter().cloned());
+    if rounds.flags.is_empty() && !rounds.reached {
         notes.push(format!(
             "precision not reached: CI half-width {:.1}% > {:.1}% when the budget ran out \
              (a larger `trials` x `trial` on the time step narrows it)",

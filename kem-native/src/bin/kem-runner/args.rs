@@ -14,7 +14,7 @@ pub(crate) const USAGE: &str =
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
-serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...]; \
+serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...] [--gauge Y.so --gauge-api api.h]; \
 count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
 ct: --op keygen|enc|dec [--runs N])";
 
@@ -44,6 +44,8 @@ const JOBS: &[(&str, &[&str])] = &[
             "samples",
             "rng",
             "layout",
+            "gauge",
+            "gauge-api",
         ],
     ),
     ("count", &["op", "rng", "iters", "seed"]),

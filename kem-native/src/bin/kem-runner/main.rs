@@ -10,6 +10,7 @@
 //!                    [--iters 20] [--rng ctr-drbg|os]
 //! kem-runner serve   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
 //!                    [--batch-ns 20000000] [--min-iters 1] [--samples 101] [--rng ctr-drbg|os]
+//!                    [--layout Y.so ...] [--gauge YARDSTICK.so --gauge-api api.h]
 //! kem-runner count   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec --rng nist|hqc
 //!                    [--iters 20] [--seed HEX96]
 //! kem-runner ct      --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--runs 3]
@@ -50,17 +51,15 @@ use kem_native::output::{
     Calibration, CoreCycles, CountOutput, Memory, Overhead, ProfileOutput, TimeOutput,
 };
 use kem_native::profile::{profile_op, ProfileApi};
-use kem_native::serve::{self, BatchReply, Ready, SchedSnapshot};
 use kem_native::timer;
-use kem_native::timing::{
-    check_rc, measure_overhead, prepare, time_op, Batch, Op, OpCall, TimeConfig,
-};
+use kem_native::timing::{prepare, time_op, Op, OpCall, TimeConfig};
 use std::fs::File;
-use std::io::{BufRead, Write as _};
-use std::path::{Path, PathBuf};
+use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod args;
+mod serve;
 
 use args::{Args, USAGE};
 
@@ -213,203 +212,6 @@ fn job_time(args: &Args) -> Result<Outcome, RunnerError> {
     Outcome::of("", &out, &out.failure)
 }
 
-/// Write one protocol line on the record channel (the original stdout, see the module doc)
-/// as one buffer.
-fn say(channel: &mut File, word: &str, json: &str) -> Result<(), SysError> {
-    channel
-        .write_all(format!("{word} {json}\n").as_bytes())
-        .map_err(SysError::WriteChannel)
-}
-
-/// `serve`: the protocol lines go to `channel`, the record channel; whatever the KEM writes
-/// to file descriptor 1 lands on stderr. With `--layout` objects, every batch times all of
-/// them (see `kem_native::serve`).
-fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
-    let op = args.op()?;
-    let cpu: Option<usize> = args.opt_num("cpu")?;
-    let batch_ns: u64 = args.num("batch-ns", 20_000_000)?;
-    let min_iters: u64 = args.num("min-iters", 1)?;
-    let samples: u32 = args.num("samples", 101)?;
-    let rng = args.timing_rng()?;
-    let mut channel = channel.try_clone().map_err(SysError::ShareChannel)?;
-    let kem = args.load()?;
-    let layouts = args.layouts.clone();
-    let names: Vec<String> = if layouts.is_empty() {
-        Vec::new()
-    } else {
-        std::iter::once(args.get("lib")?.to_string())
-            .chain(layouts.iter().cloned())
-            .collect()
-    };
-    let ns = args.get("ns")?.to_string();
-    let out = run_on_big_stack(move || -> Result<TimeOutput, RunnerError> {
-        let calibration = Calibration::unmeasured(batch_ns, min_iters);
-        let (mut record, mut bufs) = time_start(op, &kem, cpu, rng, calibration)?;
-        record.layouts = names;
-        let perf = timer::PerfCycles::open();
-        record.core_cycles = match &perf {
-            Ok(_) => CoreCycles::Available,
-            Err(reason) => CoreCycles::Unavailable {
-                reason: reason.to_string(),
-            },
-        };
-        if let Err(e) = prepare(op, &kem, &mut bufs) {
-            record.failure = Some(e.to_string());
-            return Ok(record);
-        }
-        let first = OpCall::new(op, &kem, &mut bufs);
-        let (warm, cal) = match serve::warm_and_calibrate(op, &first, batch_ns, min_iters)
-            .and_then(|c| bufs.check_all(op.c_name()).map(|_| c))
-        {
-            Ok(c) => c,
-            Err(e) => {
-                record.failure = Some(e.to_string());
-                return Ok(record);
-            }
-        };
-        // The other layouts: loaded once the listed object has run, so that the peak RSS
-        // is that of one object, as without layouts; every layout runs on the same buffers
-        // (the same code, linked in another order).
-        let single_peak = (!layouts.is_empty()).then(|| status_kib("VmHWM"));
-        let mut others = Vec::new();
-        for l in &layouts {
-            match Kem::load(Path::new(l), &ns, kem.sizes.clone()) {
-                Ok(k) => others.push(k),
-                Err(e) => {
-                    record.failure = Some(format!("layout {l}: {e}"));
-                    return Ok(record);
-                }
-            }
-        }
-        let calls: Vec<OpCall> = std::iter::once(first)
-            .chain(others.iter().map(|k| OpCall::new(op, k, &mut bufs)))
-            .collect();
-        let k = calls.len();
-        let per = serve::per_layout(cal.iters, k);
-        let mut warm = warm;
-        for (j, c) in calls.iter().enumerate().skip(1) {
-            match serve::warm_up(op, c, batch_ns / k as u64)
-                .and_then(|w| bufs.check_all(op.c_name()).map(|_| w))
-            {
-                Ok(w) => warm += w,
-                Err(e) => {
-                    record.failure = Some(format!("layout {}: {e}", record.layouts[j]));
-                    return Ok(record);
-                }
-            }
-        }
-        record.warmup_iters = warm;
-        record.calibration = cal.clone();
-        say(
-            &mut channel,
-            serve::READY,
-            &to_json(&Ready {
-                calibration: cal,
-                warmup_iters: warm,
-                pinned_cpu: record.pinned_cpu,
-            })?,
-        )?;
-        let mut perf = perf.ok();
-        let mut line = String::new();
-        let stdin = std::io::stdin();
-        loop {
-            line.clear();
-            if stdin
-                .lock()
-                .read_line(&mut line)
-                .map_err(SysError::ReadStdin)?
-                == 0
-            {
-                return Err(UsageError::StdinClosed.into());
-            }
-            match line.trim() {
-                "batch" => {
-                    let before = SchedSnapshot::read();
-                    // Each layout in turn, starting with a different one each batch.
-                    let start = record.trials.len() % k;
-                    let run_all = || {
-                        let mut each = vec![Batch::default(); k];
-                        for step in 0..k {
-                            let j = (start + step) % k;
-                            each[j] = calls[j].batch(false, per);
-                        }
-                        each
-                    };
-                    let (each, cc) = match perf.as_mut() {
-                        Some(p) => {
-                            p.reset_enable();
-                            let each = run_all();
-                            (each, p.disable_read())
-                        }
-                        None => (run_all(), None),
-                    };
-                    let own = SchedSnapshot::read().since(&before);
-                    let iters = per * k as u64;
-                    let cycles: u64 = each.iter().map(|b| b.ticks).sum();
-                    let ns: u64 = each.iter().map(|b| b.ns).sum();
-                    let rc_or = each.iter().fold(0, |a, b| a | b.rc_or);
-                    let layout_cycles: Vec<u64> = if k > 1 {
-                        each.iter().map(|b| b.ticks).collect()
-                    } else {
-                        Vec::new()
-                    };
-                    record.trials.push(kem_native::output::Trial {
-                        iters,
-                        cycles,
-                        ns,
-                        core_cycles: cc,
-                        layout_cycles: layout_cycles.clone(),
-                    });
-                    let checked = check_rc(op, rc_or, &format!("batch {}", record.trials.len()))
-                        .and_then(|_| {
-                            bufs.check_all(op.c_name())
-                                .map_err(|e| e.during("during the batches"))
-                        });
-                    if let Err(e) = checked {
-                        record.failure = Some(e.to_string());
-                        return Ok(record);
-                    }
-                    say(
-                        &mut channel,
-                        serve::BATCH,
-                        &to_json(&BatchReply {
-                            iters,
-                            cycles,
-                            ns,
-                            core_cycles: cc,
-                            own,
-                            layout_cycles,
-                        })?,
-                    )?;
-                }
-                "finish" => break,
-                other => return Err(UsageError::Command(other.to_string()).into()),
-            }
-        }
-        // The single-call samples, layout by layout, the same number each (to within one).
-        let mut single = Vec::with_capacity(samples as usize);
-        let mut rc = 0;
-        for (j, c) in calls.iter().enumerate() {
-            let n = samples as usize / k + usize::from(j < samples as usize % k);
-            let mut part = vec![0u64; n];
-            rc |= c.samples(false, &mut part);
-            single.extend(part);
-        }
-        record.samples = single;
-        if let Err(e) = check_rc(op, rc, "the single-call samples") {
-            record.failure = Some(e.to_string());
-            return Ok(record);
-        }
-        record.overhead = measure_overhead(&calls[0]);
-        finish_memory(op, &calls[0], &bufs, &mut record);
-        if single_peak.is_some() {
-            record.memory.peak_rss_kib = single_peak.flatten();
-        }
-        Ok(record)
-    })??;
-    Outcome::of(&format!("{} ", serve::DONE), &out, &out.failure)
-}
-
 fn job_ct(args: &Args) -> Result<Outcome, RunnerError> {
     let op = args.op()?;
     let runs: u32 = args.count("runs", 3)?;
@@ -513,7 +315,7 @@ fn run(argv: &[String], record: &File) -> Result<Outcome, RunnerError> {
     match args.job {
         "kat" => job_kat(&args),
         "time" => job_time(&args),
-        "serve" => job_serve(&args, record),
+        "serve" => serve::job_serve(&args, record),
         "count" => job_count(&args),
         "ct" => job_ct(&args),
         _ => job_profile(&args),

@@ -1,0 +1,328 @@
+//! The `serve` job: load, prepare, warm up and calibrate once, then time one batch per
+//! `batch` line until `finish` (the protocol is in `kem_native::serve`). Each phase is a
+//! function over one [`Server`]: [`Server::start`], [`Server::batch`], [`Server::finish`].
+
+use std::fs::File;
+use std::io::{BufRead, Write as _};
+use std::path::Path;
+
+use kem_native::error::{RunnerError, SysError, UsageError};
+use kem_native::kem::{run_on_big_stack, Buffers, Kem};
+use kem_native::memory::status_kib;
+use kem_native::output::{Calibration, CoreCycles, TimeOutput, Trial};
+use kem_native::serve::{self, BatchReply, Gauge, Ready, SchedSnapshot};
+use kem_native::timer::PerfCycles;
+use kem_native::timing::{check_rc, measure_overhead, prepare, Batch, Op, OpCall};
+
+use super::args::Args;
+use super::{finish_memory, time_start, to_json, Outcome};
+
+/// Write one protocol line on the record channel (the original stdout, see the module doc
+/// of `main.rs`) as one buffer.
+fn say(channel: &mut File, word: &str, json: &str) -> Result<(), SysError> {
+    channel
+        .write_all(format!("{word} {json}\n").as_bytes())
+        .map_err(SysError::WriteChannel)
+}
+
+/// `serve`: the protocol lines go to `channel`, the record channel; whatever the KEM writes
+/// to file descriptor 1 lands on stderr. With `--layout` objects, every batch times all of
+/// them; with `--gauge`, the yardstick runs between the batch's blocks (see
+/// `kem_native::serve`).
+pub(crate) fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerError> {
+    let settings = Settings::of(args)?;
+    let channel = channel.try_clone().map_err(SysError::ShareChannel)?;
+    let kem = args.load()?;
+    let gauge = match (args.values.get("gauge"), args.values.get("gauge-api")) {
+        (Some(object), Some(api)) => {
+            let text = std::fs::read_to_string(api).map_err(|source| {
+                kem_native::error::LoadError::ReadApi {
+                    path: api.clone(),
+                    source,
+                }
+            })?;
+            Some(Gauge::load(Path::new(object), &text)?)
+        }
+        (None, None) => None,
+        _ => {
+            return Err(UsageError::Missing {
+                job: "serve",
+                key: "gauge-api",
+            }
+            .into())
+        }
+    };
+    let names: Vec<String> = if settings.layouts.is_empty() {
+        Vec::new()
+    } else {
+        std::iter::once(args.get("lib")?.to_string())
+            .chain(settings.layouts.iter().cloned())
+            .collect()
+    };
+    let mut settings = settings;
+    let out = run_on_big_stack(move || -> Result<TimeOutput, RunnerError> {
+        let rng = settings.rng.take().expect("the rng is taken once");
+        let calibration = Calibration::unmeasured(settings.batch_ns, settings.min_iters);
+        let (mut record, mut bufs) = time_start(settings.op, &kem, settings.cpu, rng, calibration)?;
+        record.layouts = names;
+        let perf = PerfCycles::open();
+        record.core_cycles = match &perf {
+            Ok(_) => CoreCycles::Available,
+            Err(reason) => CoreCycles::Unavailable {
+                reason: reason.to_string(),
+            },
+        };
+        if let Err(e) = prepare(settings.op, &kem, &mut bufs) {
+            record.failure = Some(e.to_string());
+            return Ok(record);
+        }
+        let mut others = Vec::new();
+        let mut server = Server {
+            s: &settings,
+            calls: Vec::new(),
+            per: 0,
+            gauge,
+            perf: perf.ok(),
+            channel,
+        };
+        if let Err(why) = server.start(&kem, &mut bufs, &mut others, &mut record) {
+            record.failure = Some(why);
+            return Ok(record);
+        }
+        server.serve(&bufs, &mut record)?;
+        if record.failure.is_none() {
+            server.finish(&bufs, &mut record);
+        }
+        Ok(record)
+    })??;
+    Outcome::of(&format!("{} ", serve::DONE), &out, &out.failure)
+}
+
+/// The job's options.
+struct Settings {
+    op: Op,
+    cpu: Option<usize>,
+    batch_ns: u64,
+    min_iters: u64,
+    samples: u32,
+    /// Taken by the operation's thread when it starts.
+    rng: Option<(kem_native::drbg::Rng, &'static str)>,
+    layouts: Vec<String>,
+    ns: String,
+}
+
+impl Settings {
+    fn of(args: &Args) -> Result<Settings, RunnerError> {
+        Ok(Settings {
+            op: args.op()?,
+            cpu: args.opt_num("cpu")?,
+            batch_ns: args.num("batch-ns", 20_000_000)?,
+            min_iters: args.num("min-iters", 1)?,
+            samples: args.num("samples", 101)?,
+            rng: Some(args.timing_rng()?),
+            layouts: args.layouts.clone(),
+            ns: args.get("ns")?.to_string(),
+        })
+    }
+}
+
+/// A calibrated runner: the operation bound to each layout, the calls each makes per
+/// batch, the yardstick, the perf counter and the record channel.
+struct Server<'a> {
+    s: &'a Settings,
+    calls: Vec<OpCall>,
+    per: u64,
+    gauge: Option<Gauge>,
+    perf: Option<PerfCycles>,
+    channel: File,
+}
+
+impl Server<'_> {
+    /// Warm up and calibrate the listed object, load and warm up the other layouts (once
+    /// the listed object has run, so that the peak RSS is that of one object), calibrate
+    /// the yardstick, and say `ready`. `Err` is the failure for the record.
+    fn start(
+        &mut self,
+        kem: &Kem,
+        bufs: &mut Buffers,
+        others: &mut Vec<Kem>,
+        record: &mut TimeOutput,
+    ) -> Result<(), String> {
+        let op = self.s.op;
+        let first = OpCall::new(op, kem, bufs);
+        let (mut warm, cal) =
+            serve::warm_and_calibrate(op, &first, self.s.batch_ns, self.s.min_iters)
+                .and_then(|c| bufs.check_all(op.c_name()).map(|_| c))
+                .map_err(|e| e.to_string())?;
+        let single_peak = (!self.s.layouts.is_empty()).then(|| status_kib("VmHWM"));
+        for l in &self.s.layouts {
+            let k = Kem::load(Path::new(l), &self.s.ns, kem.sizes.clone())
+                .map_err(|e| format!("layout {l}: {e}"))?;
+            others.push(k);
+        }
+        self.calls = std::iter::once(first)
+            .chain(others.iter().map(|k| OpCall::new(op, k, bufs)))
+            .collect();
+        let k = self.calls.len();
+        self.per = serve::per_layout(cal.iters, k);
+        for (j, c) in self.calls.iter().enumerate().skip(1) {
+            warm += serve::warm_up(op, c, self.s.batch_ns / k as u64)
+                .and_then(|w| bufs.check_all(op.c_name()).map(|_| w))
+                .map_err(|e| format!("layout {}: {e}", record.layouts[j]))?;
+        }
+        if let Some(g) = self.gauge.as_mut() {
+            g.calibrate(self.s.batch_ns)
+                .and_then(|()| g.check())
+                .map_err(|e| format!("the yardstick: {e}"))?;
+        }
+        record.warmup_iters = warm;
+        record.calibration = cal.clone();
+        if let Some(p) = single_peak {
+            record.memory.peak_rss_kib = p;
+        }
+        let ready = Ready {
+            calibration: cal,
+            warmup_iters: warm,
+            pinned_cpu: record.pinned_cpu,
+            gauge_calls: self.gauge.as_ref().map(|g| g.calls),
+        };
+        let json = to_json(&ready).map_err(|e| e.to_string())?;
+        say(&mut self.channel, serve::READY, &json).map_err(|e| e.to_string())
+    }
+
+    /// Answer `batch` lines until `finish` (or a failure, kept in the record).
+    fn serve(&mut self, bufs: &Buffers, record: &mut TimeOutput) -> Result<(), RunnerError> {
+        let mut line = String::new();
+        let stdin = std::io::stdin();
+        loop {
+            line.clear();
+            if stdin
+                .lock()
+                .read_line(&mut line)
+                .map_err(SysError::ReadStdin)?
+                == 0
+            {
+                return Err(UsageError::StdinClosed.into());
+            }
+            match line.trim() {
+                "batch" => {
+                    let reply = self.batch(bufs, record);
+                    match reply {
+                        Ok(r) => say(&mut self.channel, serve::BATCH, &to_json(&r)?)?,
+                        Err(why) => {
+                            record.failure = Some(why);
+                            return Ok(());
+                        }
+                    }
+                }
+                "finish" => return Ok(()),
+                other => return Err(UsageError::Command(other.to_string()).into()),
+            }
+        }
+    }
+
+    /// One timed batch: the KEM's blocks ([`serve::blocks`]), each layout in turn from a
+    /// different one each batch, with a yardstick block before each and after the last.
+    fn batch(&mut self, bufs: &Buffers, record: &mut TimeOutput) -> Result<BatchReply, String> {
+        let op = self.s.op;
+        let k = self.calls.len();
+        let before = SchedSnapshot::read();
+        let plan = serve::blocks(self.per, k, record.trials.len() % k);
+        let mut each = vec![Batch::default(); k];
+        let mut gauge_cycles = Vec::with_capacity(plan.len() + 1);
+        let mut core: Option<u64> = self.perf.as_ref().map(|_| 0);
+        let mut gauge_failure = None;
+        for &(j, n) in &plan {
+            if let Some(g) = &self.gauge {
+                match g.block() {
+                    Ok(t) => gauge_cycles.push(t),
+                    Err(e) => gauge_failure = Some(e),
+                }
+            }
+            if let Some(p) = self.perf.as_mut() {
+                p.reset_enable();
+            }
+            let b = self.calls[j].batch(false, n);
+            if let Some(p) = self.perf.as_mut() {
+                core = core.zip(p.disable_read()).map(|(a, c)| a + c);
+            }
+            each[j].ticks += b.ticks;
+            each[j].ns += b.ns;
+            each[j].rc_or |= b.rc_or;
+        }
+        if let Some(g) = &self.gauge {
+            match g.block() {
+                Ok(t) => gauge_cycles.push(t),
+                Err(e) => gauge_failure = Some(e),
+            }
+        }
+        let own = SchedSnapshot::read().since(&before);
+        let iters = self.per * k as u64;
+        let cycles: u64 = each.iter().map(|b| b.ticks).sum();
+        let ns: u64 = each.iter().map(|b| b.ns).sum();
+        let rc_or = each.iter().fold(0, |a, b| a | b.rc_or);
+        let layout_cycles: Vec<u64> = if k > 1 {
+            each.iter().map(|b| b.ticks).collect()
+        } else {
+            Vec::new()
+        };
+        record.trials.push(Trial {
+            iters,
+            cycles,
+            ns,
+            core_cycles: core,
+            layout_cycles: layout_cycles.clone(),
+            gauge_cycles: gauge_cycles.clone(),
+        });
+        let n = record.trials.len();
+        check_rc(op, rc_or, &format!("batch {n}"))
+            .and_then(|_| {
+                bufs.check_all(op.c_name())
+                    .map_err(|e| e.during("during the batches"))
+            })
+            .map_err(|e| e.to_string())?;
+        if let Some(e) = gauge_failure {
+            return Err(format!("the yardstick in batch {n}: {e}"));
+        }
+        if let Some(g) = &self.gauge {
+            g.check()
+                .map_err(|e| format!("the yardstick in batch {n}: {e}"))?;
+        }
+        Ok(BatchReply {
+            iters,
+            cycles,
+            ns,
+            core_cycles: core,
+            own,
+            layout_cycles,
+            gauge_cycles,
+        })
+    }
+
+    /// The single-call samples, layout by layout, the same number each (to within one);
+    /// the loop overhead; stack and peak RSS.
+    fn finish(&self, bufs: &Buffers, record: &mut TimeOutput) {
+        let op = self.s.op;
+        let k = self.calls.len();
+        let samples = self.s.samples as usize;
+        let mut single = Vec::with_capacity(samples);
+        let mut rc = 0;
+        for (j, c) in self.calls.iter().enumerate() {
+            let n = samples / k + usize::from(j < samples % k);
+            let mut part = vec![0u64; n];
+            rc |= c.samples(false, &mut part);
+            single.extend(part);
+        }
+        record.samples = single;
+        if let Err(e) = check_rc(op, rc, "the single-call samples") {
+            record.failure = Some(e.to_string());
+            return;
+        }
+        record.overhead = measure_overhead(&self.calls[0]);
+        let single_peak = record.memory.peak_rss_kib;
+        finish_memory(op, &self.calls[0], bufs, record);
+        if !self.s.layouts.is_empty() {
+            record.memory.peak_rss_kib = single_peak;
+        }
+    }
+}

@@ -290,7 +290,8 @@ fn spawn(l: &mut Live, s: &Settings) {
                     l.gauge_calls = ready.and_then(|r| r.gauge_calls).unwrap_or(0);
                     if s.gauge.is_some() && l.gauge_calls == 0 {
                         l.fail(Stop::failed(format!(
-                            "{}: kem-runner did not calibrate the yardstick",
+                            "{}: implausible timing record: kem-runner's ready line has no \
+                             yardstick calibration (the engine's kem-runner always sends one)",
                             l.m.op
                         )));
                     }

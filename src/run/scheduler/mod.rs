@@ -564,6 +564,7 @@ impl<'a> Scheduler<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::StepKind;
     use crate::graph::tests::campaign;
     use crate::run::test_ctx::{ctx, ix};
 

@@ -31,7 +31,7 @@ use super::exec;
 use super::progress::Progress;
 use super::steps;
 use super::Ctx;
-use crate::model::{Isolation, StepKind};
+use crate::model::{Isolation, KindFacts, StepKind};
 use crate::record::{self, Status, StepRecord};
 
 /// Options of `ngcc-pipe run`.

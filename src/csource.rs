@@ -202,6 +202,56 @@ pub fn renamed(text: &str, name: &str) -> Option<String> {
     None
 }
 
+/// Replace comments with spaces, keeping newlines so line numbers stay right; literals are
+/// kept as written (a header's prototypes, a source line shown in a survey hit).
+pub fn strip_comments(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    for (pos, c) in text.char_indices() {
+        if pos < i {
+            continue;
+        }
+        match c {
+            '/' if b.get(pos + 1) == Some(&b'/') => {
+                let end = text[pos..].find('\n').map_or(text.len(), |n| pos + n);
+                out.push(' ');
+                i = end;
+            }
+            '/' if b.get(pos + 1) == Some(&b'*') => {
+                let end = text[pos + 2..]
+                    .find("*/")
+                    .map_or(text.len(), |n| pos + 2 + n + 2);
+                out.push(' ');
+                out.extend(text[pos..end].chars().filter(|&c| c == '\n'));
+                i = end;
+            }
+            '"' | '\'' => {
+                // Copy a literal verbatim so `//` inside it is not a comment.
+                let mut end = pos + 1;
+                let mut esc = false;
+                for (j, d) in text[pos + 1..].char_indices() {
+                    end = pos + 1 + j + d.len_utf8();
+                    if esc {
+                        esc = false;
+                    } else if d == '\\' {
+                        esc = true;
+                    } else if d == c || d == '\n' {
+                        break;
+                    }
+                }
+                out.push_str(&text[pos..end]);
+                i = end;
+            }
+            _ => {
+                out.push(c);
+                i = pos + c.len_utf8();
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,7 @@ pub fn find(cc: &str, name: &str) -> Result<PathBuf, String> {
                 )
             })?,
     };
-    Ok(crate::dsl::normalize(&file))
+    Ok(crate::safe_fs::normalize(&file))
 }
 
 /// The library `name` as `cc` would link it: its file, version and SHA-256.

@@ -24,9 +24,9 @@ pub mod latency;
 pub mod memcheck;
 pub mod source_line;
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::CtBenign;
+/// The schema's type the check fills in (`ngcc-record`).
+pub use crate::record::ct::Finding;
 
 pub use memcheck::{parse_memcheck_xml, Memcheck, MemcheckError};
 
@@ -52,51 +52,6 @@ pub fn marks_source() -> String {
         s = kem_native::ct::SECRET_SYMBOL,
         p = kem_native::ct::PUBLIC_SYMBOL,
     )
-}
-
-/// A location where memcheck saw a conditional jump or a memory index depend on secret
-/// data: the first frame of the report's stack inside the checked object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    /// `UninitCondition` (a branch or conditional move) and/or `UninitValue` (an address
-    /// computed from the secret: a memory index), as memcheck names them.
-    pub kinds: Vec<String>,
-    /// Function of the frame (an inlined function is named as itself).
-    pub function: String,
-    /// Source file (`dir/file` when memcheck knows the folder).
-    pub file: String,
-    pub line: u32,
-    /// How many times memcheck saw it (summed over the contexts).
-    pub count: u64,
-    /// Distinct call stacks (memcheck's error contexts) that reached it.
-    pub contexts: u32,
-    /// The in-object frames of the first context, innermost first, as `function (file:line)`.
-    pub stack: Vec<String>,
-    /// The manifest's reason when its function is declared benign (`ct-benign`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub benign: Option<String>,
-    /// Its source line (trimmed), when the file could be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    /// A conditional (`UninitCondition`) at a source line with no branch on it
-    /// ([`source_line::has_branch`]): the compiler introduced the branch.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub compiler: bool,
-}
-
-impl Finding {
-    /// `file:line` with the file's base name, as reports show it.
-    pub fn location(&self) -> String {
-        let base = self.file.rsplit('/').next().unwrap_or(&self.file);
-        format!("{base}:{}", self.line)
-    }
-
-    /// `introduced by the compiler (flags ...)` for a finding the compiler introduced,
-    /// with the flags of the checked object.
-    pub fn compiler_label(&self, flags: &[String]) -> Option<String> {
-        self.compiler
-            .then(|| format!("introduced by the compiler (flags {})", flags.join(" ")))
-    }
 }
 
 /// Read each finding's source line with `read` (a file's text by path; `None`: not

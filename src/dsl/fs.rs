@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::safe_fs::normalize;
 
 /// What the DSL loader needs from a file system. Paths passed in are absolute and normalised.
 pub trait SourceFs {
@@ -31,27 +33,6 @@ pub trait SourceFs {
     fn sha256(&self, _path: &Path) -> Option<String> {
         None
     }
-}
-
-/// Lexically normalised path: removes `.` and resolves `..` against the previous component.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                let popped = match out.components().next_back() {
-                    Some(Component::Normal(_)) => out.pop(),
-                    _ => false,
-                };
-                if !popped && !out.has_root() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// The real file system, relative paths taken from the working directory.
@@ -224,16 +205,6 @@ impl SourceFs for MemFs {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalize_resolves_dots() {
-        assert_eq!(
-            normalize(Path::new("/a/pipelines/../submissions/./x")),
-            PathBuf::from("/a/submissions/x")
-        );
-        assert_eq!(normalize(Path::new("/../x")), PathBuf::from("/x"));
-        assert_eq!(normalize(Path::new("../x")), PathBuf::from("../x"));
-    }
 
     #[test]
     fn memfs_globs_and_dirs() {

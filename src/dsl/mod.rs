@@ -34,7 +34,7 @@ use std::path::Path;
 pub use deep::{deep_check, DeepReport};
 pub use diag::{Diagnostic, Diagnostics, Location};
 pub use duration::{format_duration, parse_duration};
-pub use fs::{normalize, MemFs, RealFs, SourceFs};
+pub use fs::{MemFs, RealFs, SourceFs};
 pub use template::{expand_template, parse_template, Filter, Piece, Template, TemplateError};
 
 use crate::model::Campaign;

@@ -10,7 +10,7 @@ use miette::SourceSpan;
 
 use super::cflags::flag_problem;
 use super::cpu_flags;
-use super::fs::{normalize, SourceFs};
+use super::fs::SourceFs;
 use super::reader::{args, name, name_span, NodeReader};
 use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
 use super::values::{duration_value, words};
@@ -18,6 +18,7 @@ use crate::model::{
     host_arch, Executor, FlagProfile, Isolation, Role, SandboxPolicy, SlurmOptions, StepSpec,
     System, Target,
 };
+use crate::safe_fs::normalize;
 
 /// Top-level nodes of a pipeline.
 const TOP_NODES: [&str; 7] = [

@@ -12,7 +12,9 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use super::diag::{backticked, closest, did_you_mean};
 use super::reader::{args, name, name_span, NodeReader};
 use super::values::{duration_value, parse_bytes, words};
-use crate::model::{FlagProfile, InstanceSettings, KatMode, Op, StepKind, StepParams, StepSpec};
+use crate::model::{
+    FlagProfile, InstanceSettings, KatMode, KindFacts, Op, StepKind, StepParams, StepSpec,
+};
 
 /// Properties every step takes.
 const COMMON_PROPS: [&str; 3] = ["needs", "exclusive", "timeout"];

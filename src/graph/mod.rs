@@ -16,7 +16,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Bfs, Reversed};
 use petgraph::Direction;
 
-use crate::model::{Campaign, Op, StepKind, StepScope};
+use crate::model::{Campaign, KindFacts, Op, StepKind, StepScope};
 
 /// One schedulable step.
 #[derive(Debug, Clone)]

@@ -1,15 +1,15 @@
-//! The step kinds and what the campaign language, the graph, the records and the reports
-//! need to know about each: one [`KindTable`] row per kind. How a kind runs (its cache-key
-//! inputs, its dry-run estimate, the step itself) lives with its implementation in
-//! `run/steps/<kind>.rs`; this table pulls none of that in.
+//! What the campaign language, the graph and the reports need to know about each step kind
+//! (the kinds, their names and record folders are the evidence schema's, `ngcc-record`):
+//! one [`KindTable`] row per kind. How a kind runs (its cache-key inputs, its dry-run
+//! estimate, the step itself) lives with its implementation in `run/steps/<kind>.rs`; this
+//! table pulls none of that in.
 
 use super::StepScope;
+pub use crate::record::StepKind;
 
 /// What is known about a step kind before anything runs.
 #[derive(Debug)]
 pub struct KindTable {
-    /// Its name in pipelines, step ids and records (`time`); the serde name of its variant.
-    pub name: &'static str,
     /// How many graph nodes one declaration becomes.
     pub scope: StepScope,
     /// Steps it cannot run without, whether or not the pipeline lists them in `needs`.
@@ -22,22 +22,18 @@ pub struct KindTable {
     /// A collecting step (report, index) waits for every other step of its scope and runs
     /// whatever they ended with, failures included.
     pub collects: bool,
-    /// Folder of its records under the system's output folder.
-    pub record_dir: &'static str,
     /// Whether its records are evidence the reports read (not the reports' own records).
     pub reported: bool,
 }
 
 impl KindTable {
-    const fn new(name: &'static str, scope: StepScope) -> KindTable {
+    const fn new(scope: StepScope) -> KindTable {
         KindTable {
-            name,
             scope,
             data_needs: &[],
             props: &[],
             required_props: &[],
             collects: false,
-            record_dir: "records",
             reported: true,
         }
     }
@@ -57,11 +53,6 @@ impl KindTable {
         self
     }
 
-    const fn records_in(mut self, record_dir: &'static str) -> KindTable {
-        self.record_dir = record_dir;
-        self
-    }
-
     /// A collecting step whose records are the reports' own.
     const fn collecting(mut self) -> KindTable {
         self.collects = true;
@@ -73,67 +64,31 @@ impl KindTable {
 /// The per-operation measurement kinds' properties.
 const OP_PROPS: &[&str] = &["ops", "iters", "memory"];
 
-/// The step kinds the engine knows how to run, in registration order (the order of the
-/// dry run's count table).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum StepKind {
-    /// Resolve where a submission's code is (per submission).
-    Source,
-    /// Compile an instance into a shared object (per instance).
-    Build,
-    /// Generate and check known-answer tests (per instance).
-    Kat,
-    /// pk/sk/ct/ss sizes and the size audit (per instance).
-    Sizes,
-    /// Cycle and time measurement (per instance and operation, exclusive).
-    Time,
-    /// Hash/XOF and DRNG share with link-time wrappers (per instance and operation, exclusive).
-    Profile,
-    /// Instructions per operation counted by callgrind (per instance and operation).
-    Count,
-    /// Which symmetric code the object really contains (per instance).
-    Survey,
-    /// Secret-dependent branches and indexes under memcheck (per instance and operation).
-    Ct,
-    /// Per-submission report (per submission).
-    Report,
-    /// Campaign index, results.csv/json and the site's front page (once per campaign).
-    Index,
+/// What the engine knows about a kind beyond its name (the schema's): its row of the
+/// table, and where one node of it sits in the graph.
+pub trait KindFacts {
+    /// The kind's row of the table.
+    fn table(self) -> &'static KindTable;
+
+    /// Where one node of this kind sits in the graph.
+    fn scope(self) -> StepScope;
 }
 
-impl StepKind {
-    /// Every kind, in registration order.
-    pub const ALL: [StepKind; 11] = [
-        StepKind::Source,
-        StepKind::Build,
-        StepKind::Kat,
-        StepKind::Sizes,
-        StepKind::Time,
-        StepKind::Profile,
-        StepKind::Count,
-        StepKind::Survey,
-        StepKind::Ct,
-        StepKind::Report,
-        StepKind::Index,
-    ];
-
+impl KindFacts for StepKind {
     /// The kind's row of the table.
-    pub fn table(self) -> &'static KindTable {
+    fn table(self) -> &'static KindTable {
         use StepScope::{Campaign, Instance, Operation, Submission};
         const BUILT: &[StepKind] = &[StepKind::Build];
-        static SOURCE: KindTable = KindTable::new("source", Submission);
-        static BUILD: KindTable = KindTable::new("build", Instance)
+        static SOURCE: KindTable = KindTable::new(Submission);
+        static BUILD: KindTable = KindTable::new(Instance)
             .needs(&[StepKind::Source])
             .props(&["flags", "memory"])
             .required(&["flags"]);
-        static KAT: KindTable = KindTable::new("kat", Instance)
+        static KAT: KindTable = KindTable::new(Instance)
             .needs(BUILT)
             .props(&["modes", "memory"]);
-        static SIZES: KindTable = KindTable::new("sizes", Instance).needs(BUILT);
-        static TIME: KindTable = KindTable::new("time", Operation).needs(BUILT).props(&[
+        static SIZES: KindTable = KindTable::new(Instance).needs(BUILT);
+        static TIME: KindTable = KindTable::new(Operation).needs(BUILT).props(&[
             "ops",
             "trials",
             "trial",
@@ -142,21 +97,12 @@ impl StepKind {
             "layouts",
             "memory",
         ]);
-        static PROFILE: KindTable = KindTable::new("profile", Operation)
-            .needs(BUILT)
-            .props(OP_PROPS)
-            .records_in("profile");
-        static COUNT: KindTable = KindTable::new("count", Operation)
-            .needs(BUILT)
-            .props(OP_PROPS)
-            .records_in("count");
-        static SURVEY: KindTable = KindTable::new("survey", Instance).needs(BUILT);
-        static CT: KindTable = KindTable::new("ct", Operation)
-            .needs(BUILT)
-            .props(OP_PROPS)
-            .records_in("ct");
-        static REPORT: KindTable = KindTable::new("report", Submission).collecting();
-        static INDEX: KindTable = KindTable::new("index", Campaign).collecting();
+        static PROFILE: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);
+        static COUNT: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);
+        static SURVEY: KindTable = KindTable::new(Instance).needs(BUILT);
+        static CT: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);
+        static REPORT: KindTable = KindTable::new(Submission).collecting();
+        static INDEX: KindTable = KindTable::new(Campaign).collecting();
         match self {
             StepKind::Source => &SOURCE,
             StepKind::Build => &BUILD,
@@ -172,40 +118,14 @@ impl StepKind {
         }
     }
 
-    pub fn name(self) -> &'static str {
-        self.table().name
-    }
-
-    pub fn from_name(name: &str) -> Option<StepKind> {
-        StepKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// Where one node of this kind sits in the graph.
-    pub fn scope(self) -> StepScope {
+    fn scope(self) -> StepScope {
         self.table().scope
-    }
-}
-
-impl std::fmt::Display for StepKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_the_serde_names() {
-        for k in StepKind::ALL {
-            assert_eq!(
-                serde_json::to_string(&k).unwrap(),
-                format!("\"{}\"", k.name())
-            );
-            assert_eq!(StepKind::from_name(k.name()), Some(k));
-        }
-    }
 
     #[test]
     fn props_are_unique_and_required_ones_declared() {

@@ -5,7 +5,6 @@
 //! the file that named them), so later stages never need to know where a file came from.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -54,30 +53,6 @@ pub struct System {
     /// systems beside one another.
     #[serde(skip_serializing_if = "Role::is_measure")]
     pub role: Role,
-}
-
-/// `role "measure"` (the default: a system the reports compare) or `role "smoke"` (a trial
-/// run: its outputs stay out of every other campaign's reports and site, and its own
-/// reports show no other system).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    #[default]
-    Measure,
-    Smoke,
-}
-
-impl Role {
-    pub fn is_measure(&self) -> bool {
-        *self == Role::Measure
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Measure => "measure",
-            Role::Smoke => "smoke",
-        }
-    }
 }
 
 /// `sandbox "preferred"` (the default: without bubblewrap, run with a warning) or
@@ -236,7 +211,9 @@ pub mod kind;
 /// Most link orders a `time` step may ask for.
 pub const MAX_LAYOUTS: u32 = 8;
 
-pub use kind::{KindTable, StepKind};
+/// The names campaigns share with records: defined by the evidence schema (`ngcc-record`).
+pub use crate::record::{CatalogSizes, KatMode, Op, Role};
+pub use kind::{KindFacts, KindTable, StepKind};
 
 /// How many graph nodes one step declaration becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,37 +222,6 @@ pub enum StepScope {
     Submission,
     Instance,
     Operation,
-}
-
-/// A KEM operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Op {
-    Keygen,
-    Enc,
-    Dec,
-}
-
-impl Op {
-    pub const ALL: [Op; 3] = [Op::Keygen, Op::Enc, Op::Dec];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Keygen => "keygen",
-            Op::Enc => "enc",
-            Op::Dec => "dec",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Op> {
-        Op::ALL.into_iter().find(|o| o.name() == name)
-    }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// One `step` line of the pipeline.
@@ -421,25 +367,6 @@ impl Default for StepParams {
             kat_modes: vec![KatMode::Single],
             memory: None,
             instances: Vec::new(),
-        }
-    }
-}
-
-/// Which NIST KAT file is generated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KatMode {
-    /// PQClean's `nistkat.c`: one count.
-    Single,
-    /// liboqs's `kat_kem --all`: 100 counts (or the manifest's `all-count`).
-    All,
-}
-
-impl KatMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            KatMode::Single => "single",
-            KatMode::All => "all",
         }
     }
 }
@@ -597,15 +524,6 @@ pub struct KatSettings {
     /// Folder of reference `.rsp` files (`reference="kat"`), absolute; a file there named
     /// `<instance>.rsp` (single) or `<instance>.all.rsp` (all) is diffed on mismatch.
     pub reference_dir: Option<PathBuf>,
-}
-
-/// External catalog figures for one instance.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CatalogSizes {
-    pub pk: Option<u64>,
-    pub sk: Option<u64>,
-    pub ct: Option<u64>,
-    pub ss: Option<u64>,
 }
 
 /// One parameter set x implementation: the unit that is built and measured.

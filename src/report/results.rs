@@ -52,7 +52,7 @@ pub fn ct_verdict(r: Option<&StepRecord>) -> String {
 pub fn ct_latency(r: Option<&StepRecord>) -> String {
     match r.filter(|r| r.status == Status::Ok).map(|r| &r.data) {
         Some(Some(crate::record::StepData::Ct(d))) => match &d.latency {
-            Some(l) => l.verdict(),
+            Some(l) => crate::ct::latency::outcome(l),
             None => "not scanned (a record from before the scan)".to_string(),
         },
         _ => "not checked".to_string(),

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Campaign, Op, ReportMeta, Role, StepKind, StepScope, PROFILE_VAR};
+use crate::model::{Campaign, KindFacts, Op, ReportMeta, Role, StepKind, StepScope, PROFILE_VAR};
 use crate::record::{
     self, BuildData, CampaignRecord, CountData, Environment, KatData, ProfileData, SizesData,
     SourceData, StepData, StepRecord, SurveyData, TimeData,

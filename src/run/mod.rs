@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use petgraph::graph::NodeIndex;
 
 use crate::graph::{Node, Plan};
-use crate::model::{Campaign, Instance, StepKind, StepSpec, Submission};
+use crate::model::{Campaign, Instance, KindFacts, StepKind, StepSpec, Submission};
 use crate::record::{self, Environment, StepRecord};
 
 /// Everything a step may read while it runs. Shared read-only across workers; built by

@@ -14,7 +14,7 @@ pub mod tree;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long reading one file may take.
@@ -190,9 +190,41 @@ pub fn read_within(root: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, FileEr
     read(&real, cap)
 }
 
+/// Lexically normalised path: removes `.` and resolves `..` against the previous component
+/// (the form the campaign loader and the library lookup compare paths in; no link is read).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let popped = match out.components().next_back() {
+                    Some(Component::Normal(_)) => out.pop(),
+                    _ => false,
+                };
+                if !popped && !out.has_root() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normalize_resolves_dots() {
+        assert_eq!(
+            normalize(Path::new("/a/pipelines/../submissions/./x")),
+            PathBuf::from("/a/submissions/x")
+        );
+        assert_eq!(normalize(Path::new("/../x")), PathBuf::from("/x"));
+        assert_eq!(normalize(Path::new("../x")), PathBuf::from("../x"));
+    }
 
     #[test]
     fn reads_regular_files_and_refuses_the_rest() {

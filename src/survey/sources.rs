@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::profile::prototype::strip_comments;
+use crate::csource::strip_comments;
 use crate::record::SourceHit;
 
 /// A source marker: family, what to look for and how.

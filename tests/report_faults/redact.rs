@@ -53,7 +53,7 @@ pub fn redact_outputs(out: &Path, places: &[(&Path, &str)]) -> Vec<(PathBuf, Vec
     places.dedup();
 
     let mut files = vec![PathBuf::from("campaign.json")];
-    let mut dirs: Vec<&str> = StepKind::ALL.iter().map(|k| k.table().record_dir).collect();
+    let mut dirs: Vec<&str> = StepKind::ALL.iter().map(|k| k.record_dir()).collect();
     dirs.sort();
     dirs.dedup();
     for d in dirs {

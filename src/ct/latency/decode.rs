@@ -22,7 +22,8 @@
 use iced_x86::{
     Decoder, DecoderOptions, FlowControl, Formatter, Instruction, IntelFormatter, Mnemonic,
 };
-use serde::{Deserialize, Serialize};
+
+pub use crate::record::ct::LatencyClass;
 
 /// The instruction sets the scan decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,29 +38,6 @@ impl Isa {
         match self {
             Isa::X86_64 => "x86-64",
             Isa::Aarch64 => "aarch64",
-        }
-    }
-}
-
-/// Why an instruction's latency depends on its operands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LatencyClass {
-    /// `div`, `idiv`, `udiv`, `sdiv`.
-    IntegerDivision,
-    /// `divsd`, `vdivps`, `fdiv`, ...
-    FloatDivision,
-    /// `sqrtsd`, `vsqrtps`, `fsqrt`, ...
-    SquareRoot,
-}
-
-impl LatencyClass {
-    /// In words.
-    pub fn words(self) -> &'static str {
-        match self {
-            LatencyClass::IntegerDivision => "integer division",
-            LatencyClass::FloatDivision => "floating-point division",
-            LatencyClass::SquareRoot => "square root",
         }
     }
 }

@@ -27,10 +27,10 @@ mod elf;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use super::Finding;
 use crate::model::CtBenign;
+/// The schema's types the scan fills in (`ngcc-record`).
+pub use crate::record::ct::{Indirect, Latency, LatencyScan, VarLatency};
 use decode::{Flow, Insn};
 pub use decode::{Isa, LatencyClass};
 use elf::Image;
@@ -54,132 +54,6 @@ pub enum LatencyError {
     /// The API function is not in the symbol table.
     #[error("function `{0}` is not in the object's symbol table")]
     NoRoot(String),
-}
-
-/// One instruction with operand-dependent latency.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VarLatency {
-    pub class: LatencyClass,
-    /// `div`, `udiv`, `sqrtsd`, ...
-    pub mnemonic: String,
-    /// The instruction as disassembled (Intel syntax on x86).
-    pub text: String,
-    /// The symbol whose code holds it.
-    pub function: String,
-    /// Its address in the object.
-    pub address: u64,
-    /// Source file and line from DWARF (the innermost inlined function's), when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    /// When inlined: the frames, innermost first, as `function (file:line)`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub inlined: Vec<String>,
-    /// The source file of the function holding it (the outermost frame's file).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
-    /// Whether that file is one of the provided primitives' sources (not the instance's
-    /// own code).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub provided: bool,
-    /// Call path from the API function to `function`.
-    pub path: Vec<String>,
-    /// The disassembly around it, one instruction a line, itself marked `=>`.
-    pub context: Vec<String>,
-    /// memcheck's evidence that the function handles secret data (a finding in it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
-    /// The manifest's reason when the function is declared benign (`ct-benign`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub benign: Option<String>,
-}
-
-impl VarLatency {
-    /// `file:line` with the file's base name, or the address when DWARF has no line.
-    pub fn location(&self) -> String {
-        match (&self.file, self.line) {
-            (Some(f), Some(l)) => format!("{}:{l}", f.rsplit('/').next().unwrap_or(f)),
-            _ => format!("{:#x}", self.address),
-        }
-    }
-
-    /// The names the instruction belongs to: its symbol without a compiler suffix
-    /// (`.cold`, `.part.0`, `.isra.0`, ...) and every function inlined at it.
-    fn names(&self) -> BTreeSet<String> {
-        let mut n = BTreeSet::from([base_name(&self.function).to_string()]);
-        for f in &self.inlined {
-            n.insert(f.split(" (").next().unwrap_or(f).to_string());
-        }
-        n
-    }
-
-    /// What the report says about its operands.
-    pub fn operands(&self) -> String {
-        match (&self.secret, &self.benign) {
-            (_, Some(reason)) => format!("declared benign: {reason}"),
-            (Some(s), None) => s.clone(),
-            (None, None) => "reachable, operands not traced".to_string(),
-        }
-    }
-}
-
-/// Calls and jumps through a register or memory in one function (not followed).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Indirect {
-    pub function: String,
-    pub calls: u32,
-    pub jumps: u32,
-}
-
-/// The scan of one API function's reach.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LatencyScan {
-    /// `x86-64` or `aarch64`.
-    pub isa: String,
-    /// The API function scanned from.
-    pub root: String,
-    /// Functions of the object reachable from it (itself included).
-    pub functions: usize,
-    /// Variable-latency instructions in them, by address.
-    pub instructions: Vec<VarLatency>,
-    /// Functions called outside the object (PLT stubs: the C library), not scanned.
-    pub outside: Vec<String>,
-    /// Indirect calls and jumps, not followed, by function.
-    pub indirect: Vec<Indirect>,
-    /// Reachable functions whose address reachable code takes (followed).
-    pub address_taken: Vec<String>,
-    /// Whether the object has DWARF line tables (source lines known).
-    pub line_info: bool,
-}
-
-/// The scan's outcome in a `ct` record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum Latency {
-    Scanned(LatencyScan),
-    /// The object's instruction set has no decoder here.
-    NotScanned {
-        reason: String,
-    },
-}
-
-impl Latency {
-    /// The scan, when there is one.
-    pub fn scanned(&self) -> Option<&LatencyScan> {
-        match self {
-            Latency::Scanned(s) => Some(s),
-            Latency::NotScanned { .. } => None,
-        }
-    }
-
-    /// The report's words: [`verdict`], or `not scanned: why`.
-    pub fn verdict(&self) -> String {
-        match self {
-            Latency::Scanned(s) => verdict(s),
-            Latency::NotScanned { reason } => format!("not scanned: {reason}"),
-        }
-    }
 }
 
 /// A symbol without the compiler's clone suffix: `f.cold` / `f.part.0` / `f.isra.0` -> `f`.
@@ -363,7 +237,7 @@ pub fn annotate(scan: &mut LatencyScan, known: &Known) {
                 .iter()
                 .any(|p| p.as_path() == std::path::Path::new(u))
         });
-        let names = v.names();
+        let names = names(v);
         v.secret = findings
             .iter()
             .find(|f| names.contains(&f.function) || names.contains(super::owner(f)))
@@ -386,16 +260,29 @@ pub fn annotate(scan: &mut LatencyScan, known: &Known) {
     }
 }
 
-/// The instructions in the instance's own code, and those in the provided primitives.
-pub fn split(scan: &LatencyScan) -> (Vec<&VarLatency>, Vec<&VarLatency>) {
-    scan.instructions.iter().partition(|v| !v.provided)
+/// The names an instruction belongs to: its symbol without a compiler suffix (`.cold`,
+/// `.part.0`, `.isra.0`, ...) and every function inlined at it.
+fn names(v: &VarLatency) -> BTreeSet<String> {
+    let mut n = BTreeSet::from([base_name(&v.function).to_string()]);
+    for f in &v.inlined {
+        n.insert(f.split(" (").next().unwrap_or(f).to_string());
+    }
+    n
+}
+
+/// The report's words for a `ct` record's scan outcome: [`verdict`], or `not scanned: why`.
+pub fn outcome(latency: &Latency) -> String {
+    match latency {
+        Latency::Scanned(s) => verdict(s),
+        Latency::NotScanned { reason } => format!("not scanned: {reason}"),
+    }
 }
 
 /// The report's words for one scan: `no variable-latency instruction reachable`, or how
 /// many in the instance's code (by mnemonic) in how many functions and what is known of
 /// their operands, then how many in the provided primitives (by function).
 pub fn verdict(scan: &LatencyScan) -> String {
-    let (own, provided) = split(scan);
+    let (own, provided) = scan.split();
     if own.is_empty() && provided.is_empty() {
         return "no variable-latency instruction reachable".to_string();
     }

@@ -8,11 +8,11 @@ use kdl::{KdlEntry, KdlNode};
 use miette::SourceSpan;
 
 use super::super::diag::{closest, did_you_mean, Diagnostic, SourceFile};
-use super::super::fs::normalize;
 use super::super::loader::{missing_file, Loader};
 use super::super::reader::{name, name_span, NodeReader};
 use super::confined_path;
 use crate::model::{CatalogSizes, Instance, KatMode, KatRng, KatSettings};
+use crate::safe_fs::normalize;
 
 /// Where a catalog names an instance: the key, its file (the manifest or a catalog file)
 /// and its span there.

@@ -9,23 +9,18 @@ use miette::SourceSpan;
 
 use super::super::diag::backticked;
 use super::super::reader::{name_span, NodeReader};
-use super::super::template::{parse_template, undefined_var, Template};
+use super::super::template::Template;
 use super::super::values::words;
-use super::source::{check_root_path, root_path_problem};
+use super::source::root_path_problem;
+use super::templates::{kat_template, template_value, Matrix};
 use super::when::{lower_when, When};
 use super::wide::pos_of;
 use super::wide::Wide;
 use super::{check_id, id_problem};
 use crate::model::{Api, Instance, Origin, PROFILE_VAR};
 
-/// Variables of a `kat submitted=` template besides the matrix's: api.h's sizes, known
-/// when the instance is built (`PQCkemKAT_{sk}.rsp`).
-pub(crate) const SIZE_VARS: [&str; 4] = ["pk", "sk", "ct", "ss"];
 /// A matrix larger than this is refused (it is surely a mistake, and memory is finite).
 const MAX_MATRIX: usize = 100_000;
-
-/// Matrix variables in declaration order with their values.
-pub(super) type Matrix = Vec<(String, Vec<String>)>;
 
 pub(super) fn lower_matrix(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<Matrix> {
     cx.no_args(n, "matrix");
@@ -139,75 +134,6 @@ pub(super) struct Shared<'a, 'n> {
     pub wide: &'a Wide,
     /// `kat submitted=`'s entry, when given.
     pub kat_submitted: Option<&'n KdlEntry>,
-}
-
-/// A `kat submitted=` template: matrix variables and api.h's sizes.
-pub(super) fn kat_template(
-    cx: &mut NodeReader<'_>,
-    e: &KdlEntry,
-    what: &str,
-    m: &Matrix,
-) -> Option<Template> {
-    let mut vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
-    for v in SIZE_VARS {
-        if vars.contains(&v) {
-            let s = cx.value_span(e);
-            cx.error(
-                s,
-                "ambiguous",
-                format!("matrix variable `{v}` has the name of an api.h size that `{what}` may use: rename the matrix variable"),
-            );
-            return None;
-        }
-    }
-    vars.extend(SIZE_VARS);
-    let t = template_value(cx, e, what, &vars)?;
-    // The path must stay in the source whatever the values: try it with every size `1`.
-    let probe: BTreeMap<String, String> = SIZE_VARS
-        .iter()
-        .map(|v| (v.to_string(), "1".to_string()))
-        .chain(m.iter().map(|(k, vals)| (k.clone(), vals[0].clone())))
-        .collect();
-    let ok = t
-        .expand(&probe)
-        .is_ok_and(|p| check_root_path(cx, &p, e, "submitted KAT file"));
-    ok.then_some(t)
-}
-
-/// A template-valued entry, parsed, with every variable checked against the matrix.
-pub(super) fn template_value(
-    cx: &mut NodeReader<'_>,
-    e: &KdlEntry,
-    what: &str,
-    vars: &[&str],
-) -> Option<Template> {
-    let text = cx.expect_string(e, what)?;
-    let t = match parse_template(&text) {
-        Ok(t) => t,
-        Err(err) => {
-            let s = cx.sub_span(e, &err.span);
-            let d = cx
-                .diag(format!("bad template in `{what}`: {}", err.message))
-                .label(s, "here")
-                .maybe_help(err.help);
-            cx.push(d);
-            return None;
-        }
-    };
-    let mut ok = true;
-    for (v, r) in t.vars() {
-        if !vars.contains(&v) {
-            let err = undefined_var(v, vars.iter().copied(), &r);
-            let s = cx.sub_span(e, &err.span);
-            let d = cx
-                .diag(err.message)
-                .label(s, "not a matrix variable")
-                .maybe_help(err.help);
-            cx.push(d);
-            ok = false;
-        }
-    }
-    ok.then_some(t)
 }
 
 /// An instance declaration; `dir`/`namespace` are `None` when broken (reported), and the

@@ -8,6 +8,7 @@ mod ct_benign;
 mod matrix;
 mod primitives;
 mod source;
+mod templates;
 mod when;
 mod wide;
 
@@ -20,10 +21,10 @@ use kdl::{KdlDocument, KdlEntry, KdlNode};
 use miette::SourceSpan;
 
 use super::diag::SourceFile;
-use super::fs::normalize;
 use super::loader::Loader;
 use super::reader::{name, name_span, NodeReader};
 use crate::model::{Api, Primitives, ReportMeta, Submission};
+use crate::safe_fs::normalize;
 use catalog::{check_kat_file, check_size_keys, lower_kat, lower_sizes};
 use matrix::{expand_instances, lower_matrix, Shared};
 use primitives::lower_primitives_node;

@@ -6,11 +6,11 @@ use std::path::{Component, Path};
 
 use kdl::{KdlEntry, KdlNode};
 
-use super::super::fs::normalize;
 use super::super::loader::Loader;
 use super::super::reader::{name_span, NodeReader};
 use super::{crate_name_ok, plain_relative};
 use crate::model::Source;
+use crate::safe_fs::normalize;
 
 /// What is wrong with a path that must stay inside the source root (`sources`, `include`,
 /// `header`, instance `dir`s, `kat submitted=`), if anything. `a/../b` is fine; `/x` and

@@ -10,9 +10,9 @@ use super::super::diag::{backticked, did_you_mean};
 use super::super::reader::{name, name_span, NodeReader};
 use super::super::template::Template;
 use super::super::values::words;
-use super::matrix::{kat_template, template_value, Matrix};
 use super::plain_node;
 use super::source::check_root_path;
+use super::templates::{kat_template, template_value, Matrix};
 use super::wide::{library, pos_of};
 use crate::model::Pos;
 

@@ -54,61 +54,9 @@
 mod ratio;
 mod rounds;
 
-use kem_native::output::TimeOutput;
-
-use serde::{Deserialize, Serialize};
-
-/// Summary statistics of one timing record (see [`summarize`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimeSummary {
-    pub trials: u32,
-    pub iters: u64,
-    /// trials x iters.
-    pub n: u64,
-    pub mean_cycles: f64,
-    pub mean_ns: f64,
-    pub ops_per_s: f64,
-    /// Per-op time and cycles of the median trial.
-    pub median_trial_ns: f64,
-    pub median_trial_cycles: f64,
-    /// Per-op cycles across trials.
-    pub min_cycles: f64,
-    pub q1_cycles: f64,
-    pub q3_cycles: f64,
-    pub max_cycles: f64,
-    /// Coefficient of variation of per-op cycles across trials (fraction, not %).
-    pub cv: f64,
-    /// Single-call samples: median and quartiles (ticks).
-    pub sample_median: Option<f64>,
-    pub sample_q1: Option<f64>,
-    pub sample_q3: Option<f64>,
-    /// Trial indices whose per-op cycles are outliers by modified Z-score > 3.5.
-    pub trial_outliers: Vec<usize>,
-    /// Number of single-call samples that are outliers by the same rule.
-    pub sample_outliers: usize,
-    /// cv > 2%.
-    pub unstable: bool,
-    /// Interleaved rounds (absent for a block of trials): median per-op cycles of the
-    /// rounds used, its 95% bootstrap interval, the rounds and how many were interfered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub median_cycles: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ci_low_cycles: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ci_high_cycles: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rounds: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interfered_rounds: Option<u32>,
-    /// Trial indices that lasted less than half or more than twice the target trial length
-    /// (calibration fooled, or the machine interfered).
-    #[serde(default)]
-    pub off_target_trials: Vec<usize>,
-    /// Measured counter rate: total ticks over total monotonic ns of the trials, in GHz
-    /// (for the TSC, the rate of reference cycles).
-    #[serde(default)]
-    pub counter_ghz: Option<f64>,
-}
+use crate::record::TimeOutput;
+/// The schema's types these statistics fill in (`ngcc-record`).
+pub use crate::record::{rounds::Estimate, TimeSummary};
 
 /// CV above which a measurement is flagged unstable.
 pub const UNSTABLE_CV: f64 = 0.02;
@@ -288,14 +236,14 @@ pub fn off_target(out: &TimeOutput) -> Vec<usize> {
 
 pub use ratio::{band_verdict, ratio_ci, Change, DEFAULT_BAND};
 pub use rounds::{
-    aa_threshold, median_ci, paired_ratios, paired_verdict, Estimate, Verdict, BOOTSTRAP_RESAMPLES,
+    aa_threshold, median_ci, paired_ratios, paired_verdict, Verdict, BOOTSTRAP_RESAMPLES,
     MIN_THRESHOLD,
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kem_native::output::{
+    use crate::record::output::{
         ApiSizes, Calibration, CoreCycles, Memory, Overhead, TimeOutput, Trial,
     };
 

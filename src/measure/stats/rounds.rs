@@ -2,30 +2,10 @@
 //! confidence interval, paired ratios and their verdict against an A/A threshold (see
 //! "Interleaved rounds" in the [module doc](super)).
 
-use super::{median, quantile};
+use super::{median, quantile, Estimate};
 
 /// Bootstrap resamples behind every confidence interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
-
-/// A median with its 95% bootstrap confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Estimate {
-    pub median: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
-}
-
-impl Estimate {
-    /// Half the width of the interval relative to the median (a fraction); infinite for a
-    /// median that is not positive.
-    pub fn rel_half_width(&self) -> f64 {
-        if self.median > 0.0 {
-            (self.ci_high - self.ci_low) / 2.0 / self.median
-        } else {
-            f64::INFINITY
-        }
-    }
-}
 
 /// Median of `xs` with the 95% percentile-bootstrap interval of the median, from
 /// `resamples` resamples drawn with ChaCha8 seeded by `seed`. `None` for no values; one

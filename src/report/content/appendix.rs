@@ -44,8 +44,10 @@ pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &Submission
             };
             let s = &td.summary;
             let perf = match &td.output.core_cycles {
-                kem_native::output::CoreCycles::Available => "recorded in every trial".to_string(),
-                kem_native::output::CoreCycles::Unavailable { reason } => {
+                crate::record::output::CoreCycles::Available => {
+                    "recorded in every trial".to_string()
+                }
+                crate::record::output::CoreCycles::Unavailable { reason } => {
                     format!("unavailable ({reason})")
                 }
             };

@@ -172,9 +172,8 @@ pub(super) fn shares_table(doc: &mut Doc, sub: &SubmissionView) {
             };
             let p = inst.profile_ok(op);
             // AES is a family of its own (its share is in `by family`), not hash/XOF.
-            let hash = super::primitives::hash_only(c.hash_share, &[ciphers(&c.family_shares)]);
-            let p_hash =
-                p.map(|p| super::primitives::hash_only(p.hash_share, &[ciphers(&p.family_shares)]));
+            let hash = super::hash_only(c.hash_share, &[ciphers(&c.family_shares)]);
+            let p_hash = p.map(|p| super::hash_only(p.hash_share, &[ciphers(&p.family_shares)]));
             let gap = |what: &str, instr: f64, time: Option<f64>| {
                 time.filter(|t| (t - instr).abs() > MAX_SHARE_GAP).map(|t| {
                     format!(

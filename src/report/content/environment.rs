@@ -217,7 +217,7 @@ pub(super) fn cycle_counter(view: &CampaignView) -> String {
             rates.extend(td.summary.counter_ghz);
             core |= matches!(
                 td.output.core_cycles,
-                kem_native::output::CoreCycles::Available
+                crate::record::output::CoreCycles::Available
             );
         }
     }

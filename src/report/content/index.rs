@@ -100,7 +100,7 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
                 fmt::opt_int(inst.ct),
                 shares(&|o| {
                     o.hash_share
-                        .map(|h| super::primitives::hash_only(h, &[o.cipher_share.unwrap_or(0.0)]))
+                        .map(|h| super::hash_only(h, &[o.cipher_share.unwrap_or(0.0)]))
                 }),
             ]);
             if with_aes {

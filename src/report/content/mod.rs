@@ -144,6 +144,12 @@ pub(super) fn breadcrumb(view: &CampaignView, sub: Option<&str>) -> String {
     s
 }
 
+/// The share of the hash/XOF families alone: the share of all provided families (each
+/// counted once when nested) less the ciphers' shares.
+pub(super) fn hash_only(all: f64, ciphers: &[f64]) -> f64 {
+    (all - ciphers.iter().sum::<f64>()).max(0.0)
+}
+
 /// The instances that ran on this machine (not [`view::InstanceView::unsupported`]): the
 /// body's tables list these; the unsupported ones are named once, in section 1.
 pub(super) fn listed(sub: &SubmissionView) -> impl Iterator<Item = &view::InstanceView> {

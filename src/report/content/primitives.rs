@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::model::StepKind;
 use crate::record::{ProfileData, SurveyData};
 
-use super::{did_not_run, listed, status_text};
+use super::{did_not_run, hash_only, listed, status_text};
 use crate::report::doc::{code, Doc, Table};
 use crate::report::format::{self as fmt, DASH};
 use crate::report::results;
@@ -239,12 +239,6 @@ pub(super) fn primitives_detail(doc: &mut Doc, sub: &SubmissionView) {
         doc.p("No survey record.");
     }
     super::counts::shares_table(doc, sub);
-}
-
-/// The share of the hash/XOF families alone: the share of all provided families (each
-/// counted once when nested) less the ciphers' shares.
-pub(super) fn hash_only(all: f64, ciphers: &[f64]) -> f64 {
-    (all - ciphers.iter().sum::<f64>()).max(0.0)
 }
 
 /// The survey summary without the verdict it starts with ("provided-only: ...").

@@ -564,8 +564,8 @@ impl<'a> Scheduler<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::StepKind;
     use crate::graph::tests::campaign;
+    use crate::model::StepKind;
     use crate::run::test_ctx::{ctx, ix};
 
     #[test]

@@ -12,7 +12,7 @@ use super::super::exec;
 use super::super::steps;
 use super::super::Ctx;
 use super::*;
-use crate::model::StepKind;
+use crate::model::{KindFacts, StepKind};
 use crate::record::{self, Status, StepRecord};
 
 /// Whether a step may start now, given how many parallel and exclusive steps run, the

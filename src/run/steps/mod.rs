@@ -42,7 +42,9 @@ use super::sandbox::disk::{DiskGuard, DISK};
 use super::sandbox::Jail;
 use super::{exec, Ctx};
 use crate::graph::Node;
-use crate::model::{Campaign, Instance, InstanceSettings, StepKind, StepSpec, Submission};
+use crate::model::{
+    Campaign, Instance, InstanceSettings, KindFacts, StepKind, StepSpec, Submission,
+};
 use crate::record::{BuildData, SourceData, Status, StepData, StepRecord, RECORD_SCHEMA};
 
 /// What one step produced; the scheduler adds ids, keys and times.

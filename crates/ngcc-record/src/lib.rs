@@ -1,24 +1,31 @@
-//! Records: the only interface between measuring and reporting.
+//! ngcc-pipe's evidence schema: the only interface between measuring and reporting.
 //!
 //! Every step writes one [`StepRecord`] (JSON, atomically: temp file + rename). A record
 //! says what ran (command lines), on what (environment, inputs and their hashes), what came
 //! out (the kind-specific [`StepData`]) and where the logs and artefacts are. Reports are
-//! rendered from records alone, so they can be re-rendered without measuring again.
+//! rendered from records alone, so they can be re-rendered without measuring again, from
+//! records written months before by an older engine.
+//!
+//! This crate holds the types only, plain data with serde derives and plain accessors: what
+//! the analyses compute (a `ct` finding, a latency scan, a timing estimate, kem-runner's
+//! [`output`]) is defined here and filled in by the engine's `ct/`, `measure/` and `count/`,
+//! which keep the logic. It depends on serde alone, so nothing that measures or renders can
+//! leak into the contract (ngcc-pipe's `tests/layers.rs` checks both).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub mod ct;
+mod kinds;
+pub mod output;
 pub mod rounds;
 
-pub use kem_native::output::{
+pub use kinds::{CatalogSizes, KatMode, Op, Role, StepKind};
+pub use output::{
     ApiSizes, CountOutput, KatOutput, ProfileOutput, SymbolProfile, TimeOutput, Trial,
 };
-
-use crate::model::{CatalogSizes, KatMode, Op, StepKind};
 
 /// Bumped whenever a record field changes meaning.
 pub const RECORD_SCHEMA: u32 = 1;
@@ -338,7 +345,57 @@ pub struct SizesData {
     pub audit: Vec<String>,
 }
 
-pub use crate::measure::stats::TimeSummary;
+/// Summary statistics of one timing record (the engine's `measure::stats::summarize`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeSummary {
+    pub trials: u32,
+    pub iters: u64,
+    /// trials x iters.
+    pub n: u64,
+    pub mean_cycles: f64,
+    pub mean_ns: f64,
+    pub ops_per_s: f64,
+    /// Per-op time and cycles of the median trial.
+    pub median_trial_ns: f64,
+    pub median_trial_cycles: f64,
+    /// Per-op cycles across trials.
+    pub min_cycles: f64,
+    pub q1_cycles: f64,
+    pub q3_cycles: f64,
+    pub max_cycles: f64,
+    /// Coefficient of variation of per-op cycles across trials (fraction, not %).
+    pub cv: f64,
+    /// Single-call samples: median and quartiles (ticks).
+    pub sample_median: Option<f64>,
+    pub sample_q1: Option<f64>,
+    pub sample_q3: Option<f64>,
+    /// Trial indices whose per-op cycles are outliers by modified Z-score > 3.5.
+    pub trial_outliers: Vec<usize>,
+    /// Number of single-call samples that are outliers by the same rule.
+    pub sample_outliers: usize,
+    /// cv > 2%.
+    pub unstable: bool,
+    /// Interleaved rounds (absent for a block of trials): median per-op cycles of the
+    /// rounds used, its 95% bootstrap interval, the rounds and how many were interfered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_low_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_high_cycles: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfered_rounds: Option<u32>,
+    /// Trial indices that lasted less than half or more than twice the target trial length
+    /// (calibration fooled, or the machine interfered).
+    #[serde(default)]
+    pub off_target_trials: Vec<usize>,
+    /// Measured counter rate: total ticks over total monotonic ns of the trials, in GHz
+    /// (for the TSC, the rate of reference cycles).
+    #[serde(default)]
+    pub counter_ghz: Option<f64>,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TimeData {
@@ -532,13 +589,13 @@ pub struct CampaignRecord {
     pub environment: Environment,
     pub env_fingerprint: String,
     pub steps: Vec<CampaignStep>,
-    /// The tool that ran the campaign ([`crate::tool_version`]); absent in older records.
+    /// The tool that ran the campaign (`ngcc_pipe::tool_version`); absent in older records.
     #[serde(default)]
     pub tool: Option<String>,
     /// The system's `role` (absent: `measure`): only a `measure` campaign is shown beside
     /// another one.
-    #[serde(default, skip_serializing_if = "crate::model::Role::is_measure")]
-    pub role: crate::model::Role,
+    #[serde(default, skip_serializing_if = "Role::is_measure")]
+    pub role: Role,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -554,50 +611,6 @@ pub struct CampaignStep {
     pub ran: bool,
 }
 
-/// Write `bytes` to `path` atomically: a temp file beside it, fsync, rename. The temp
-/// file is removed on every error path (a full disk, a failed rename): `tempfile` deletes
-/// it when it is dropped without being persisted.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Readable like any file the engine writes (tempfile's default is 0600).
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map(drop).map_err(|e| e.error)
-}
-
-/// Serialize `value` as pretty JSON and write it atomically.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    bytes.push(b'\n');
-    write_atomic(path, &bytes)
-}
-
-/// Read a JSON record; `Ok(None)` when the file does not exist.
-pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> std::io::Result<Option<T>> {
-    // Read like a file submission code could have replaced: no link followed, no FIFO or
-    // device read, at most `RECORD_CAP` bytes.
-    match crate::safe_fs::read(path, crate::safe_fs::RECORD_CAP) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
-        Err(e) if e.is_missing() => Ok(None),
-        Err(e) => Err(e.into_io()),
-    }
-}
-
 /// Where a step's record lives, relative to the system's output folder.
 pub fn record_path(
     kind: StepKind,
@@ -605,39 +618,11 @@ pub fn record_path(
     instance: Option<&str>,
     op: Option<Op>,
 ) -> PathBuf {
-    let dir = kind.table().record_dir;
+    let dir = kind.record_dir();
     let file = match (instance, op) {
         (Some(i), Some(op)) => format!("{i}__{op}.json"),
         (Some(i), None) => format!("{i}__{kind}.json"),
         (None, _) => format!("_{kind}.json"),
     };
     PathBuf::from(dir).join(submission).join(file)
-}
-
-#[cfg(test)]
-mod atomic_tests {
-    use super::*;
-
-    /// Issue #10: after a failed write, no `*.tmp` file stays beside the target.
-    #[test]
-    fn failed_atomic_write_leaves_no_temp_file() {
-        let dir = tempfile::tempdir().unwrap();
-        // The target is a non-empty folder: the final rename fails.
-        let target = dir.path().join("rec.json");
-        std::fs::create_dir_all(target.join("x")).unwrap();
-        assert!(write_atomic(&target, b"{}").is_err());
-        let names: Vec<String> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["rec.json"], "left behind: {names:?}");
-        // And a good write leaves only the file, readable by others.
-        let ok = dir.path().join("ok.json");
-        write_atomic(&ok, b"{}").unwrap();
-        assert_eq!(std::fs::read(&ok).unwrap(), b"{}");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&ok).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o644);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
-    }
 }

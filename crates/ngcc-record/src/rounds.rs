@@ -1,10 +1,29 @@
 //! What a time record keeps of the session it was measured in: the rounds, their
 //! interference marks, the estimate and the yardstick timed beside it. The session
-//! (`run/session.rs`) writes these; reports and `compare` read them.
+//! (`run/session/`) writes these; reports and `compare` read them. [`Estimate`] is the
+//! figure the engine's `measure::stats::median_ci` computes.
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::stats::Estimate;
+/// A median with its 95% bootstrap confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub median: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+impl Estimate {
+    /// Half the width of the interval relative to the median (a fraction); infinite for a
+    /// median that is not positive.
+    pub fn rel_half_width(&self) -> f64 {
+        if self.median > 0.0 {
+            (self.ci_high - self.ci_low) / 2.0 / self.median
+        } else {
+            f64::INFINITY
+        }
+    }
+}
 
 /// What a member's record keeps of the yardstick timed in the same rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -273,10 +273,15 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     read.dedup();
     // Links included: bubblewrap shows what a link points to, so each folder must resolve
     // inside the source root (a crate's or archive's links are met here first), and none
-    // may hold the outputs or lie in them.
+    // may hold the outputs or lie in them (unless the source itself is one the engine
+    // unpacked there, under `cache/`).
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    let unpacked = matches!((real(&root), real(&ctx.out)), (Some(r), Some(o)) if r.starts_with(&o));
     for p in &read {
         crate::safe_fs::inside(&root, p)?;
-        crate::safe_fs::apart(p, &ctx.out)?;
+        if !unpacked {
+            crate::safe_fs::apart(p, &ctx.out)?;
+        }
     }
     let jail = Jail {
         read,

@@ -144,4 +144,10 @@ pub struct Rounds {
     /// session (or a record from before adaptive allocation).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub visits: Vec<Visit>,
+    /// This machine's counter rate in ticks per ns, as the engine measured it at the
+    /// session's start; every batch's own rate (cycles / ns) was checked against it, and its
+    /// reported time against the engine's clock around it (`None`: not measured, or a record
+    /// from before the check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter_rate: Option<f64>,
 }

@@ -13,6 +13,10 @@
 //! the member's own batches get on that core. A well-behaved runner waits on its pipe
 //! between batches and uses next to nothing there (microseconds per batch against the
 //! milliseconds of a batch).
+//!
+//! Inside its batches, the tree may use at most one CPU's worth of the engine's wall time
+//! around them ([`MAX_CPU_PER_WALL`]): more is a thread working on another CPU beside the
+//! timed one, work the batch's figures do not show.
 
 use std::time::Duration;
 
@@ -29,6 +33,11 @@ pub const MIN_OUTSIDE: Duration = Duration::from_millis(30);
 /// ...and at least this share of the CPU time its processes used in its batches.
 pub const MIN_SHARE: f64 = 0.05;
 
+/// CPU time a member's processes may use in its batches per unit of the engine's wall time
+/// around them (plus [`MIN_OUTSIDE`], for the 10 ms ticks of `/proc`): one pinned thread
+/// uses at most 1; more means threads working on another CPU while the timed one runs.
+pub const MAX_CPU_PER_WALL: f64 = 1.1;
+
 /// One member's account.
 #[derive(Debug, Default)]
 pub struct Watch {
@@ -39,6 +48,8 @@ pub struct Watch {
     last: Option<Duration>,
     outside: Duration,
     inside: Duration,
+    /// The engine's wall time around the batches (send to answer).
+    wall: Duration,
 }
 
 impl Watch {
@@ -55,6 +66,13 @@ impl Watch {
     pub fn before_batch(&mut self) -> Option<String> {
         let now = tree_cpu(self.root?)?;
         self.start = Some(now);
+        if self.inside > self.wall.mul_f64(MAX_CPU_PER_WALL) + MIN_OUTSIDE {
+            return Some(format!(
+                "its processes used {:.0} ms of CPU in {:.0} ms of its batches: more than one                  CPU's worth (threads working beside the timed one)",
+                self.inside.as_secs_f64() * 1e3,
+                self.wall.as_secs_f64() * 1e3
+            ));
+        }
         let last = self.last.take()?;
         self.outside += now.saturating_sub(last);
         let share = self.outside.as_secs_f64() / self.inside.as_secs_f64().max(1e-9);
@@ -88,6 +106,11 @@ impl Watch {
                 PAUSE.as_millis()
             )
         })
+    }
+
+    /// The engine's wall time around a batch (from sending `batch` to its answer).
+    pub fn add_wall(&mut self, wall: Duration) {
+        self.wall += wall;
     }
 
     /// At the end of a batch.
@@ -208,7 +231,10 @@ mod tests {
             signal(&in_batches, "-STOP");
             // Let the stop land before reading (the runner's reply comes after its batch).
             std::thread::sleep(Duration::from_millis(2));
-            w.iter_mut().for_each(Watch::after_batch);
+            w.iter_mut().for_each(|w| {
+                w.add_wall(Duration::from_millis(42));
+                w.after_batch()
+            });
             std::thread::sleep(Duration::from_millis(40));
         }
         signal(&in_batches, "-CONT");

@@ -34,6 +34,10 @@ pub(super) struct Live {
     pub(super) elapsed: Duration,
     /// CPU its processes use outside its batches (`run/outside.rs`).
     pub(super) cpu: super::super::outside::Watch,
+    /// Batches whose clocks disagreed with the engine's, and the first one's reason
+    /// (`clocks.rs`).
+    pub(super) odd_clocks: u32,
+    pub(super) first_odd: Option<String>,
 }
 
 impl Live {
@@ -54,6 +58,8 @@ impl Live {
             commands: Vec::new(),
             elapsed: Duration::ZERO,
             cpu: Default::default(),
+            odd_clocks: 0,
+            first_odd: None,
         }
     }
 

@@ -39,6 +39,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 mod allocation;
+mod clocks;
 mod live;
 #[cfg(test)]
 mod tests;
@@ -152,8 +153,9 @@ pub fn run(
     let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
     let mut live: Vec<Live> = members.into_iter().map(Live::new).collect();
+    let rate = clocks::machine_rate();
     spawn_all(&mut live, s);
-    let stopped = rounds(&mut live, budget_ns, seed, s, on_round);
+    let stopped = rounds(&mut live, (budget_ns, seed, rate), s, on_round);
     late_cpu(&mut live);
     let end = End {
         id: &id,
@@ -162,6 +164,7 @@ pub fn run(
         stopped,
         budget_ns,
         cut: host_cut(&live),
+        rate,
     };
     let out = live
         .into_iter()
@@ -314,8 +317,7 @@ fn spawn(l: &mut Live, s: &Settings) {
 /// whose CI widened again in every round ([`reallocate`]).
 fn rounds(
     live: &mut [Live],
-    budget_ns: u64,
-    seed: u64,
+    (budget_ns, seed, rate): (u64, u64, Option<f64>),
     s: &Settings,
     on_round: &dyn Fn(usize, f64),
 ) -> Stopped {
@@ -338,7 +340,7 @@ fn rounds(
                 disturbed.push(label);
                 continue;
             }
-            if let Some(ns) = batch(l, round, pos, s) {
+            if let Some(ns) = batch(l, (round, pos), rate, s) {
                 l.cpu.after_batch();
                 used_ns += ns;
             }
@@ -372,9 +374,15 @@ fn rounds(
 }
 
 /// Time one batch of `l` at position `pos` of session round `round`: its measured ns, or
-/// `None` when it failed (no answer, a bad answer, or a batch claiming more time than it
-/// took).
-fn batch(l: &mut Live, round: usize, pos: usize, s: &Settings) -> Option<u64> {
+/// `None` when it failed (no answer, a bad answer, a batch claiming more time than it took,
+/// or the [`clocks::STRIKES`]th batch whose clocks disagree with the engine's, `rate` being
+/// the machine's counter rate).
+fn batch(
+    l: &mut Live,
+    (round, pos): (usize, usize),
+    rate: Option<f64>,
+    s: &Settings,
+) -> Option<u64> {
     let served = l.served.as_mut().expect("alive members are served");
     let before = interference::read_cpu(s.bench_cpu);
     let sent = Instant::now();
@@ -384,6 +392,7 @@ fn batch(l: &mut Live, round: usize, pos: usize, s: &Settings) -> Option<u64> {
     };
     let wall = sent.elapsed();
     let after = interference::read_cpu(s.bench_cpu);
+    l.cpu.add_wall(wall);
     let reply = match &r {
         Ok((w, json)) if w == BATCH => serde_json::from_str::<BatchReply>(json).ok(),
         _ => None,
@@ -402,6 +411,17 @@ fn batch(l: &mut Live, round: usize, pos: usize, s: &Settings) -> Option<u64> {
         ));
         l.fail(stop);
         return None;
+    }
+    if let Some(why) = clocks::odd(l.values.len() + 1, &b, wall, rate) {
+        l.odd_clocks += 1;
+        let first = l.first_odd.get_or_insert(why).clone();
+        if l.odd_clocks >= clocks::STRIKES {
+            l.fail(Stop::failed(format!(
+                "{first} ({} such batches so far)",
+                l.odd_clocks
+            )));
+            return None;
+        }
     }
     if s.gauge.is_some() && b.gauge_cycles.is_empty() {
         l.fail(Stop::failed(format!(
@@ -440,6 +460,8 @@ struct End<'a> {
     budget_ns: u64,
     /// The host's two states over the whole session (`None`: one, or no yardstick).
     cut: Option<Cut>,
+    /// The machine's counter rate, ticks per ns ([`clocks::machine_rate`]).
+    rate: Option<f64>,
 }
 
 /// A member's runner finishes in its own process (samples, overhead, stack, peak RSS) and
@@ -501,6 +523,7 @@ fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
             .and_then(|g| l.yardstick(g, &sel.used, end.seed)),
         session_rounds: l.rounds.iter().map(|&r| r as u32).collect(),
         visits: std::mem::take(&mut l.visits),
+        counter_rate: end.rate,
     }
 }
 

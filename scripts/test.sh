@@ -14,8 +14,9 @@
 # 3. NGCC_STRICT_TESTS=1 cargo test --workspace --release --no-fail-fast
 # 4. aarch64 (on another architecture): the workspace cross-built, and kem-native's tests
 #    run under qemu-user.
-# 5. As root: the hostile suite (tests/hostile.rs) again as the unprivileged user
-#    `ngcc-test` (created if missing): the sandbox must contain KEMs without root too.
+# 5. As root: the hostile suites (tests/hostile/, tests/containment/) again as the
+#    unprivileged user `ngcc-test` (created if missing): the sandbox must contain KEMs,
+#    imports and names without root too.
 #
 # Every stage runs; the script exits 1 if any failed and names them. CI runs it through
 # .ci/run (as root, on a fresh Debian clone, CI=true, no stdin).
@@ -152,18 +153,22 @@ unprivileged() {
         echo "the checkout $(pwd) must be readable by the unprivileged user $user" >&2
         return 1
     fi
-    hostile=$(cargo test --release --test hostile --no-run 2>&1 |
-        sed -n 's/^ *Executable .*(\(.*\))$/\1/p' | tail -n 1)
-    [ -x "$hostile" ] || { echo "the hostile test binary was not found" >&2; return 1; }
     scratch=$(mktemp -d)
     home="$scratch/home"
     mkdir "$home"
     chown -R "$user" "$scratch"
-    runuser -u "$user" -- env -i PATH="$PATH" HOME="$home" TMPDIR="$scratch" \
-        NGCC_STRICT_TESTS=1 "$hostile"
+    local t bin status=0
+    for t in hostile containment; do
+        bin=$(cargo test --release --test "$t" --no-run 2>&1 |
+            sed -n 's/^ *Executable .*(\(.*\))$/\1/p' | tail -n 1)
+        [ -x "$bin" ] || { echo "the $t test binary was not found" >&2; return 1; }
+        runuser -u "$user" -- env -i PATH="$PATH" HOME="$home" TMPDIR="$scratch" \
+            NGCC_STRICT_TESTS=1 "$bin" || status=1
+    done
+    return $status
 }
 if [ "$root" = yes ]; then
-    stage "tests/hostile.rs as an unprivileged user" unprivileged
+    stage "tests/hostile and tests/containment as an unprivileged user" unprivileged
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -304,7 +304,7 @@ pub fn main() -> i32 {
                 // Ctrl-C handler; a closed output pipe is the reader's choice.
                 Error::Failed(_) | Error::Interrupted => {}
                 Error::Stdout(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {}
-                _ => eprintln!("error: {e}"),
+                _ => eprintln!("error: {}", crate::text::clean(&e.to_string())),
             }
             e.exit_code()
         }
@@ -352,8 +352,11 @@ fn set_outputs(campaign: &mut Campaign, outputs: Option<&Path>) {
     }
 }
 
-/// Write `text` to standard output through one lock (see the module documentation).
+/// Write `text` to standard output through one lock (see the module documentation), control
+/// and bidi characters shown escaped (what a command prints may quote a submission's names
+/// or a KEM's output).
 fn print(text: &str) -> Result<(), Error> {
+    let text = crate::text::clean(text);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())

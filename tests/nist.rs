@@ -57,7 +57,7 @@ fn work() -> tempfile::TempDir {
 
 fn pipeline(dir: &Path, modes: &str, timing: bool) -> PathBuf {
     let mut text = format!(
-        "system \"nist\" {{\n    bench-cpu {}\n    cc \"cc\"\n}}\nflags \"guide\" \"-O2\"\nsubmissions \"subs/*/manifest.kdl\"\noutputs \"out\"\ndefaults timeout=\"20m\"\nstep \"source\"\nstep \"build\" needs=\"source\" flags=\"guide\"\nstep \"kat\" needs=\"build\" modes=\"{modes}\"\n",
+        "system \"nist\" {{\n    bench-cpu {}\n    cc \"cc\"\n}}\nflags \"guide\" \"-O2\"\nsubmissions \"subs/*/manifest.kdl\"\nsubmissions-root \".\"\noutputs \"out\"\ndefaults timeout=\"20m\"\nstep \"source\"\nstep \"build\" needs=\"source\" flags=\"guide\"\nstep \"kat\" needs=\"build\" modes=\"{modes}\"\n",
         support::allowed_cpu()
     );
     if timing {

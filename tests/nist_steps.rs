@@ -41,7 +41,7 @@ fn profile_count_and_ct_run_on_a_nist_package() {
         format!(
             "system \"nist\" {{\n    bench-cpu {}\n    cc \"cc\"\n}}\n\
              flags \"guide\" \"-O2\"\n\
-             submissions \"{}\"\noutputs \"{}\"\ndefaults timeout=\"20m\"\n\
+             submissions \"{}\"\nsubmissions-root \"{}\"\noutputs \"{}\"\ndefaults timeout=\"20m\"\n\
              step \"source\"\nstep \"build\" needs=\"source\" flags=\"guide\"\n\
              step \"kat\" needs=\"build\" modes=\"single\"\n\
              step \"profile\" needs=\"kat\" exclusive=#true ops=\"keygen enc dec\" iters=3\n\
@@ -50,6 +50,7 @@ fn profile_count_and_ct_run_on_a_nist_package() {
              step \"report\" needs=\"kat profile count ct\"\n",
             support::allowed_cpu(),
             s(&subs.join("*/manifest.kdl")),
+            s(dir),
             s(&dir.join("out")),
         ),
     )

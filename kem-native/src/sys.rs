@@ -55,8 +55,9 @@ pub fn limit_child(cmd: &mut std::process::Command, limits: &[Limit]) {
 }
 
 /// What a child process does to itself between fork and exec ([`setup_child`]), in this
-/// order: join control groups, apply resource limits, keep file descriptors open across
-/// exec, become another user, and ask for `SIGKILL` when its parent thread dies.
+/// order: keep to its CPUs, join control groups, apply resource limits, keep file
+/// descriptors open across exec, become another user, and ask for `SIGKILL` when its parent
+/// thread dies.
 #[derive(Debug, Default)]
 pub struct ChildSetup {
     /// Resource limits (soft = hard).
@@ -70,6 +71,10 @@ pub struct ChildSetup {
     pub keep_fds: Vec<std::os::fd::OwnedFd>,
     /// The (uid, gid) the child runs as, with no supplementary groups (needs root).
     pub user: Option<(u32, u32)>,
+    /// CPUs the child (and all it starts) runs on (`sched_setaffinity`); empty: unchanged.
+    /// Best effort: a CPU this process may not use leaves the affinity as it was (the
+    /// program's own pinning then says so).
+    pub affinity: Vec<usize>,
 }
 
 /// Make `cmd`'s child apply `setup` to itself just before it executes the program.
@@ -86,11 +91,28 @@ pub fn setup_child(cmd: &mut std::process::Command, setup: ChildSetup) {
         .collect();
     let keep = setup.keep_fds;
     let user = setup.user;
+    // SAFETY: cpu_set_t is a plain bit array; zeroed is its empty value.
+    let mut cpus: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut pin = false;
+    for &c in setup
+        .affinity
+        .iter()
+        .filter(|&&c| c < libc::CPU_SETSIZE as usize)
+    {
+        // SAFETY: `c` is below CPU_SETSIZE, filtered above.
+        unsafe { libc::CPU_SET(c, &mut cpus) };
+        pin = true;
+    }
     // SAFETY: the closure runs in the forked child before exec and only calls
-    // async-signal-safe functions (open, write, close, setrlimit, fcntl, setgroups,
-    // setgid, setuid, prctl) on values prepared before the fork; it allocates nothing.
+    // async-signal-safe functions (sched_setaffinity, open, write, close, setrlimit, fcntl,
+    // setgroups, setgid, setuid, prctl) on values prepared before the fork; it allocates
+    // nothing.
     unsafe {
         cmd.pre_exec(move || {
+            if pin {
+                // Best effort (see `affinity`): the result is not checked.
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus);
+            }
             for path in &cgroups {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if fd < 0 {

@@ -88,8 +88,13 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Pin the calling thread to `cpu` (`sched_setaffinity`).
+/// Pin the calling thread to `cpu` (`sched_setaffinity`). A thread already kept on `cpu`
+/// alone (the engine pins a timing job before it starts, and its seccomp filter then
+/// refuses `sched_setaffinity`) makes no call.
 pub fn pin_to_cpu(cpu: usize) -> Result<(), SysError> {
+    if crate::sys::thread_affinity().is_ok_and(|now| now == [cpu]) {
+        return Ok(());
+    }
     crate::sys::set_thread_affinity(&[cpu]).map_err(|source| SysError::Pin { cpu, source })
 }
 

@@ -109,6 +109,7 @@ pub fn build_reference(
         write: vec![dir.to_path_buf()],
         cwd: dir.to_path_buf(),
         memory: DEFAULT_MEMORY,
+        cpu: None,
     };
     let out = sandbox
         .command(Path::new(&spec.cc), &args, &jail)
@@ -364,7 +365,8 @@ pub fn fidelity(
     kem_native::sys::set_thread_affinity(&[cpu])
         .map_err(Error::io(format_args!("pinning to core {cpu}")))?;
     // Both sides run the submission's code: contained like the campaign's timing steps.
-    let mut jail = Jail::runner(&ctx.runner, &object, &build.api_h, &dir, DEFAULT_MEMORY);
+    let mut jail =
+        Jail::runner(&ctx.runner, &object, &build.api_h, &dir, DEFAULT_MEMORY).on_core(cpu);
     jail.read.extend(objects.iter().skip(1).cloned());
     jail.read.extend(references.iter().cloned());
     let seed = crate::run::session::fresh_seed();

@@ -59,6 +59,20 @@ pub fn deep_check(
             let o = &inst.origin;
             missing_libraries(&file, &campaign.system.cc, o, &mut found, &mut problems);
             let dir = root.join(&inst.dir);
+            if crate::safe_fs::inside(root, &dir).is_err() {
+                problems.push(
+                    Diagnostic::new(
+                        &file,
+                        format!(
+                            "instance `{}`: folder `{}` resolves outside the source root through a link",
+                            inst.id, inst.dir
+                        ),
+                    )
+                    .label(at(&o.dir), "leaves the source")
+                    .help("the compiler would be shown what the link points to: keep the instance's folder inside the source"),
+                );
+                continue;
+            }
             if !dir.is_dir() {
                 problems.push(
                     Diagnostic::new(

@@ -3,6 +3,12 @@
 //! Problems are collected, not thrown: the loaders push [`Diagnostic`]s and keep going, so
 //! one `check` shows everything that is wrong. Rendering goes through miette's graphical
 //! handler, which prints `[file:line:col]`, the source line and a caret under the span.
+//!
+//! Campaign files are untrusted text: messages, labels and help are cleaned
+//! (`crate::text::clean`) when made, and the source lines miette shows come from a copy of
+//! the file in which every control or bidi character is replaced by a visible one of the
+//! same encoded length (`crate::text::same_length`), so no escape sequence or reordering
+//! reaches the terminal and every span still points where it did.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -18,21 +24,26 @@ pub struct SourceFile {
     /// Order in which the file was loaded; diagnostics sort by it.
     pub(crate) id: usize,
     pub(crate) path: PathBuf,
+    /// The text as it is in the file.
+    text: Arc<String>,
+    /// The name and text miette shows (controls replaced, see the module).
     pub(crate) named: Arc<NamedSource<String>>,
 }
 
 impl SourceFile {
     pub(crate) fn new(id: usize, path: PathBuf, display: String, text: String) -> Self {
+        let shown = crate::text::same_length(&text);
         SourceFile {
             id,
             path,
-            named: Arc::new(NamedSource::new(display, text)),
+            named: Arc::new(NamedSource::new(crate::text::clean_line(&display), shown)),
+            text: Arc::new(text),
         }
     }
 
     /// The file's text.
     pub fn text(&self) -> &str {
-        self.named.inner()
+        &self.text
     }
 
     /// The absolute path of the file.
@@ -113,7 +124,7 @@ impl Diagnostic {
     /// A problem in `file` (no label yet).
     pub(crate) fn new(file: &SourceFile, message: impl Into<String>) -> Self {
         Diagnostic {
-            message: message.into(),
+            message: crate::text::clean(&message.into()),
             source: Some(file.clone()),
             labels: Vec::new(),
             help: None,
@@ -125,7 +136,7 @@ impl Diagnostic {
     /// A problem that has no place in a file (an unreadable pipeline, say).
     pub(crate) fn bare(message: impl Into<String>) -> Self {
         Diagnostic {
-            message: message.into(),
+            message: crate::text::clean(&message.into()),
             source: None,
             labels: Vec::new(),
             help: None,
@@ -140,7 +151,7 @@ impl Diagnostic {
             Some(f) => f.trim(span),
             None => span,
         };
-        let text = text.into();
+        let text = crate::text::clean_line(&text.into());
         let text = if text.is_empty() { None } else { Some(text) };
         let l = if self.labels.is_empty() {
             LabeledSpan::new_primary_with_span(text, span)
@@ -153,7 +164,7 @@ impl Diagnostic {
 
     /// Adds a help line.
     pub(crate) fn help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
+        self.help = Some(crate::text::clean(&help.into()));
         self
     }
 
@@ -440,5 +451,49 @@ mod tests {
         assert_eq!(line_col(t, 3), (2, 1));
         assert_eq!(line_col(t, 5), (2, 2));
         assert_eq!(line_col(t, 100), (2, 4));
+    }
+
+    #[test]
+    fn snippets_and_messages_show_raw_escapes_as_text() {
+        let text = "a \"\u{1b}]0;t\u{7}\u{9b}2K\u{202e}x\" \u{1b}[2Jbad\n".to_string();
+        let f = SourceFile::new(
+            0,
+            PathBuf::from("/m.kdl"),
+            "m\u{1b}[2J.kdl".into(),
+            text.clone(),
+        );
+        assert_eq!(f.text(), text, "the original text is kept for lowering");
+        let at = text.find("bad").unwrap();
+        let d = Diagnostic::new(&f, "unknown `\u{1b}[2Jbad`")
+            .label(SourceSpan::new(at.into(), 3), "here \u{202e}")
+            .help("\u{9b}2K");
+        assert_eq!(d.location().unwrap().col, text[..at].chars().count() + 1);
+        for color in [false, true] {
+            let out = Diagnostics::new(vec![d.clone()]).render(color);
+            // Without miette's own colour sequences, nothing is raw.
+            let plain: String = {
+                let mut o = String::new();
+                let mut rest = out.as_str();
+                while let Some(i) = rest.find("\u{1b}[") {
+                    o.push_str(&rest[..i]);
+                    let after = &rest[i + 2..];
+                    let j = after
+                        .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+                        .unwrap_or(after.len());
+                    assert!(
+                        after[j..].starts_with('m'),
+                        "a non-colour escape in {out:?}"
+                    );
+                    rest = &after[j + 1..];
+                }
+                o.push_str(rest);
+                o
+            };
+            assert!(
+                !plain.chars().any(crate::text::needs_escape),
+                "color {color}: {plain:?}"
+            );
+            assert!(plain.contains("bad"), "{plain}");
+        }
     }
 }

@@ -52,6 +52,7 @@ fn load_into(loader: &mut Loader<'_>, pipeline: &Path) -> Result<Campaign, Diagn
     };
     loader.diags.append(&mut diags);
     loader.submissions_root = draft.submissions_root.clone();
+    loader.outputs = draft.outputs.clone();
     loader.kat_modes = draft
         .steps
         .iter()

@@ -23,6 +23,8 @@ pub(crate) struct Loader<'a> {
     /// The pipeline's `submissions-root`: files manifests name may be anywhere under it
     /// (without it, only under the manifest's own folder).
     pub submissions_root: Option<PathBuf>,
+    /// The pipeline's `outputs` folder: no folder of a source may hold it or lie in it.
+    pub outputs: Option<PathBuf>,
     /// KAT modes the pipeline runs (a manifest's instances without a line for one of them
     /// get a note).
     pub kat_modes: Vec<KatMode>,
@@ -38,6 +40,7 @@ impl<'a> Loader<'a> {
             diags: Vec::new(),
             primitives: BTreeMap::new(),
             submissions_root: None,
+            outputs: None,
             kat_modes: Vec::new(),
             notes: Vec::new(),
         }

@@ -2,9 +2,9 @@
 //! `KAT/crypto_kem/<param>/`), matched to parameter sets by `CRYPTO_ALGNAME` (the file's
 //! `# <name>` line) and the secret-key size in the file name, not by folder name.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::run::keys::sha256_hex;
+use super::read::Package;
 
 /// One submitted KAT file.
 #[derive(Debug, Clone)]
@@ -19,34 +19,12 @@ pub struct KatFile {
     pub sha256: String,
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
-    if depth > 8 {
-        return;
-    }
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let Ok(t) = e.file_type() else { continue };
-        if t.is_dir() {
-            walk(&e.path(), out, depth + 1);
-        } else if t.is_file() {
-            out.push(e.path());
-        }
-    }
-}
-
-/// Every `PQCkemKAT_<n>.rsp` under `root`, sorted by path.
-pub fn kat_files(root: &Path) -> Vec<KatFile> {
-    let mut files = Vec::new();
-    walk(root, &mut files, 0);
-    files.sort();
+/// Every `PQCkemKAT_<n>.rsp` in the package, sorted by path (hashed in pieces; one that
+/// cannot be read is named by the package's `skipped`).
+pub fn kat_files(pkg: &Package) -> Vec<KatFile> {
     let mut out = Vec::new();
-    for f in files {
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for rel in pkg.walk() {
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
         let Some(sk) = name
             .strip_prefix("PQCkemKAT_")
             .and_then(|r| r.strip_suffix(".rsp"))
@@ -54,19 +32,15 @@ pub fn kat_files(root: &Path) -> Vec<KatFile> {
         else {
             continue;
         };
-        let Ok(bytes) = std::fs::read(&f) else {
+        let Some((first, sha256)) = pkg.digest(&rel) else {
             continue;
         };
-        let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-        let algname = String::from_utf8_lossy(first)
-            .trim()
-            .strip_prefix('#')
-            .map(|n| n.trim().to_string());
+        let algname = first.trim().strip_prefix('#').map(|n| n.trim().to_string());
         out.push(KatFile {
-            rel: f.strip_prefix(root).unwrap_or(&f).display().to_string(),
+            rel,
             sk,
             algname,
-            sha256: sha256_hex(&bytes),
+            sha256,
         });
     }
     out
@@ -74,40 +48,46 @@ pub fn kat_files(root: &Path) -> Vec<KatFile> {
 
 /// The file for a parameter set named `param` with `CRYPTO_ALGNAME` `algname` and secret
 /// keys of `sk` bytes, or why none was chosen. Without a `CRYPTO_ALGNAME` the file is
-/// chosen by size and folder alone ([`by_size`]) and the decision is returned with it.
+/// chosen by size and folder alone ([`by_size`]) and the decision is returned with it;
+/// with sizes unknown (a TODO), by `CRYPTO_ALGNAME` alone.
 pub fn choose<'a>(
     files: &'a [KatFile],
     param: &str,
     algname: Option<&str>,
-    sk: u64,
+    sk: Option<u64>,
 ) -> Result<(&'a KatFile, Option<String>), String> {
-    let Some(alg) = algname else {
-        return by_size(files, param, sk).map(|(f, note)| (f, Some(note)));
+    let (alg, sk) = match (algname, sk) {
+        (None, Some(sk)) => return by_size(files, param, sk).map(|(f, note)| (f, Some(note))),
+        (None, None) => {
+            return Err(
+                "api.h's sizes are unknown and it defines no CRYPTO_ALGNAME: name the file with `kat-submitted` in a `when` block".into(),
+            )
+        }
+        (Some(alg), sk) => (alg, sk),
     };
+    let sized = |f: &&KatFile| sk.is_none_or(|n| f.sk == n);
     let found: Vec<&KatFile> = files
         .iter()
-        .filter(|f| f.sk == sk && f.algname.as_deref() == Some(alg))
+        .filter(sized)
+        .filter(|f| f.algname.as_deref() == Some(alg))
         .collect();
+    let size = sk.map_or_else(|| "any size".to_string(), |n| format!("size {n}"));
     match found.as_slice() {
         [] => {
-            let same_sk: Vec<&str> = files
-                .iter()
-                .filter(|f| f.sk == sk)
-                .map(|f| f.rel.as_str())
-                .collect();
-            Err(if same_sk.is_empty() {
-                format!("no PQCkemKAT_{sk}.rsp in the package")
-            } else {
-                format!(
-                    "no KAT file starts with `# {alg}` (files of that size: {})",
+            let same_sk: Vec<&str> = files.iter().filter(sized).map(|f| f.rel.as_str()).collect();
+            Err(match (same_sk.is_empty(), sk) {
+                (true, Some(n)) => format!("no PQCkemKAT_{n}.rsp in the package"),
+                (true, None) => "no PQCkemKAT_<n>.rsp in the package".to_string(),
+                (false, _) => format!(
+                    "no KAT file starts with `# {alg}` (files of {size}: {})",
                     same_sk.join(", ")
-                )
+                ),
             })
         }
         [one] => Ok((one, None)),
         many => one_answer(many, param).map(|f| (f, None)).ok_or_else(|| {
             format!(
-                "several different KAT files match `# {alg}` and size {sk}: {}",
+                "several different KAT files match `# {alg}` and {size}: {}",
                 listed(many)
             )
         }),
@@ -190,7 +170,8 @@ fn by_size<'a>(
 }
 
 /// The `kat submitted=` template that gives `rel` for `param` (the parameter set's folder
-/// name and the size replaced by `{param}` and `{sk}`), braces escaped.
+/// name and the size replaced by `{param}` and `{sk}`), braces escaped. The file's own size
+/// is `sk`: it is what api.h's size must be for the template to give this file.
 pub fn template_of(rel: &str, param: &str, sk: u64) -> String {
     let esc = rel.replace('{', "{{").replace('}', "}}");
     let mut parts: Vec<String> = esc.split('/').map(str::to_string).collect();
@@ -224,10 +205,14 @@ mod tests {
             f("KAT/kyber768/PQCkemKAT_2400.rsp", 2400, "ML-KEM-768", "b"),
             f("KAT/other/PQCkemKAT_1632.rsp", 1632, "Other-512", "c"),
         ];
-        let (got, note) = choose(&files, "ml-kem-512", Some("ML-KEM-512"), 1632).unwrap();
+        let (got, note) = choose(&files, "ml-kem-512", Some("ML-KEM-512"), Some(1632)).unwrap();
         assert_eq!(got.rel, "KAT/kyber512/PQCkemKAT_1632.rsp");
         assert!(note.is_none());
-        assert!(choose(&files, "x", Some("ML-KEM-1024"), 3168)
+        // Sizes unknown: by name alone.
+        let (got, _) = choose(&files, "ml-kem-768", Some("ML-KEM-768"), None).unwrap();
+        assert_eq!(got.sk, 2400);
+        assert!(choose(&files, "x", None, None).is_err());
+        assert!(choose(&files, "x", Some("ML-KEM-1024"), Some(3168))
             .unwrap_err()
             .contains("no PQCkemKAT_3168"));
         assert_eq!(
@@ -263,7 +248,7 @@ mod tests {
             ),
         ];
         // Two files of that size: the one in the parameter set's own folder.
-        let (got, note) = choose(&files, "kyber512", None, 1632).unwrap();
+        let (got, note) = choose(&files, "kyber512", None, Some(1632)).unwrap();
         assert_eq!(got.rel, "KAT/crypto_kem/kyber512/PQCkemKAT_1632.rsp");
         let note = note.unwrap();
         assert!(
@@ -271,24 +256,24 @@ mod tests {
             "{note}"
         );
         // The only file of that size, whatever its folder.
-        let (got, note) = choose(&files, "ml-kem-768", None, 2400).unwrap();
+        let (got, note) = choose(&files, "ml-kem-768", None, Some(2400)).unwrap();
         assert_eq!(got.algname.as_deref(), Some("Kyber768"));
         assert!(note
             .unwrap()
             .contains("only one of that size in the package"));
         // Two of that size, neither in the folder: no guess.
-        let e = choose(&files, "kyber1024", None, 1632).unwrap_err();
+        let e = choose(&files, "kyber1024", None, Some(1632)).unwrap_err();
         assert!(
             e.contains("several different files") && e.contains("other/"),
             "{e}"
         );
-        assert!(choose(&files, "x", None, 3168)
+        assert!(choose(&files, "x", None, Some(3168))
             .unwrap_err()
             .contains("no PQCkemKAT_3168"));
         // A file without a `# <name>` line gives no name for the header.
         let mut bare = files[2].clone();
         bare.algname = None;
-        let e = choose(std::slice::from_ref(&bare), "x", None, 2400).unwrap_err();
+        let e = choose(std::slice::from_ref(&bare), "x", None, Some(2400)).unwrap_err();
         assert!(e.contains("does not start with a `# <name>` line"), "{e}");
     }
 }

@@ -7,13 +7,26 @@
 //! libraries) and sources (headers of system libraries, files defining what the harness
 //! provides); the `PQCkemKAT_<sk>.rsp` files ([`kat`]), matched by name and size. What it
 //! cannot decide is said, never guessed: each such decision is returned for printing.
+//!
+//! The package is untrusted, and this is the first command run on it: nothing of it is
+//! evaluated on the host ([`probe`]: the compiler runs in the build jail, or not at all),
+//! every file is read defensively ([`read`]: no link out of the package, regular files only,
+//! bounded) and whatever was not read is named ([`Imported::skipped`]); temporary folders
+//! are removed however import ends ([`guard`]), and the submission folder appears whole or
+//! not at all.
 
+mod defines;
+mod guard;
 mod kat;
+mod probe;
+mod read;
 mod scan;
 mod write;
 
 use std::path::{Component, Path, PathBuf};
 
+use guard::Guard;
+use read::Package;
 use write::{kdl_str, Manifest, Pair};
 
 /// What to import and where.
@@ -38,6 +51,8 @@ pub struct Imported {
     pub written: Vec<PathBuf>,
     /// Decisions left to the user, and what was left out.
     pub decisions: Vec<String>,
+    /// Files and folders of the package not read, each with why (`path: reason`).
+    pub skipped: Vec<String>,
 }
 
 /// Why nothing was imported.
@@ -53,10 +68,10 @@ pub enum ImportError {
     #[error("{0}")]
     Empty(String),
     /// The target exists.
-    #[error("{} exists: pass --force to replace it", .0.display())]
+    #[error("{} exists: pass --force to replace it", crate::text::clean_line(&.0.display().to_string()))]
     Exists(PathBuf),
     /// Writing failed.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {source}", crate::text::clean_line(&path.display().to_string()))]
     Write {
         /// Where.
         path: PathBuf,
@@ -158,6 +173,7 @@ fn family(names: &[&str], fallback: &str) -> String {
 /// Imports the package; see the module's documentation.
 pub fn import(o: &Options) -> Result<Imported, ImportError> {
     let mut done = Imported::default();
+    let shown = |p: &Path| crate::text::clean_line(&p.display().to_string());
     let package =
         std::path::absolute(&o.package).map_err(|e| ImportError::Package(e.to_string()))?;
     let into = std::path::absolute(&o.into).map_err(|e| ImportError::Package(e.to_string()))?;
@@ -165,16 +181,18 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // The folder read, and where the manifest's `source` points.
-    let unpacked;
+    // The folder read, and where the manifest's `source` points; an archive is unpacked in
+    // a guarded temporary folder.
+    let _unpacked: Option<Guard>;
     let (root, origin) = if package.is_dir() {
+        _unpacked = None;
         (package.clone(), Origin::Folder)
     } else if package.is_file() && crate::archive::kind_of(&package).is_some() {
-        let bytes = std::fs::read(&package)
-            .map_err(|e| ImportError::Package(format!("{}: {e}", package.display())))?;
-        let sha256 = crate::run::keys::sha256_hex(&bytes);
-        unpacked = tempfile::tempdir().map_err(|e| ImportError::Package(e.to_string()))?;
-        let dest = unpacked.path().join("p");
+        let sha256 = file_sha256(&package)
+            .map_err(|e| ImportError::Package(format!("{}: {e}", shown(&package))))?;
+        let (tmp, guard) = Guard::temp_dir().map_err(|e| ImportError::Package(e.to_string()))?;
+        _unpacked = Some(guard);
+        let dest = tmp.join("p");
         // The path as given: errors name it so.
         crate::archive::extract(&o.package, &dest)?;
         // One folder at the top (the usual `Name/...`): the manifest's `root`.
@@ -184,7 +202,9 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
             .flatten()
             .collect();
         let top = match tops.as_slice() {
-            [one] if one.path().is_dir() => Some(one.file_name().to_string_lossy().into_owned()),
+            [one] if one.file_type().is_ok_and(|t| t.is_dir()) => {
+                one.file_name().to_str().map(str::to_string)
+            }
             _ => None,
         };
         let root = top.as_ref().map_or(dest.clone(), |t| dest.join(t));
@@ -192,7 +212,7 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
     } else {
         return Err(ImportError::Package(format!(
             "{} is neither a folder nor a .tar, .tar.gz, .tgz or .zip archive",
-            o.package.display()
+            shown(&o.package)
         )));
     };
     let name = o.name.clone().unwrap_or_else(|| {
@@ -204,14 +224,59 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
     });
     if let Some(p) = crate::dsl::id_problem(&name) {
         return Err(ImportError::Package(format!(
-            "submission id `{name}` {p}: choose one with --name"
+            "submission id `{}` {p}: choose one with --name",
+            crate::text::clean_line(&name)
         )));
     }
-    let mut impls = scan::implementations(&root, &o.cc, &mut done.decisions);
+    let dir = into.join(&name);
+    let manifest_path = dir.join("manifest.kdl");
+    if manifest_path.exists() && !o.force {
+        return Err(ImportError::Exists(manifest_path));
+    }
+    let pkg = Package::new(&root).map_err(ImportError::Package)?;
+    let result = manifest_of(o, &pkg, &name, &origin, &package, &dir, &mut done);
+    done.skipped = pkg
+        .skipped()
+        .into_iter()
+        .map(|(path, why)| format!("{path}: {why}"))
+        .collect();
+    let files = match result {
+        Err(ImportError::Empty(why)) if !done.skipped.is_empty() => {
+            return Err(ImportError::Empty(format!(
+                "{why}; not read: {}",
+                done.skipped.join("; ")
+            )))
+        }
+        other => other?,
+    };
+    write_atomically(&into, &dir, &files, &mut done)?;
+    Ok(done)
+}
+
+/// The SHA-256 of a file, read in pieces.
+fn file_sha256(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    Ok(hex::encode(h.finalize()))
+}
+
+/// The files of the submission folder (name, text) for the package `pkg`.
+fn manifest_of(
+    o: &Options,
+    pkg: &Package,
+    name: &str,
+    origin: &Origin,
+    package: &Path,
+    dir: &Path,
+    done: &mut Imported,
+) -> Result<Vec<(&'static str, String)>, ImportError> {
+    let mut impls = scan::implementations(pkg, &o.cc, &mut done.decisions);
     if impls.is_empty() {
         return Err(ImportError::Empty(format!(
             "{}: no `<Kind>_Implementation/crypto_kem/<param>/api.h` found (the NIST layout)",
-            o.package.display()
+            crate::text::clean_line(&o.package.display().to_string())
         )));
     }
     let params = common_params(&mut impls, &mut done.decisions);
@@ -223,17 +288,18 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
             ));
         }
     }
-    let kats = kat::kat_files(&root);
+    let kats = kat::kat_files(pkg);
     let mut pairs: Vec<Pair> = Vec::new();
     for pname in &params {
         for i in &impls {
             let Some(param) = i.params.iter().find(|p| &p.name == pname) else {
                 continue;
             };
+            let sk = param.api.as_ref().map(|a| a.sk);
             let pair = Pair {
                 kind: &i.kind,
                 param,
-                kat: match kat::choose(&kats, pname, param.api.algname.as_deref(), param.api.sk) {
+                kat: match kat::choose(&kats, pname, param.algname.as_deref(), sk) {
                     Ok((k, note)) => {
                         if let Some(n) = note {
                             done.decisions.push(format!("{}: {n}", param.dir));
@@ -295,22 +361,16 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         .iter()
         .filter_map(|p| {
             p.param
-                .api
                 .algname
                 .as_deref()
                 .or_else(|| p.kat.and_then(|k| k.algname.as_deref()))
         })
         .collect();
-    let dir = into.join(&name);
-    let manifest_path = dir.join("manifest.kdl");
-    if manifest_path.exists() && !o.force {
-        return Err(ImportError::Exists(manifest_path));
-    }
     let text = write::manifest(
         &Manifest {
-            id: &name,
-            algorithm: &family(&algnames, &name),
-            source: origin.source(&package, &dir),
+            id: name,
+            algorithm: &family(&algnames, name),
+            source: origin.source(package, dir),
             from: &o.package.display().to_string(),
             impls: &impls,
             params: &params,
@@ -323,23 +383,75 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
         "nist-category: the package does not say which security category each parameter set claims; the manifest lists them as a TODO"
             .to_string(),
     );
-    std::fs::create_dir_all(&dir).map_err(|source| ImportError::Write {
-        path: dir.clone(),
-        source,
-    })?;
-    for (file, body) in [
+    if !package.starts_with(dir) {
+        done.decisions.push(
+            "the manifest's `source` lies outside its folder: the pipeline must allow it with a `submissions-root` folder that holds both (e.g. their common parent)".to_string(),
+        );
+    }
+    Ok(vec![
         ("manifest.kdl", text),
         ("kat.sha256", write::kat_sha256(&pairs)),
         ("sizes.csv", write::sizes_csv(&pairs)),
-    ] {
-        let path = dir.join(file);
-        std::fs::write(&path, body).map_err(|source| ImportError::Write {
-            path: path.clone(),
-            source,
-        })?;
-        done.written.push(path);
+    ])
+}
+
+/// Write `files` into the submission folder `dir` (in `into`) so that it appears whole or
+/// not at all: a new folder is written beside it under a guard and renamed into place; in an
+/// existing one (`--force`) each file is written beside its name and renamed over it.
+fn write_atomically(
+    into: &Path,
+    dir: &Path,
+    files: &[(&'static str, String)],
+    done: &mut Imported,
+) -> Result<(), ImportError> {
+    let err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ImportError::Write { path, source }
+    };
+    std::fs::create_dir_all(into).map_err(err(into))?;
+    let fresh = !dir.exists();
+    let stage = if fresh {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::Builder::new()
+            .prefix(".ngcc-import-")
+            .permissions(std::fs::Permissions::from_mode(0o755))
+            .tempdir_in(into)
+            .map_err(err(into))?
+            .keep();
+        t
+    } else {
+        dir.to_path_buf()
+    };
+    let temp_of = |f: &str| {
+        if fresh {
+            stage.join(f)
+        } else {
+            stage.join(format!(".{f}.ngcc-import-{}", std::process::id()))
+        }
+    };
+    let guarded: Vec<PathBuf> = if fresh {
+        vec![stage.clone()]
+    } else {
+        files.iter().map(|(f, _)| temp_of(f)).collect()
+    };
+    let mut guard = Guard::over(guarded).map_err(err(into))?;
+    for (f, body) in files {
+        let t = temp_of(f);
+        std::fs::write(&t, body).map_err(err(&t))?;
     }
-    Ok(done)
+    if fresh {
+        std::fs::rename(&stage, dir).map_err(err(dir))?;
+        guard.release(&stage);
+    } else {
+        for (f, _) in files {
+            let t = temp_of(f);
+            std::fs::rename(&t, dir.join(f)).map_err(err(&dir.join(f)))?;
+            guard.release(&t);
+        }
+    }
+    drop(guard);
+    done.written = files.iter().map(|(f, _)| dir.join(f)).collect();
+    Ok(())
 }
 
 /// The parameter sets every implementation has. They are those of the `<Kind>_Implementation`

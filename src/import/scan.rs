@@ -1,14 +1,18 @@
 //! Reading a NIST-round package: its implementations (`<Kind>_Implementation/crypto_kem/
-//! <param>/`), each parameter set's `api.h` (sizes and `CRYPTO_ALGNAME`, evaluated by the
-//! compiler when api.h defines them through a params header), the `-m` options and
-//! libraries of its Makefile or CMakeLists.txt, the libraries its compiled sources include
-//! headers of, and the files the harness leaves out.
+//! <param>/`), each parameter set's `api.h` (sizes and `CRYPTO_ALGNAME`; when api.h defines
+//! them through a params header, evaluated by the contained compiler or read from the
+//! `#define`s, see [`super::probe`]), the `-m` options and libraries of its Makefile or
+//! CMakeLists.txt, the libraries its compiled sources include headers of, and the files the
+//! harness leaves out. Every folder and file goes through [`Package`] (links that leave
+//! the package, special files and oversized files are not read, and are named).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kem_native::output::ApiSizes;
 
+use super::probe::Prober;
+use super::read::{join, Package};
 use crate::model::Api;
 
 /// One parameter set of one implementation.
@@ -18,7 +22,10 @@ pub struct Param {
     pub name: String,
     /// Relative to the package root (`Reference_Implementation/crypto_kem/ml-kem-512`).
     pub dir: String,
-    pub api: ApiSizes,
+    /// api.h's sizes, when they were found (else a TODO was said).
+    pub api: Option<ApiSizes>,
+    /// api.h's `CRYPTO_ALGNAME`, when found.
+    pub algname: Option<String>,
     /// `-m` options of the build file (`-mavx2`), in order.
     pub cflags: Vec<String>,
     /// The build file these came from, relative to the package root.
@@ -47,36 +54,28 @@ pub struct Implementation {
     pub params: Vec<Param>,
 }
 
-/// Sorted names of the entries of `dir` that are folders.
-fn folders(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-/// The implementations of the package at `root`; what was skipped goes to `decisions`.
-pub fn implementations(root: &Path, cc: &str, decisions: &mut Vec<String>) -> Vec<Implementation> {
+/// The implementations of the package `pkg`; what was skipped goes to `decisions`.
+pub fn implementations(
+    pkg: &Package,
+    cc: &str,
+    decisions: &mut Vec<String>,
+) -> Vec<Implementation> {
     let mut out: Vec<Implementation> = Vec::new();
     let mut additional = Vec::new();
-    for top in folders(root) {
+    let mut probe = Prober::new(cc);
+    for top in pkg.list("").folders {
         if top.starts_with("Additional_Implementation") {
-            additional.extend(additional_trees(root, &top, decisions));
+            additional.extend(additional_trees(pkg, &top, decisions));
             continue;
         }
         let Some(kind) = top.strip_suffix("_Implementation") else {
             continue;
         };
-        if !root.join(&top).join("crypto_kem").is_dir() {
+        if !pkg.is_dir(&join(&top, "crypto_kem")) {
             decisions.push(format!("{top}/ has no crypto_kem/ folder: not imported"));
             continue;
         }
-        let params = kem_params(root, &top, cc, decisions);
+        let params = kem_params(pkg, &top, &mut probe, decisions);
         if !params.is_empty() {
             out.push(Implementation {
                 kind: kind.to_string(),
@@ -99,7 +98,7 @@ pub fn implementations(root: &Path, cc: &str, decisions: &mut Vec<String>) -> Ve
             ));
             continue;
         }
-        let params = kem_params(root, &tree, cc, decisions);
+        let params = kem_params(pkg, &tree, &mut probe, decisions);
         if !params.is_empty() {
             out.push(Implementation {
                 kind,
@@ -115,22 +114,27 @@ pub fn implementations(root: &Path, cc: &str, decisions: &mut Vec<String>) -> Ve
 /// The implementations in `Additional_Implementations/` (`top`) that have the common
 /// layout: `<top>/<name>/crypto_kem/<param>/` (named `<name>`) or `<top>/crypto_kem/
 /// <param>/` (named `Additional`); (name, folder) pairs. Anything else is said.
-fn additional_trees(root: &Path, top: &str, decisions: &mut Vec<String>) -> Vec<(String, String)> {
-    if root.join(top).join("crypto_kem").is_dir() {
+fn additional_trees(
+    pkg: &Package,
+    top: &str,
+    decisions: &mut Vec<String>,
+) -> Vec<(String, String)> {
+    if pkg.is_dir(&join(top, "crypto_kem")) {
         return vec![("Additional".to_string(), top.to_string())];
     }
     let mut out = Vec::new();
-    for name in folders(&root.join(top)) {
+    let names = pkg.list(top).folders;
+    for name in &names {
         let tree = format!("{top}/{name}");
-        if root.join(&tree).join("crypto_kem").is_dir() {
-            out.push((name, tree));
+        if pkg.is_dir(&join(&tree, "crypto_kem")) {
+            out.push((name.clone(), tree));
         } else {
             decisions.push(format!(
                 "{tree}/ not imported: it is not laid out as `{top}/<name>/crypto_kem/<param>/`; add an `instance` line for what you want measured"
             ));
         }
     }
-    if out.is_empty() && folders(&root.join(top)).is_empty() {
+    if out.is_empty() && names.is_empty() {
         decisions.push(format!(
             "{top}/ not imported: its layout varies from package to package; add an `instance` line for what you want measured"
         ));
@@ -139,11 +143,16 @@ fn additional_trees(root: &Path, top: &str, decisions: &mut Vec<String>) -> Vec<
 }
 
 /// The parameter sets of `<tree>/crypto_kem/`.
-fn kem_params(root: &Path, tree: &str, cc: &str, decisions: &mut Vec<String>) -> Vec<Param> {
+fn kem_params(
+    pkg: &Package,
+    tree: &str,
+    probe: &mut Prober,
+    decisions: &mut Vec<String>,
+) -> Vec<Param> {
     let mut params = Vec::new();
-    for name in folders(&root.join(tree).join("crypto_kem")) {
+    for name in pkg.list(&join(tree, "crypto_kem")).folders {
         let dir = format!("{tree}/crypto_kem/{name}");
-        if !root.join(&dir).join("api.h").is_file() {
+        if !pkg.exists(&join(&dir, "api.h")) {
             decisions.push(format!("{dir}/ has no api.h: not imported"));
             continue;
         }
@@ -153,44 +162,47 @@ fn kem_params(root: &Path, tree: &str, cc: &str, decisions: &mut Vec<String>) ->
             ));
             continue;
         }
-        match param(root, &dir, &name, cc) {
-            Ok(p) => params.push(p),
+        match param(pkg, &dir, &name, probe) {
+            Ok((p, note)) => {
+                if let Some(n) = note {
+                    decisions.push(format!("{dir}: {n}"));
+                }
+                params.push(p)
+            }
             Err(e) => decisions.push(format!("{dir}/ not imported: {e}")),
         }
     }
     params
 }
 
-fn param(root: &Path, dir: &str, name: &str, cc: &str) -> Result<Param, String> {
-    let abs = root.join(dir);
-    let (build_file, words) = build_words(root, &abs);
+/// One parameter set, and what import must say about its api.h.
+fn param(
+    pkg: &Package,
+    dir: &str,
+    name: &str,
+    probe: &mut Prober,
+) -> Result<(Param, Option<String>), String> {
+    let (build_file, words) = build_words(pkg, dir);
     let includes: Vec<String> = words
         .iter()
         .filter_map(|w| w.strip_prefix("-I"))
         .map(str::to_string)
         .collect();
-    let api = api_sizes(&abs, &includes, cc)?;
+    let found = probe.api(pkg, dir, &includes)?;
     let cflags = m_flags(&words);
     let build_libs = libraries(&words);
     let mut source_libs = Vec::new();
     let mut left_out = Vec::new();
     let mut drng_rename = None;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&abs)
-        .map_err(|e| e.to_string())?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    for f in files {
-        let fname = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let Ok(text) = std::fs::read_to_string(&f) else {
+    for fname in pkg.list(dir).files {
+        let ext = Path::new(&fname).extension().and_then(|e| e.to_str());
+        if !matches!(ext, Some("h" | "c")) {
+            continue;
+        }
+        let Some(text) = pkg.read_text(&join(dir, &fname)) else {
             continue;
         };
-        match f.extension().and_then(|e| e.to_str()) {
+        match ext {
             Some("h") => {
                 if let Some(r) = crate::csource::renamed(&text, "randombytes") {
                     drng_rename = Some(r);
@@ -212,38 +224,38 @@ fn param(root: &Path, dir: &str, name: &str, cc: &str) -> Result<Param, String> 
             _ => {}
         }
     }
-    Ok(Param {
+    let param = Param {
         name: name.to_string(),
         dir: dir.to_string(),
-        api,
+        api: found.sizes,
+        algname: found.algname,
         cflags,
         build_file,
         build_libs,
         source_libs,
         left_out,
         drng_rename,
-    })
+    };
+    Ok((param, found.note))
 }
 
-/// The build file that describes `dir` (its own, else the nearest one above it inside
-/// `root`) and its words, continuation lines joined, quotes and parentheses removed.
-fn build_words(root: &Path, dir: &Path) -> (Option<String>, Vec<String>) {
-    let mut at = Some(dir);
-    while let Some(d) = at.filter(|d| d.starts_with(root)) {
+/// The build file that describes `dir` (its own, else the nearest one above it inside the
+/// package) and its words, continuation lines joined, quotes and parentheses removed.
+fn build_words(pkg: &Package, dir: &str) -> (Option<String>, Vec<String>) {
+    let folders = Path::new(dir).ancestors().map(|d| d.display().to_string());
+    for d in folders {
         for name in ["Makefile", "makefile", "CMakeLists.txt"] {
-            let f = d.join(name);
-            if let Ok(text) = std::fs::read_to_string(&f) {
+            let rel = join(&d, name);
+            if let Some(text) = pkg.read_text(&rel) {
                 let text = text.replace("\\\n", " ");
                 let words = text
                     .split(|c: char| c.is_whitespace() || "\"'()=".contains(c))
                     .filter(|w| !w.is_empty())
                     .map(str::to_string)
                     .collect();
-                let rel = f.strip_prefix(root).unwrap_or(&f).display().to_string();
                 return (Some(rel), words);
             }
         }
-        at = d.parent();
     }
     (None, Vec::new())
 }
@@ -288,39 +300,6 @@ fn libraries(words: &[String]) -> Vec<String> {
         }
     }
     out.into_iter().collect()
-}
-
-/// api.h's sizes and name: parsed when they are numbers, else evaluated by `cc` (with the
-/// build file's `-I` folders, relative to the parameter set's folder).
-fn api_sizes(dir: &Path, includes: &[String], cc: &str) -> Result<ApiSizes, String> {
-    let text = std::fs::read_to_string(dir.join("api.h")).map_err(|e| format!("api.h: {e}"))?;
-    let err = match kem_native::api::parse_api_h(&text, "") {
-        Ok(a) => return Ok(a),
-        Err(e) => e,
-    };
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let probe = tmp.path().join("probe.c");
-    std::fs::write(&probe, crate::run::steps::harness::probe_source(""))
-        .map_err(|e| e.to_string())?;
-    let obj = tmp.path().join("probe.o");
-    let mut cmd = std::process::Command::new(cc);
-    cmd.arg("-c")
-        .arg(&probe)
-        .arg("-o")
-        .arg(&obj)
-        .arg(format!("-I{}", dir.display()));
-    for i in includes {
-        cmd.arg(format!("-I{}", dir.join(i).display()));
-    }
-    let out = cmd.output().map_err(|e| format!("cannot run {cc}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "api.h: {err}; `{cc}` could not evaluate the sizes either: {}",
-            crate::run::exec::tail(&out.stderr, 2)
-        ));
-    }
-    let bytes = std::fs::read(&obj).map_err(|e| e.to_string())?;
-    crate::run::steps::harness::read_probe(&bytes).map_err(|e| format!("api.h: {e}"))
 }
 
 #[cfg(test)]

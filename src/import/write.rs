@@ -9,9 +9,34 @@ use std::fmt::Write as _;
 use super::kat::{template_of, KatFile};
 use super::scan::{Implementation, Param};
 
-/// A KDL string literal.
+/// A KDL string literal of `s`, whatever it holds: `\\`, `"`, newlines, tabs, control
+/// characters, bidi controls and every other character KDL forbids or `crate::text` would
+/// show escaped are written as escapes, so the literal stays on its line and reads back as
+/// `s`.
 pub fn kdl_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if crate::text::needs_escape(c) || c == '\u{feff}' => {
+                o.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Text for a `//` comment: on one line whatever it holds (a newline in a package's path
+/// cannot end the comment and start a node).
+fn comment(s: &str) -> String {
+    crate::text::clean_line(s)
 }
 
 /// One instance: its implementation, parameter set and submitted KAT file.
@@ -70,7 +95,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
     let _ = writeln!(
         s,
         "// Written by `ngcc-pipe import` from {}.\n// Check it with `ngcc-pipe check --deep PIPELINE`, PIPELINE a pipeline whose `submissions` glob includes it.",
-        m.from
+        comment(m.from)
     );
     let _ = writeln!(s, "submission {} {{", kdl_str(m.id));
     let _ = writeln!(s, "    algorithm {}", kdl_str(m.algorithm));
@@ -89,7 +114,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
     for p in m.pairs {
         if let Some(k) = p.kat {
             *templates
-                .entry(template_of(&k.rel, &p.param.name, p.param.api.sk))
+                .entry(template_of(&k.rel, &p.param.name, k.sk))
                 .or_default() += 1;
         }
     }
@@ -146,7 +171,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
             }
         }
         if let (Some(k), Some(t)) = (p.kat, &common) {
-            let own = template_of(&k.rel, &p.param.name, p.param.api.sk);
+            let own = template_of(&k.rel, &p.param.name, k.sk);
             if &own != t {
                 let _ = writeln!(body, "        kat-submitted {}", kdl_str(&own));
             }
@@ -172,7 +197,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
         }
         if !body.is_empty() {
             let from = p.param.build_file.as_deref().unwrap_or("the package");
-            let _ = writeln!(blocks, "    // {}: from {from}", p.id());
+            let _ = writeln!(blocks, "    // {}: from {}", p.id(), comment(from));
             let _ = writeln!(blocks, "    when {} {{\n{body}    }}", p.cond());
         }
     }
@@ -201,12 +226,24 @@ pub fn kat_sha256(pairs: &[Pair<'_>]) -> String {
     s
 }
 
-/// `sizes.csv`: api.h's sizes per instance.
+/// `sizes.csv`: api.h's sizes per instance; a `# TODO` line for one whose sizes were not
+/// found.
 pub fn sizes_csv(pairs: &[Pair<'_>]) -> String {
     let mut s = String::from("instance,pk,sk,ct,ss\n");
     for p in pairs {
-        let a = &p.param.api;
-        let _ = writeln!(s, "{},{},{},{},{}", p.id(), a.pk, a.sk, a.ct, a.ss);
+        match &p.param.api {
+            Some(a) => {
+                let _ = writeln!(s, "{},{},{},{},{}", p.id(), a.pk, a.sk, a.ct, a.ss);
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "# TODO {}: api.h's sizes were not found without running its headers: add `{},<pk>,<sk>,<ct>,<ss>`",
+                    p.id(),
+                    p.id()
+                );
+            }
+        }
     }
     s
 }

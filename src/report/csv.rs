@@ -68,12 +68,14 @@ pub const COLUMNS: [&str; 35] = [
 /// The CSV renderer.
 pub struct Csv;
 
-/// Quote a field when it holds a comma, quote or line break.
+/// A field on one line with control and bidi characters shown escaped
+/// (`crate::text::clean_line`), quoted when it holds a comma or quote.
 pub fn field(s: &str) -> String {
+    let s = crate::text::clean_line(s);
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 
@@ -202,6 +204,7 @@ mod tests {
         assert_eq!(field("a"), "a");
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(field("a\nb\x1b[2J\u{202e}c"), "a\\nb\\x1b[2J\\u{202e}c");
     }
 
     #[test]

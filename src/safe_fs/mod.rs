@@ -212,6 +212,44 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// Check that `path`, links followed, lies inside `root`: a folder of a submission's source
+/// shown to a contained process (bubblewrap binds what a link points to) must not be a link
+/// to `/root` or another submission. A missing `path` is fine (nothing is shown).
+pub fn inside(root: &Path, path: &Path) -> Result<(), FileError> {
+    let real_root = std::fs::canonicalize(root).map_err(|source| FileError::Io {
+        name: name_of(root),
+        source,
+    })?;
+    match std::fs::canonicalize(path) {
+        Ok(real) if real.starts_with(&real_root) => Ok(()),
+        Ok(_) => Err(FileError::Outside {
+            name: name_of(path),
+            root: name_of(root),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(FileError::Io {
+            name: name_of(path),
+            source,
+        }),
+    }
+}
+
+/// Check that the folder `path` (links followed) neither holds `other` nor lies in it: a
+/// submission's folder shown to its compiler must not be, or contain, the campaign's
+/// outputs. A missing `path` is fine.
+pub fn apart(path: &Path, other: &Path) -> Result<(), FileError> {
+    let (Ok(real), Ok(o)) = (std::fs::canonicalize(path), std::fs::canonicalize(other)) else {
+        return Ok(());
+    };
+    if real.starts_with(&o) || o.starts_with(&real) {
+        return Err(FileError::Outside {
+            name: name_of(path),
+            root: format!("the source (it overlaps {})", name_of(other)),
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +337,21 @@ mod tests {
         );
         let e = read_within(&root, &root.join("shadow.h"), 1 << 20).unwrap_err();
         assert!(matches!(e, FileError::Outside { .. }), "{e}");
+        // Folders: a link inside is fine, one to `/root` is not.
+        std::os::unix::fs::symlink("k", root.join("inst")).unwrap();
+        std::os::unix::fs::symlink("/root", root.join("home")).unwrap();
+        assert!(inside(&root, &root.join("inst")).is_ok());
+        assert!(inside(&root, &root.join("none")).is_ok());
+        assert!(matches!(
+            inside(&root, &root.join("home")),
+            Err(FileError::Outside { .. })
+        ));
+        // The outputs: neither held by a shown folder nor holding one.
+        let out = d.path().join("sub/k/out");
+        std::fs::create_dir_all(&out).unwrap();
+        assert!(apart(&root.join("inst"), &d.path().join("elsewhere")).is_ok());
+        assert!(apart(&root.join("inst"), &out).is_err());
+        assert!(apart(&out, &root).is_err());
+        assert!(apart(&root.join("none"), &out).is_ok());
     }
 }

@@ -4,6 +4,7 @@
 //! blocks in [`matrix`], known-benign constant-time findings in [`ct_benign`].
 
 mod catalog;
+mod confine;
 mod ct_benign;
 mod matrix;
 mod primitives;
@@ -242,6 +243,17 @@ fn lower_doc(
         check_size_keys(loader, &size_keys, &instances);
     }
 
+    if let (Some(crate::model::Source::Path { path }), Some(p)) = (&source, &primitives) {
+        let nodes = confine::Nodes {
+            source: one("source"),
+            primitives: one("primitives"),
+            kat: one("kat"),
+            whens: all("when"),
+        };
+        if !confine::check_links(cx, loader, path, &nodes, p, &instances) {
+            return None;
+        }
+    }
     let (id, id_entry) = id?;
     let id_span = cx.value_span(id_entry);
     Some((

@@ -1,6 +1,10 @@
 //! The `source` node of a manifest (a folder, a crates.io package or an archive) and the
 //! rule every path inside the source must follow: relative, and not climbing out of the
-//! source root with `..` ([`root_path_problem`]).
+//! source root with `..` ([`root_path_problem`]; with links followed, [`super::confine`]).
+//! A `source path=` folder itself must lie, links followed, inside the folders a manifest
+//! may name files in: its own folder or the pipeline's `submissions-root`
+//! ([`super::confined_path`]), so `source path="../../../.."` with `include "root"` is
+//! refused rather than showing `/root` to the compiler.
 
 use std::path::{Component, Path};
 
@@ -8,7 +12,7 @@ use kdl::{KdlEntry, KdlNode};
 
 use super::super::loader::Loader;
 use super::super::reader::{name_span, NodeReader};
-use super::{crate_name_ok, plain_relative};
+use super::{confined_path, crate_name_ok, plain_relative};
 use crate::model::Source;
 use crate::safe_fs::normalize;
 
@@ -116,6 +120,7 @@ pub(super) fn lower_source(
                 cx.push(d);
                 return None;
             }
+            confined_path(cx, loader, dir, &rel, p, "source path")?;
             Some(Source::Path { path: abs })
         }
         Some("crate") => {

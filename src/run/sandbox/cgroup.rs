@@ -1,10 +1,13 @@
 //! Control groups (cgroup v1 `pids` and `memory`, as the engine runs as root) around each
 //! contained command: a fresh group per command under the engine's own group, with a
 //! process limit and a memory limit that counts the private `/tmp` and `/dev/shm` too
-//! (tmpfs pages are charged to the group that wrote them). The command's first process
-//! joins the groups before it executes (see `kem_native::sys::ChildSetup`), so everything
-//! it starts is counted. Groups whose processes are gone are removed as new ones are made,
-//! and all of them when the run ends.
+//! (tmpfs pages are charged to the group that wrote them). A timing command kept on the
+//! bench core also gets a `cpuset` group of that core alone (when the `cpuset` controller
+//! is mounted): the kernel then refuses to schedule it, or anything it starts, anywhere
+//! else, whatever it asks (`sched_setaffinity` to another core fails with `EINVAL`). The
+//! command's first process joins the groups before it executes (see
+//! `kem_native::sys::ChildSetup`), so everything it starts is counted. Groups whose
+//! processes are gone are removed as new ones are made, and all of them when the run ends.
 //!
 //! Not available to an unprivileged user without delegation, nor with cgroup v2 only
 //! (not used yet): the sandbox then says so in its record.
@@ -27,6 +30,9 @@ const CONTROLLERS: [&str; 2] = ["pids", "memory"];
 pub struct Cgroups {
     /// `(controller, <mount>/<engine's group>/ngcc-pipe-<pid>)`.
     bases: Vec<(&'static str, PathBuf)>,
+    /// The `cpuset` folder of the same kind, when that controller is mounted, and the
+    /// memory nodes its groups use (`cpuset.mems` must be set before a task joins).
+    cpuset: Option<(PathBuf, String)>,
     /// Groups made, with when: one is removed once empty and old enough that the command it
     /// was made for has started (an empty new group may be about to be joined).
     made: Mutex<Vec<(PathBuf, Instant)>>,
@@ -65,17 +71,34 @@ impl Cgroups {
                 .map_err(|e| format!("cgroups not used: cannot create {}: {e}", base.display()))?;
             bases.push((c, base));
         }
+        let cpuset = own_group("cpuset").and_then(|own| {
+            sweep_stale(&own);
+            let base = own.join(format!("ngcc-pipe-{}", std::process::id()));
+            let copy = |file: &str| -> Option<String> {
+                let v = std::fs::read_to_string(own.join(file)).ok()?;
+                std::fs::write(base.join(file), v.trim()).ok()?;
+                Some(v.trim().to_string())
+            };
+            std::fs::create_dir_all(&base).ok()?;
+            let made = copy("cpuset.cpus").and(copy("cpuset.mems"));
+            if made.is_none() {
+                let _ = std::fs::remove_dir(&base);
+            }
+            made.map(|mems| (base, mems))
+        });
         Ok(Cgroups {
             bases,
+            cpuset,
             made: Mutex::new(Vec::new()),
             next: AtomicU64::new(0),
         })
     }
 
     /// A fresh group per controller with the limits for a command whose memory (address
-    /// space, private `/tmp`, `/dev/shm`) may reach `memory` bytes; the `cgroup.procs`
-    /// files its first process writes itself into.
-    pub fn make(&self, memory: u64) -> Result<Vec<PathBuf>, String> {
+    /// space, private `/tmp`, `/dev/shm`) may reach `memory` bytes, and kept on core `cpu`
+    /// when one is given (and `cpuset` is there); the `cgroup.procs` files its first process
+    /// writes itself into.
+    pub fn make(&self, memory: u64, cpu: Option<usize>) -> Result<Vec<PathBuf>, String> {
         self.sweep(false);
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let mut procs = Vec::new();
@@ -101,7 +124,28 @@ impl Cgroups {
             }
             procs.push(dir.join("cgroup.procs"));
         }
+        if let (Some((base, mems)), Some(cpu)) = (&self.cpuset, cpu) {
+            let dir = base.join(n.to_string());
+            std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            self.made
+                .lock()
+                .expect("cgroups lock")
+                .push((dir.clone(), Instant::now()));
+            for (file, value) in [
+                ("cpuset.cpus", cpu.to_string()),
+                ("cpuset.mems", mems.clone()),
+            ] {
+                std::fs::write(dir.join(file), value)
+                    .map_err(|e| format!("{}/{file}: {e}", dir.display()))?;
+            }
+            procs.push(dir.join("cgroup.procs"));
+        }
         Ok(procs)
+    }
+
+    /// Whether timing commands get a `cpuset` group of their core.
+    pub fn has_cpuset(&self) -> bool {
+        self.cpuset.is_some()
     }
 
     /// Remove the groups whose processes are gone (all of them at the end of the run).
@@ -116,9 +160,14 @@ impl Cgroups {
     /// groups' names carry the engine's pid, and under Slurm they sit in the job's group).
     pub fn described(&self) -> String {
         let controllers: Vec<&str> = self.bases.iter().map(|(c, _)| *c).collect();
+        let cpuset = if self.cpuset.is_some() {
+            "; cpuset (timing commands): cpuset.cpus = the bench core"
+        } else {
+            ""
+        };
         format!(
             "cgroup v1 per command ({}): pids.max {PIDS}; memory.limit_in_bytes = the \
-             address-space limit plus the private /tmp and /dev/shm sizes",
+             address-space limit plus the private /tmp and /dev/shm sizes{cpuset}",
             controllers.join(", ")
         )
     }
@@ -128,6 +177,9 @@ impl Drop for Cgroups {
     fn drop(&mut self) {
         self.sweep(true);
         for (_, b) in &self.bases {
+            let _ = std::fs::remove_dir(b);
+        }
+        if let Some((b, _)) = &self.cpuset {
             let _ = std::fs::remove_dir(b);
         }
     }

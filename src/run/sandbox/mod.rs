@@ -22,6 +22,7 @@
 
 pub mod cgroup;
 pub mod disk;
+pub mod pinning;
 pub mod seccomp;
 pub mod user;
 
@@ -81,6 +82,8 @@ pub struct Jail {
     pub cwd: PathBuf,
     /// Address-space limit in bytes.
     pub memory: u64,
+    /// The core a timing command is kept on ([`pinning`]), if any.
+    pub cpu: Option<usize>,
 }
 
 impl Jail {
@@ -94,6 +97,7 @@ impl Jail {
             write: vec![scratch.to_path_buf()],
             cwd: scratch.to_path_buf(),
             memory,
+            cpu: None,
         }
     }
 }
@@ -237,6 +241,12 @@ impl Sandbox {
     /// namespaces may be disabled, e.g. in some containers); with a root engine, find the
     /// jail user and `setpriv`, the control groups and the seccomp filter.
     pub fn detect() -> Sandbox {
+        Sandbox::detect_in(&std::env::temp_dir())
+    }
+
+    /// [`detect`](Self::detect), its trial run's scratch folder made in `scratch` (a
+    /// folder its caller removes however it ends).
+    pub fn detect_in(scratch: &Path) -> Sandbox {
         let Some(path) = find_on_path("bwrap") else {
             return Sandbox::unavailable("`bwrap` not found on PATH");
         };
@@ -298,7 +308,7 @@ impl Sandbox {
                 seccomp: seccomp.clone(),
                 cgroups: cgroups.clone(),
             };
-            match sb.probe() {
+            match sb.probe(scratch) {
                 Ok(()) => {
                     let mut missing = missing.clone();
                     if !disable_userns {
@@ -331,14 +341,15 @@ impl Sandbox {
         ))
     }
 
-    /// Run `true` in a jail with a scratch folder.
-    fn probe(&self) -> Result<(), String> {
-        let d = tempfile::tempdir().map_err(|e| e.to_string())?;
+    /// Run `true` in a jail with a scratch folder made in `scratch`.
+    fn probe(&self, scratch: &Path) -> Result<(), String> {
+        let d = tempfile::tempdir_in(scratch).map_err(|e| e.to_string())?;
         let j = Jail {
             read: Vec::new(),
             write: vec![d.path().to_path_buf()],
             cwd: d.path().to_path_buf(),
             memory: DEFAULT_MEMORY,
+            cpu: None,
         };
         let child = self
             .command(Path::new("true"), &[], &j)
@@ -512,10 +523,12 @@ impl Sandbox {
         ];
         if let Some(c) = &self.cgroups {
             // A group that cannot be made leaves the command to its rlimits.
-            if let Ok(procs) = c.make(jail.memory + TMP_BYTES + SHM_BYTES) {
+            if let Ok(procs) = c.make(jail.memory + TMP_BYTES + SHM_BYTES, jail.cpu) {
                 setup.cgroups = procs;
             }
         }
+        // Kept on its core from the start; seccomp keeps it there ([`pinning`]).
+        setup.affinity = jail.cpu.into_iter().collect();
         kem_native::sys::setup_child(&mut cmd, setup);
         cmd
     }
@@ -603,7 +616,8 @@ impl Sandbox {
             push(&mut a, &["--dev-bind", "/", "/"]);
         }
         if let Some(programs) = &self.seccomp {
-            for bytes in programs.iter() {
+            let keep_core = jail.cpu.and_then(|_| seccomp::keep_core().ok());
+            for bytes in programs.iter().chain(keep_core.as_ref()) {
                 // Each command reads its own copy (the offset is shared with the reader).
                 let file = tempfile::tempfile().and_then(|mut f| {
                     f.write_all(bytes)?;
@@ -690,6 +704,7 @@ mod tests {
             write: vec![dir.join("rw")],
             cwd: dir.join("rw"),
             memory: DEFAULT_MEMORY,
+            cpu: None,
         }
     }
 

@@ -2,10 +2,15 @@
 //! system calls a KEM, a compiler or valgrind never needs are refused with `EPERM` —
 //! io_uring, userfaultfd, keys, BPF, ptrace and reading other processes' memory, mounts
 //! and new namespaces (`unshare`, `setns`, `clone` with a namespace flag), kernel modules,
-//! kexec, reboot, swap, accounting, quotas, the kernel log, file handles. `clone3` gets
-//! `ENOSYS` (its flags are in memory a filter cannot read), so the C library falls back to
-//! `clone`, whose flags it can. `perf_event_open` stays allowed: kem-runner reads the core
-//! cycle counter with it. The programs are generated with `seccompiler`.
+//! kexec, reboot, swap, accounting, quotas, the kernel log, file handles — and the ways to
+//! trap the time-stamp counter, so that a KEM cannot emulate the clock it is timed with:
+//! `prctl(PR_SET_TSC, …)` and, on x86-64, `arch_prctl(ARCH_SET_CPUID, …)` (`rdtsc`/`cpuid`
+//! made to fault into the KEM's own handler). `clone3` gets `ENOSYS` (its flags are in
+//! memory a filter cannot read), so the C library falls back to `clone`, whose flags it
+//! can. `perf_event_open` stays allowed: kem-runner reads the core cycle counter with it
+//! (a counter opened by the KEM counts only itself). A timing command also gets
+//! [`keep_core`]: `sched_setaffinity` refused, after the engine pinned it to the bench core
+//! before it started. The programs are generated with `seccompiler`.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +63,13 @@ const REFUSED: &[(&str, i64)] = &[
     ("fanotify_init", libc::SYS_fanotify_init),
     ("vhangup", libc::SYS_vhangup),
 ];
+
+/// `prctl` options refused (`EPERM`): `PR_SET_TSC` (make `rdtsc` fault).
+const PRCTL_REFUSED: &[(&str, u64)] = &[("PR_SET_TSC", libc::PR_SET_TSC as u64)];
+
+/// `arch_prctl` codes refused on x86-64: `ARCH_SET_CPUID` (make `cpuid` fault).
+#[cfg(target_arch = "x86_64")]
+const ARCH_PRCTL_REFUSED: &[(&str, u64)] = &[("ARCH_SET_CPUID", 0x1012)];
 
 /// `clone` flags that make a namespace (refused on `clone`).
 const NAMESPACE_FLAGS: &[u64] = &[
@@ -117,6 +129,16 @@ pub fn programs() -> Result<Vec<Vec<u8>>, String> {
     rules.insert(libc::SYS_clone, clone_rules.clone());
     #[cfg(target_arch = "x86_64")]
     rules.insert(libc::SYS_clone | X32_BIT, clone_rules);
+    let prctl = first_arg_rules(PRCTL_REFUSED)?;
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(libc::SYS_prctl | X32_BIT, prctl.clone());
+    rules.insert(libc::SYS_prctl, prctl);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let arch_prctl = first_arg_rules(ARCH_PRCTL_REFUSED)?;
+        rules.insert(libc::SYS_arch_prctl | X32_BIT, arch_prctl.clone());
+        rules.insert(libc::SYS_arch_prctl, arch_prctl);
+    }
     let refuse = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -141,13 +163,60 @@ pub fn programs() -> Result<Vec<Vec<u8>>, String> {
         .collect()
 }
 
+/// Rules matching a call whose first argument is one of `values`.
+fn first_arg_rules(values: &[(&str, u64)]) -> Result<Vec<SeccompRule>, String> {
+    values
+        .iter()
+        .map(|&(_, v)| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, v)
+                .and_then(|c| SeccompRule::new(vec![c]))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// The extra filter of a command kept on one core (a timing job): `sched_setaffinity`
+/// refused with `EPERM`. The engine sets the command's affinity before it starts (and, as
+/// root, puts it in a cpuset cgroup of that core), and kem-runner's own pinning makes no
+/// call when it is already there, so the call is needed by nothing but a KEM that wants to
+/// leave.
+pub fn keep_core() -> Result<Vec<u8>, String> {
+    let arch = arch()?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(libc::SYS_sched_setaffinity, Vec::new());
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(libc::SYS_sched_setaffinity | X32_BIT, Vec::new());
+    let f = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    BpfProgram::try_from(f)
+        .map(to_bytes)
+        .map_err(|e| e.to_string())
+}
+
 /// What the filters refuse, for records.
 pub fn described() -> String {
     let names: Vec<&str> = REFUSED.iter().map(|(n, _)| *n).collect();
+    let mut calls: Vec<String> = PRCTL_REFUSED
+        .iter()
+        .map(|(n, _)| format!("prctl({n})"))
+        .collect();
+    #[cfg(target_arch = "x86_64")]
+    calls.extend(
+        ARCH_PRCTL_REFUSED
+            .iter()
+            .map(|(n, _)| format!("arch_prctl({n})")),
+    );
     format!(
-        "seccomp: refuses {} (EPERM) and clone with a namespace flag; clone3 gets ENOSYS \
-         (the C library falls back to clone)",
-        names.join(", ")
+        "seccomp: refuses {} (EPERM), {} (EPERM: the time-stamp counter cannot be trapped) and \
+         clone with a namespace flag; clone3 gets ENOSYS (the C library falls back to clone); \
+         perf_event_open allowed (kem-runner reads the cycle counter)",
+        names.join(", "),
+        calls.join(", ")
     )
 }
 
@@ -161,5 +230,8 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert!(p.iter().all(|b| !b.is_empty() && b.len() % 8 == 0));
         assert!(described().contains("io_uring_setup"));
+        assert!(described().contains("prctl(PR_SET_TSC)"));
+        let k = keep_core().unwrap();
+        assert!(!k.is_empty() && k.len().is_multiple_of(8));
     }
 }

@@ -280,6 +280,8 @@ fn spawn(l: &mut Live, s: &Settings) {
     if let Some(g) = &s.gauge {
         l.m.jail.read.extend([g.object.clone(), g.api_h.clone()]);
     }
+    // Kept on the bench core from its start (`sandbox::pinning`).
+    l.m.jail.cpu = Some(s.bench_cpu);
     let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
     match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
         Ok(mut served) => {

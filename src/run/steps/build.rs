@@ -271,11 +271,24 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     read.extend(sub.primitives.includes.iter().map(|i| root.join(i)));
     read.sort();
     read.dedup();
+    // Links included: bubblewrap shows what a link points to, so each folder must resolve
+    // inside the source root (a crate's or archive's links are met here first), and none
+    // may hold the outputs or lie in them (unless the source itself is one the engine
+    // unpacked there, under `cache/`).
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    let unpacked = matches!((real(&root), real(&ctx.out)), (Some(r), Some(o)) if r.starts_with(&o));
+    for p in &read {
+        crate::safe_fs::inside(&root, p)?;
+        if !unpacked {
+            crate::safe_fs::apart(p, &ctx.out)?;
+        }
+    }
     let jail = Jail {
         read,
         write: vec![build_dir.clone(), prim_dir.clone()],
         cwd: build_dir.clone(),
         memory: step.memory(),
+        cpu: None,
     };
     let mut c = Compiler {
         step,

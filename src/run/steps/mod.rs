@@ -498,7 +498,14 @@ fn record_of(step: Step, done: Done) -> StepRecord {
     rec.logs = step.logs;
     rec.artefacts = step.artefacts;
     if step.contained {
-        rec.sandbox = Some(step.ctx.sandbox.info.clone());
+        // Timing and profiling jobs were kept on the bench core: what held them there.
+        rec.sandbox = Some(match step.node.kind {
+            StepKind::Time | StepKind::Profile => step
+                .ctx
+                .sandbox
+                .info_on_core(step.ctx.campaign.system.bench_cpu),
+            _ => step.ctx.sandbox.info.clone(),
+        });
     }
     rec
 }
@@ -559,7 +566,7 @@ pub fn runner_job<T: RunnerRecord>(
     let mut log = step.job_log(&name)?;
     let runner = RunnerJob::new(step, job, &name, object, build)?
         .opt("op", op.name())
-        .opt("cpu", step.ctx.campaign.system.bench_cpu)
+        .on_core(step.ctx.campaign.system.bench_cpu)
         .opts(extra);
     let (ctx, id) = (step.ctx, step.node.id.clone());
     let prefix = format!("{} ", kem_native::timing::PROGRESS);

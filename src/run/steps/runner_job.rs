@@ -57,6 +57,8 @@ pub struct RunnerJob<'a> {
     options: Vec<String>,
     wrapper: Option<Wrapper>,
     scratch: PathBuf,
+    /// The core the job is kept on (`--cpu`, and the jail's `cpu`).
+    cpu: Option<usize>,
 }
 
 impl<'a> RunnerJob<'a> {
@@ -76,6 +78,7 @@ impl<'a> RunnerJob<'a> {
             options: Vec::new(),
             wrapper: None,
             scratch: step.scratch(scratch)?,
+            cpu: None,
         })
     }
 
@@ -91,6 +94,12 @@ impl<'a> RunnerJob<'a> {
         self
     }
 
+    /// Run on core `cpu` (`--cpu`), kept there by the sandbox (`sandbox::pinning`).
+    pub fn on_core(mut self, cpu: usize) -> Self {
+        self.cpu = Some(cpu);
+        self.opt("cpu", cpu)
+    }
+
     /// Add options as given.
     pub fn opts(mut self, options: &[String]) -> Self {
         self.options.extend(options.iter().cloned());
@@ -103,9 +112,14 @@ impl<'a> RunnerJob<'a> {
         self
     }
 
-    /// The jail: reads the runner, the object and its api.h, writes only the scratch folder.
+    /// The jail: reads the runner, the object and its api.h, writes only the scratch folder;
+    /// kept on the job's core when it has one.
     pub fn jail(&self, step: &Step) -> Jail {
-        step.runner_jail(self.object, &self.build.api_h, &self.scratch)
+        let jail = step.runner_jail(self.object, &self.build.api_h, &self.scratch);
+        match self.cpu {
+            Some(c) => jail.on_core(c),
+            None => jail,
+        }
     }
 
     /// The program and its arguments: the wrapper and its options if any, the runner, the

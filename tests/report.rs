@@ -570,6 +570,7 @@ fn add_instance(ctx: &mut Ctx, i: &Inst) {
             None
         },
         submitted: None,
+        fresh_dec: None,
     };
     let kat_ok = i.kat != KatStatus::Fail;
     let kat = KatData {

@@ -326,6 +326,14 @@ pub enum SysError {
         /// Why.
         source: io::Error,
     },
+    /// A file cannot be read.
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
     /// A file cannot be written.
     #[error("cannot write `{path}`: {source}")]
     Write {
@@ -361,10 +369,10 @@ pub enum SysError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UsageError {
     /// No job word.
-    #[error("missing job (kat, time, profile, serve, count or ct)")]
+    #[error("missing job (kat, kat-dec, time, profile, serve, count or ct)")]
     MissingJob,
     /// An unknown job word.
-    #[error("unknown job `{0}` (expected kat, time, profile, serve, count or ct)")]
+    #[error("unknown job `{0}` (expected kat, kat-dec, time, profile, serve, count or ct)")]
     UnknownJob(String),
     /// A word that is not `--option`.
     #[error("unexpected argument `{0}`")]
@@ -417,6 +425,16 @@ pub enum UsageError {
     /// An unknown generator for timing.
     #[error("unknown rng `{0}` for timing (expected ctr-drbg or os)")]
     TimingRng(String),
+    /// `kat-dec`: an input that is not whole `sk || ct` pairs.
+    #[error("`{path}` holds {len} bytes, not a whole number of sk || ct pairs of {pair} bytes")]
+    Pairs {
+        /// The input file.
+        path: String,
+        /// Its length.
+        len: u64,
+        /// Bytes of one pair.
+        pair: u64,
+    },
     /// `serve`: stdin ended before `finish`.
     #[error("stdin closed before `finish`")]
     StdinClosed,

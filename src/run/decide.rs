@@ -267,6 +267,7 @@ mod tests {
                     reason: None,
                     diff: None,
                     submitted: None,
+                    fresh_dec: None,
                 })
                 .collect(),
             log_sha256: String::new(),

@@ -302,6 +302,21 @@ pub struct KatModeResult {
     /// The submitted KAT file this mode was compared with (`kat submitted=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitted: Option<SubmittedKat>,
+    /// The mode's ciphertexts decapsulated in a fresh process (absent in older records and
+    /// where generating the counts failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_dec: Option<FreshDec>,
+}
+
+/// A KAT mode's ciphertexts decapsulated by `kem-runner kat-dec`, a process that never ran
+/// keygen or enc, from each count's sk and ct alone, and compared with the KAT's `ss`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreshDec {
+    /// Counts decapsulated.
+    pub counts: u32,
+    /// `None` when every shared secret was the KAT's; else the first that was not, or why
+    /// the process stopped.
+    pub failure: Option<String>,
 }
 
 /// A package's own KAT file, as a KAT mode compared with it.

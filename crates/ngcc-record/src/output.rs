@@ -36,6 +36,20 @@ pub struct KatOutput {
     pub failure: Option<String>,
 }
 
+/// `kem-runner kat-dec`: a KAT's ciphertexts decapsulated in a fresh process from each
+/// count's sk and ct alone; the shared secrets are in the file the engine named.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KatDecOutput {
+    pub sizes: ApiSizes,
+    /// Counts decapsulated (their shared secrets written, `CRYPTO_BYTES` each).
+    pub counts: u32,
+    /// Where the shared secrets were written.
+    pub ss_path: String,
+    /// `None` when every call returned 0 and no guard byte changed; otherwise why the job
+    /// stopped ("crypto_kem_dec returned -1 in count 3").
+    pub failure: Option<String>,
+}
+
 /// `kem-runner time`: one operation timed in its own process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TimeOutput {

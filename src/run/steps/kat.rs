@@ -335,6 +335,21 @@ pub fn all_count_of(ctx: &Ctx, sub: &Submission, inst: &Instance) -> u32 {
         .unwrap_or(sub.kat.all_count)
 }
 
+/// What every mode of one KAT step is generated and judged with.
+struct Modes<'a> {
+    object: PathBuf,
+    build: &'a BuildData,
+    kat_dir: PathBuf,
+    /// `kat.sha256`: name -> SHA-256.
+    expected: BTreeMap<String, String>,
+    /// The instance's submitted file (`kat submitted=`), if the submission names them.
+    submitted: Option<Result<super::kat_submitted::Submitted, super::kat_submitted::Verdict>>,
+    /// Counts of the `all` mode the manifest or the pipeline declares.
+    declared: u32,
+    /// The pipeline asks for fewer counts than the manifest declares (a reduced full KAT).
+    reduced: bool,
+}
+
 fn kat(step: &mut Step) -> Result<Done, StepError> {
     let ctx = step.ctx;
     let sub = step.submission();
@@ -364,158 +379,39 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
         .join(&sub.id)
         .join(format!("{}.log", inst.id));
     let mut log = step.open_log(log_rel.clone()).map_err(StepError::File)?;
-    let object = ctx.out.join(&build.object);
-
-    let mut results = Vec::new();
-    let mut single_sha = None;
-    let all_count = all_count_of(ctx, sub, inst);
+    let declared = all_count_of(ctx, sub, inst);
     // With `kat submitted=`, the package's own files (under the source root) are the answer.
-    let submitted_root = if sub.kat.submitted {
-        Some(step.source()?.root)
+    let submitted = if sub.kat.submitted {
+        Some(super::kat_submitted::load(
+            &step.source()?.root,
+            inst,
+            &build.api,
+        ))
     } else {
         None
     };
+    let plan = Modes {
+        object: ctx.out.join(&build.object),
+        build: &build,
+        kat_dir,
+        expected,
+        submitted,
+        declared,
+        reduced: declared < sub.kat.all_count,
+    };
+    let mut results = Vec::new();
+    let mut single_sha = None;
     for mode in modes {
-        let counts = match mode {
-            KatMode::Single => 1,
-            KatMode::All => all_count,
-        };
-        let rsp = kat_dir.join(rsp_name(&inst.id, mode, ""));
-        // The manifest's `all` hash is for its `all-count` counts; a KAT the pipeline
-        // reduced has none to compare with.
-        let reduced = mode == KatMode::All && counts != sub.kat.all_count;
-        let want = expected
-            .get(&manifest_name(inst.manifest_id(), mode))
-            .filter(|_| !reduced)
-            .cloned();
-        let res = run_kat(step, &object, &build, mode, counts, &rsp, &mut log)?;
-        if rsp.is_file() {
-            step.artefacts.push(ctx.rel(&rsp));
+        let (r, runner_sha) = run_mode(step, &plan, mode, &mut log)?;
+        if mode == KatMode::Single {
+            single_sha = runner_sha;
         }
-        let mut r = KatModeResult {
-            mode,
-            status: KatStatus::Fail,
-            counts,
-            expected_sha256: want.clone(),
-            actual_sha256: None,
-            rsp: Some(ctx.rel(&rsp)),
-            reason: None,
-            diff: None,
-            submitted: None,
-        };
-        match res {
-            Err(reason) => r.reason = Some(reason.to_string()),
-            Ok(out) => {
-                r.actual_sha256 = Some(out.rsp_sha256.clone());
-                if let Some(f) = out.failure {
-                    r.reason = Some(f);
-                } else {
-                    if mode == KatMode::Single {
-                        single_sha = Some(out.rsp_sha256.clone());
-                    }
-                    if let Some(root) = &submitted_root {
-                        let pin = expected.get(inst.manifest_id()).map(String::as_str);
-                        let shown = sub.kat.manifest.file_name().unwrap_or_default();
-                        if let Some(said) = super::kat_submitted::apply(
-                            &mut r,
-                            &rsp,
-                            root,
-                            inst,
-                            &build.api,
-                            counts,
-                            pin,
-                            &shown.to_string_lossy(),
-                        ) {
-                            let _ = writeln!(log, "# {said}");
-                        }
-                    } else {
-                        judge_hash(&mut r, &out, want, reduced, sub, inst, &rsp);
-                    }
-                }
-            }
-        }
-        let _ = writeln!(
-            log,
-            "# {} KAT ({} counts): {:?}{}",
-            mode.name(),
-            counts,
-            r.status,
-            r.reason
-                .as_deref()
-                .map(|s| format!(" — {s}"))
-                .unwrap_or_default()
-        );
         results.push(r);
     }
-
-    // The profile variant must compute exactly what the plain object computes.
-    let profile_object_kat = match (&build.profile_object, &single_sha) {
-        (Some(prof), Some(sha)) => {
-            let rsp = kat_dir.join(rsp_name(&inst.id, KatMode::Single, ".prof"));
-            let res = run_kat(
-                step,
-                &ctx.out.join(prof),
-                &build,
-                KatMode::Single,
-                1,
-                &rsp,
-                &mut log,
-            )?;
-            if rsp.is_file() {
-                step.artefacts.push(ctx.rel(&rsp));
-            }
-            let got = match res {
-                Ok(out) if out.failure.is_none() => out.rsp_sha256,
-                Ok(out) => format!("failed: {}", out.failure.unwrap_or_default()),
-                Err(e) => format!("failed: {e}"),
-            };
-            let _ = writeln!(log, "# profile object KAT: {got} (plain {sha})");
-            Some(ProfileKatCheck {
-                equal: &got == sha,
-                sha256: got,
-            })
-        }
-        _ => None,
-    };
+    let profile_object_kat = profile_check(step, &plan, single_sha.as_deref(), &mut log)?;
     drop(log);
     let log_sha256 = sha256_hex(&std::fs::read(ctx.out.join(&log_rel)).unwrap_or_default());
-
-    let fail = results.iter().find(|r| r.status == KatStatus::Fail);
-    let mismatch = results.iter().find(|r| r.status == KatStatus::Mismatch);
-    let (status, reason) = if let Some(r) = fail {
-        (
-            Status::Failed,
-            Some(format!(
-                "FAIL ({}): {}",
-                r.mode.name(),
-                r.reason.clone().unwrap_or_default()
-            )),
-        )
-    } else if let Some(r) = mismatch {
-        (
-            Status::Failed,
-            Some(format!(
-                "MISMATCH ({}): {}",
-                r.mode.name(),
-                r.reason.clone().unwrap_or_default()
-            )),
-        )
-    } else if profile_object_kat.as_ref().is_some_and(|p| !p.equal) {
-        (
-            Status::Failed,
-            Some("the profile (wrapped) object's KAT differs from the plain object's".to_string()),
-        )
-    } else {
-        let nokat: Vec<&str> = results
-            .iter()
-            .filter(|r| r.status == KatStatus::Nokat)
-            .map(|r| r.mode.name())
-            .collect();
-        (
-            Status::Ok,
-            (!nokat.is_empty()).then(|| format!("NOKAT ({}): no expected hash", nokat.join(", "))),
-        )
-    };
+    let (status, reason) = step_verdict(&results, profile_object_kat.as_ref());
     Ok(Done {
         status,
         reason,
@@ -525,6 +421,166 @@ fn kat(step: &mut Step) -> Result<Done, StepError> {
             profile_object_kat,
         })),
     })
+}
+
+/// One mode generated, checked and judged; with the SHA-256 of the runner's own `.rsp`
+/// text when it generated every count (the profile object's KAT must match it).
+fn run_mode(
+    step: &mut Step,
+    plan: &Modes<'_>,
+    mode: KatMode,
+    log: &mut crate::run::exec::Log,
+) -> Result<(KatModeResult, Option<String>), StepError> {
+    let ctx = step.ctx;
+    let (sub, inst) = (step.submission(), step.instance());
+    let pin = plan.expected.get(inst.manifest_id()).map(String::as_str);
+    let counts = match (mode, &plan.submitted) {
+        (KatMode::Single, _) => 1,
+        // Every count of a pinned submitted file is compared (up to a bound).
+        (KatMode::All, Some(Ok(f))) if f.pinned(pin) => f.all_counts(plan.declared, plan.reduced),
+        (KatMode::All, _) => plan.declared,
+    };
+    let rsp = plan.kat_dir.join(rsp_name(&inst.id, mode, ""));
+    // The manifest's `all` hash is for its `all-count` counts; a KAT the pipeline
+    // reduced has none to compare with.
+    let reduced_hash = mode == KatMode::All && counts != sub.kat.all_count;
+    let want = plan
+        .expected
+        .get(&manifest_name(inst.manifest_id(), mode))
+        .filter(|_| !reduced_hash)
+        .cloned();
+    let res = run_kat(step, &plan.object, plan.build, mode, counts, &rsp, log)?;
+    if rsp.is_file() {
+        step.artefacts.push(ctx.rel(&rsp));
+    }
+    let mut r = KatModeResult {
+        mode,
+        status: KatStatus::Fail,
+        counts,
+        expected_sha256: want.clone(),
+        actual_sha256: None,
+        rsp: Some(ctx.rel(&rsp)),
+        reason: None,
+        diff: None,
+        submitted: None,
+        fresh_dec: None,
+    };
+    let mut runner_sha = None;
+    match res {
+        Err(reason) => r.reason = Some(reason.to_string()),
+        Ok(out) => {
+            r.actual_sha256 = Some(out.rsp_sha256.clone());
+            if let Some(f) = out.failure {
+                r.reason = Some(f);
+            } else {
+                runner_sha = Some(out.rsp_sha256.clone());
+                if let Some(file) = &plan.submitted {
+                    let manifest_shown = sub.kat.manifest.file_name().unwrap_or_default();
+                    let against = super::kat_submitted::Against {
+                        api: &plan.build.api,
+                        file,
+                        pin,
+                        manifest_name: &manifest_shown.to_string_lossy(),
+                        reduced: plan.reduced,
+                    };
+                    if let Some(said) = super::kat_submitted::apply(&mut r, &rsp, &against) {
+                        let _ = writeln!(log, "# {said}");
+                    }
+                } else {
+                    judge_hash(&mut r, &out, want, reduced_hash, sub, inst, &rsp);
+                }
+                if r.status != KatStatus::Fail {
+                    super::kat_dec::check(step, &plan.object, plan.build, &mut r, &rsp, log)?;
+                }
+            }
+        }
+    }
+    let _ = writeln!(
+        log,
+        "# {} KAT ({} counts): {:?}{}",
+        mode.name(),
+        counts,
+        r.status,
+        r.reason
+            .as_deref()
+            .map(|s| format!(" — {s}"))
+            .unwrap_or_default()
+    );
+    Ok((r, runner_sha))
+}
+
+/// The profile variant must compute exactly what the plain object computes: its single
+/// KAT against the plain one's (`single_sha`), when the build made one.
+fn profile_check(
+    step: &mut Step,
+    plan: &Modes<'_>,
+    single_sha: Option<&str>,
+    log: &mut crate::run::exec::Log,
+) -> Result<Option<ProfileKatCheck>, StepError> {
+    let (Some(prof), Some(sha)) = (&plan.build.profile_object, single_sha) else {
+        return Ok(None);
+    };
+    let ctx = step.ctx;
+    let rsp = plan
+        .kat_dir
+        .join(rsp_name(&step.instance().id, KatMode::Single, ".prof"));
+    let res = run_kat(
+        step,
+        &ctx.out.join(prof),
+        plan.build,
+        KatMode::Single,
+        1,
+        &rsp,
+        log,
+    )?;
+    if rsp.is_file() {
+        step.artefacts.push(ctx.rel(&rsp));
+    }
+    let got = match res {
+        Ok(out) if out.failure.is_none() => out.rsp_sha256,
+        Ok(out) => format!("failed: {}", out.failure.unwrap_or_default()),
+        Err(e) => format!("failed: {e}"),
+    };
+    let _ = writeln!(log, "# profile object KAT: {got} (plain {sha})");
+    Ok(Some(ProfileKatCheck {
+        equal: got == sha,
+        sha256: got,
+    }))
+}
+
+/// The step's status and reason from its modes: the first FAIL, else the first MISMATCH,
+/// else a profile object that differs; NOKAT modes are named in an `ok` step's reason.
+fn step_verdict(
+    results: &[KatModeResult],
+    profile: Option<&ProfileKatCheck>,
+) -> (Status, Option<String>) {
+    let first = |status: KatStatus| results.iter().find(|r| r.status == status);
+    if let Some(r) = first(KatStatus::Fail).or_else(|| first(KatStatus::Mismatch)) {
+        return (
+            Status::Failed,
+            Some(format!(
+                "{} ({}): {}",
+                r.status.name(),
+                r.mode.name(),
+                r.reason.clone().unwrap_or_default()
+            )),
+        );
+    }
+    if profile.is_some_and(|p| !p.equal) {
+        return (
+            Status::Failed,
+            Some("the profile (wrapped) object's KAT differs from the plain object's".to_string()),
+        );
+    }
+    let nokat: Vec<&str> = results
+        .iter()
+        .filter(|r| r.status == KatStatus::Nokat)
+        .map(|r| r.mode.name())
+        .collect();
+    (
+        Status::Ok,
+        (!nokat.is_empty()).then(|| format!("NOKAT ({}): no expected hash", nokat.join(", "))),
+    )
 }
 
 /// A mode's verdict against the hash in `kat.sha256` (`want`); with a reference `.rsp`

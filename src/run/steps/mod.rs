@@ -15,6 +15,7 @@ pub mod error;
 pub mod harness;
 mod index;
 mod kat;
+mod kat_dec;
 pub mod kat_submitted;
 mod kind;
 pub mod link;

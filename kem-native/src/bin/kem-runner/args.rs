@@ -10,8 +10,9 @@ use kem_native::kem::Kem;
 use kem_native::timing::Op;
 
 pub(crate) const USAGE: &str =
-    "usage: kem-runner kat|time|profile|serve|count|ct --lib X.so --api api.h --ns PREFIX [options] \
+    "usage: kem-runner kat|kat-dec|time|profile|serve|count|ct --lib X.so --api api.h --ns PREFIX [options] \
 (kat: --rng nist|hqc --mode single|all [--counts N] --out F.rsp; \
+kat-dec: --rng nist|hqc --in PAIRS --out SS; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
 serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...] [--gauge Y.so --gauge-api api.h]; \
@@ -21,6 +22,7 @@ ct: --op keygen|enc|dec [--runs N])";
 /// The jobs and the options each takes besides [`OBJECT`]: the one table the parser reads.
 const JOBS: &[(&str, &[&str])] = &[
     ("kat", &["rng", "mode", "counts", "out"]),
+    ("kat-dec", &["rng", "in", "out"]),
     (
         "time",
         &[

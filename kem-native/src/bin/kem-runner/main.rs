@@ -3,6 +3,7 @@
 //! ```text
 //! kem-runner kat     --lib X.so --api api.h --ns PREFIX --rng nist|hqc --mode single|all
 //!                    [--counts N] --out file.rsp
+//! kem-runner kat-dec --lib X.so --api api.h --ns PREFIX --rng nist|hqc --in PAIRS --out SS
 //! kem-runner time    --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
 //!                    [--trials 5] [--trial-ns 1000000000] [--min-iters 20] [--samples 101]
 //!                    [--rng ctr-drbg|os]
@@ -15,6 +16,9 @@
 //!                    [--iters 20] [--seed HEX96]
 //! kem-runner ct      --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--runs 3]
 //! ```
+//!
+//! `kat-dec` decapsulates a KAT's ciphertexts from each count's sk and ct alone, in a
+//! process that never ran keygen or enc (see `kat_dec.rs`).
 //!
 //! `ct` runs the operation with its secrets marked for valgrind's memcheck (see
 //! `kem_native::ct`); the engine runs it under `valgrind --tool=memcheck`.
@@ -59,6 +63,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod args;
+mod kat_dec;
 mod serve;
 
 use args::{Args, USAGE};
@@ -314,6 +319,7 @@ fn run(argv: &[String], record: &File) -> Result<Outcome, RunnerError> {
     let args = Args::parse(argv)?;
     match args.job {
         "kat" => job_kat(&args),
+        "kat-dec" => kat_dec::job_kat_dec(&args),
         "time" => job_time(&args),
         "serve" => serve::job_serve(&args, record),
         "count" => job_count(&args),

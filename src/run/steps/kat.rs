@@ -343,7 +343,7 @@ struct Modes<'a> {
     /// `kat.sha256`: name -> SHA-256.
     expected: BTreeMap<String, String>,
     /// The instance's submitted file (`kat submitted=`), if the submission names them.
-    submitted: Option<Result<super::kat_submitted::Submitted, super::kat_submitted::Verdict>>,
+    submitted: Option<Result<super::kat_submitted::Submitted, Box<super::kat_submitted::Verdict>>>,
     /// Counts of the `all` mode the manifest or the pipeline declares.
     declared: u32,
     /// The pipeline asks for fewer counts than the manifest declares (a reduced full KAT).

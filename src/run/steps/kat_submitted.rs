@@ -111,29 +111,29 @@ pub struct Submitted {
 
 /// The submitted file of `inst` under `root`, or the verdict every mode gets without it
 /// (no file named: NOKAT; a bad template or an unreadable file: FAIL).
-pub fn load(root: &Path, inst: &Instance, api: &ApiSizes) -> Result<Submitted, Verdict> {
+pub fn load(root: &Path, inst: &Instance, api: &ApiSizes) -> Result<Submitted, Box<Verdict>> {
     let rel = match submitted_path(inst, api) {
         Some(Ok(r)) => r,
         Some(Err(e)) => {
-            return Err(Verdict::fail(
+            return Err(Box::new(Verdict::fail(
                 KatStatus::Fail,
                 format!("bad `kat submitted=`: {e}"),
-            ))
+            )))
         }
         None => {
-            return Err(Verdict::fail(
+            return Err(Box::new(Verdict::fail(
                 KatStatus::Nokat,
                 "no submitted KAT file named for this instance".to_string(),
-            ))
+            )))
         }
     };
     // The submitter's file: read only where it resolves inside the source tree.
     let bytes = crate::safe_fs::read_within(root, &root.join(&rel), crate::safe_fs::OUTPUT_CAP)
         .map_err(|e| {
-            Verdict::fail(
+            Box::new(Verdict::fail(
                 KatStatus::Fail,
                 format!("cannot read the submitted KAT file `{rel}`: {e}"),
-            )
+            ))
         })?;
     let sha256 = sha256_hex(&bytes);
     let text = String::from_utf8_lossy(&bytes).into_owned();
@@ -168,7 +168,7 @@ impl Submitted {
 /// What a mode is judged against: the instance's submitted file and its pin.
 pub struct Against<'a> {
     pub api: &'a ApiSizes,
-    pub file: &'a Result<Submitted, Verdict>,
+    pub file: &'a Result<Submitted, Box<Verdict>>,
     /// The SHA-256 `kat.sha256` gives for the instance.
     pub pin: Option<&'a str>,
     /// `kat.sha256`'s file name, for reasons.
@@ -181,7 +181,7 @@ pub struct Against<'a> {
 pub fn judge(a: &Against<'_>, generated: &str, counts: u32, mode: KatMode) -> Verdict {
     let file = match a.file {
         Ok(f) => f,
-        Err(v) => return v.clone(),
+        Err(v) => return (**v).clone(),
     };
     let (rel, in_file) = (&file.rel, file.counts);
     let common = counts.min(in_file);
@@ -295,7 +295,7 @@ pub fn judge(a: &Against<'_>, generated: &str, counts: u32, mode: KatMode) -> Ve
 /// Returns the name and, when it came from the file, a line saying so.
 pub fn header_name(
     api: &ApiSizes,
-    file: &Result<Submitted, Verdict>,
+    file: &Result<Submitted, Box<Verdict>>,
 ) -> Result<(String, Option<String>), String> {
     if let Some(a) = &api.algname {
         return Ok((a.clone(), None));
@@ -418,7 +418,7 @@ mod tests {
     }
 
     /// A source root holding `text` as the instance's submitted file, and the file loaded.
-    fn submitted(text: &str) -> (tempfile::TempDir, Result<Submitted, Verdict>) {
+    fn submitted(text: &str) -> (tempfile::TempDir, Result<Submitted, Box<Verdict>>) {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("KAT")).unwrap();
         std::fs::write(d.path().join("KAT/PQCkemKAT_9.rsp"), text).unwrap();
@@ -426,7 +426,7 @@ mod tests {
         (d, file)
     }
 
-    fn against<'a>(api: &'a ApiSizes, file: &'a Result<Submitted, Verdict>) -> Against<'a> {
+    fn against<'a>(api: &'a ApiSizes, file: &'a Result<Submitted, Box<Verdict>>) -> Against<'a> {
         Against {
             api,
             file,

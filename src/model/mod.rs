@@ -381,6 +381,16 @@ pub enum KatRng {
     Hqc,
 }
 
+impl KatRng {
+    /// Its name on kem-runner's command line and in cache keys (`nist`, `hqc`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KatRng::Nist => "nist",
+            KatRng::Hqc => "hqc",
+        }
+    }
+}
+
 /// One KEM submission (`submissions/<id>/manifest.kdl`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Submission {

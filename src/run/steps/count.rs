@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::kat::rng_name;
 use super::runner_job::record;
 use super::valgrind_object::valgrind;
 use super::{exec, Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
@@ -55,7 +54,7 @@ impl KindSpec for Kind {
                 .collect::<Vec<_>>()
                 .join(" "),
         );
-        m.insert("kat rng".into(), rng_name(sub.kat.rng).into());
+        m.insert("kat rng".into(), sub.kat.rng.name().into());
         m.insert(
             "primitives".into(),
             format!("{:?}", sub.primitives.functions),
@@ -110,7 +109,7 @@ fn count(step: &mut Step) -> Result<Done, StepError> {
     };
     let op = step.node.op.expect("count is per operation");
     let iters = ctx.spec(step.node.kind).expect("declared").params.iters;
-    let rng = rng_name(step.submission().kat.rng);
+    let rng = step.submission().kat.rng.name();
     let function = format!("{}{}", build.namespace, op_c_name(op));
     let object = ctx.out.join(&object);
     let name = format!("count__{op}");

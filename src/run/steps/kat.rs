@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::runner_job::parse_runner;
+use super::runner_job::{crashed_in, parse_runner};
 use super::{Done, JobError, KindSpec, RunnerJob, Step, StepError};
 use crate::graph::Node;
-use crate::model::{Campaign, Instance, KatMode, KatRng, Source, StepKind, StepSpec, Submission};
+use crate::model::{Campaign, Instance, KatMode, Source, StepKind, StepSpec, Submission};
 use crate::record::{
     BuildData, KatData, KatModeResult, KatOutput, KatStatus, ProfileKatCheck, Status, StepData,
 };
@@ -225,7 +225,7 @@ fn run_kat(
     let job = RunnerJob::new(step, "kat", &format!("kat-{}", mode.name()), object, build)?;
     let written = job.scratch().join(rsp.file_name().unwrap_or_default());
     let job = job
-        .opt("rng", rng_name(step.submission().kat.rng))
+        .opt("rng", step.submission().kat.rng.name())
         .opt("mode", mode.name())
         .opt("counts", counts)
         .opt("out", written.display());
@@ -246,36 +246,16 @@ fn run_kat(
                 Ok(o)
             })),
         Exit::TimedOut => Err(StepError::TimedOut(step.timeout_text())),
-        Exit::Signal(_) => {
-            // The runner names each call on stderr just before making it.
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let prefix = format!("{} ", kem_native::kat::CALLING);
-            let at = stderr
-                .lines()
-                .rev()
-                .find_map(|l| l.strip_prefix(&prefix))
-                .map(|call| format!(" in {call}"))
-                .unwrap_or_default();
-            Ok(Err(KatError::Crashed {
-                at,
-                exit: out.exit.describe(),
-                limits: step.limits_note(),
-            }))
-        }
+        Exit::Signal(_) => Ok(Err(KatError::Crashed {
+            at: crashed_in(&out.stderr),
+            exit: out.exit.describe(),
+            limits: step.limits_note(),
+        })),
         other => Ok(Err(KatError::Runner {
             exit: other.describe(),
             tail: crate::run::exec::tail(&out.stderr, 3),
         })),
     })
-}
-
-/// The name of a submission's KAT generator on kem-runner's command line and in cache keys
-/// (`nist`, `hqc`).
-pub fn rng_name(rng: KatRng) -> &'static str {
-    match rng {
-        KatRng::Nist => "nist",
-        KatRng::Hqc => "hqc",
-    }
 }
 
 /// The `kat` kind: per instance.

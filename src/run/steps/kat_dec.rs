@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::runner_job::parse_runner;
+use super::runner_job::{crashed_in, parse_runner};
 use super::{RunnerJob, Step, StepError};
 use crate::model::KatMode;
 use crate::record::{BuildData, FreshDec, KatModeResult, KatStatus};
@@ -93,7 +93,7 @@ fn fresh_dec(
     std::fs::write(&pairs, bytes).map_err(StepError::io(&pairs))?;
     let width = build.api.ss as usize;
     let job = job
-        .opt("rng", super::kat::rng_name(step.submission().kat.rng))
+        .opt("rng", step.submission().kat.rng.name())
         .opt("in", pairs.display())
         .opt("out", ss.display());
     let failure = job.run(step, log, &|_| {}, |step, out, _| match &out.exit {
@@ -105,21 +105,12 @@ fn fresh_dec(
             Err(e) => Some(e.to_string()),
         }),
         Exit::TimedOut => Err(StepError::TimedOut(step.timeout_text())),
-        Exit::Signal(_) => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let prefix = format!("{} ", kem_native::kat::CALLING);
-            let at = stderr
-                .lines()
-                .rev()
-                .find_map(|l| l.strip_prefix(&prefix))
-                .map(|call| format!(" in {call}"))
-                .unwrap_or_default();
-            Ok(Some(format!(
-                "crashed{at}: {} ({})",
-                out.exit.describe(),
-                step.limits_note()
-            )))
-        }
+        Exit::Signal(_) => Ok(Some(format!(
+            "crashed{}: {} ({})",
+            crashed_in(&out.stderr),
+            out.exit.describe(),
+            step.limits_note()
+        ))),
         other => Ok(Some(format!(
             "kem-runner failed ({}): {}",
             other.describe(),

@@ -223,3 +223,16 @@ pub fn parse_runner<T: for<'de> serde::Deserialize<'de>>(
         tail: exec::tail(&out.stderr, 3),
     })
 }
+
+/// ` in <call>` for the KAT call a runner job crashed in (the runner names each call on
+/// stderr just before making it), or nothing when it named none.
+pub fn crashed_in(stderr: &[u8]) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    let prefix = format!("{} ", kem_native::kat::CALLING);
+    stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(|call| format!(" in {call}"))
+        .unwrap_or_default()
+}

@@ -182,10 +182,13 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
             let mut shaped = shape(&Value::Object(std::mem::take(d)));
             // Which of the host's states a run saw (one, two, how many batches in each)
             // is measured too: the figures of a state the other run did not see are null.
-            if let Some(h) = shaped.pointer_mut("/rounds/host") {
-                if h.is_object() {
-                    *h = Value::from("<measured>");
+            // So are the flags on a figure (most batches interfered, too few uncontended):
+            // they name what the host did during that run's batches.
+            if let Some(r) = shaped.pointer_mut("/rounds").and_then(Value::as_object_mut) {
+                if r.get("host").is_some_and(Value::is_object) {
+                    r.insert("host".into(), Value::from("<measured>"));
                 }
+                r.insert("flags".into(), Value::from("<measured>"));
             }
             *d = shaped.as_object().cloned().unwrap_or_default();
         }

@@ -68,7 +68,8 @@ impl Watch {
         self.start = Some(now);
         if self.inside > self.wall.mul_f64(MAX_CPU_PER_WALL) + MIN_OUTSIDE {
             return Some(format!(
-                "its processes used {:.0} ms of CPU in {:.0} ms of its batches: more than one                  CPU's worth (threads working beside the timed one)",
+                "its processes used {:.0} ms of CPU in {:.0} ms of its batches: more than one \
+                 CPU's worth (threads working beside the timed one)",
                 self.inside.as_secs_f64() * 1e3,
                 self.wall.as_secs_f64() * 1e3
             ));
@@ -113,13 +114,16 @@ impl Watch {
         self.wall += wall;
     }
 
-    /// At the end of a batch.
-    pub fn after_batch(&mut self) {
+    /// At the end of a batch: the CPU time the tree used in it, when known.
+    pub fn after_batch(&mut self) -> Option<Duration> {
         let now = self.root.and_then(tree_cpu);
-        if let (Some(start), Some(now)) = (self.start.take(), now) {
-            self.inside += now.saturating_sub(start);
-        }
+        let used = match (self.start.take(), now) {
+            (Some(start), Some(now)) => Some(now.saturating_sub(start)),
+            _ => None,
+        };
+        self.inside += used.unwrap_or_default();
         self.last = now;
+        used
     }
 }
 
@@ -233,7 +237,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
             w.iter_mut().for_each(|w| {
                 w.add_wall(Duration::from_millis(42));
-                w.after_batch()
+                w.after_batch();
             });
             std::thread::sleep(Duration::from_millis(40));
         }

@@ -6,15 +6,15 @@
 //! runner's GOT entry of `clock_gettime`, or patch the runner's code so that both its counter
 //! and its clock read low. Three checks live outside its reach, in the engine:
 //!
-//! - **The counter's rate.** The engine measures this machine's counter rate once per session
-//!   ([`machine_rate`], ticks per ns over its own monotonic clock); a batch's ticks per ns
-//!   (`cycles / ns`, both read around the same loop) must agree within [`RATE_TOLERANCE`]. A
-//!   faked clock or an emulated counter runs at another rate.
-//! - **The wall around the batch.** The engine's monotonic clock from sending `batch` to
-//!   reading the answer must be mostly covered by what the batch reports: its KEM blocks' ns
-//!   and its yardstick blocks' ticks at the machine's rate. A batch covering less than
-//!   [`MIN_COVER`] of that wall (less [`SLACK`] for the exchange) claims less time than it
-//!   took (a halved clock, patched counters).
+//! - **The time the batch took.** The engine's monotonic clock from sending `batch` to
+//!   reading the answer, less the time the engine's own thread waited for a CPU meanwhile
+//!   ([`run_delay`]), and at most the CPU time the runner's process tree used meanwhile
+//!   (read from `/proc`: on a loaded host the runner waits for its core before and after the
+//!   batch, which lengthens the wall but not its CPU time; a KEM can neither shorten its CPU
+//!   time without doing less nor lengthen the engine's wait), must be mostly covered by what
+//!   the batch reports: its KEM blocks' ns and its yardstick blocks' ticks at the machine's
+//!   rate. A batch covering less than [`MIN_COVER`] of it (less [`SLACK`] for the exchange)
+//!   claims less time than it took (a halved clock, patched counters).
 //! - **CPU time** (in [`super::super::outside`]): the runner's process tree may not use more
 //!   CPU in its batches than their wall time allows on one core.
 //!
@@ -55,6 +55,18 @@ pub const STRIKES: u32 = 3;
 /// the cost of reading it weigh too much).
 const MIN_RATE_NS: u64 = 1_000_000;
 
+/// How long the engine's thread has waited for a CPU, runnable, since it started
+/// (`/proc/thread-self/schedstat`, field 2); zero where the kernel does not tell. Taken
+/// around a batch, it is the part of the engine's wall that a loaded host spent before the
+/// engine could read the answer: not the batch's, so not held against its cover.
+pub fn run_delay() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
+}
+
 /// This machine's counter rate, ticks per ns: the median of three 20 ms measurements over the
 /// monotonic clock, on the engine's thread (the counter is the same on every core of a
 /// machine with an invariant TSC, and `cntvct` on aarch64 runs at a fixed rate).
@@ -73,9 +85,31 @@ pub fn machine_rate() -> Option<f64> {
     r.get(r.len() / 2).copied()
 }
 
+/// What the engine measured around one batch, from outside kem-runner.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spent {
+    /// Its monotonic clock from sending `batch` to reading the answer.
+    pub wall: Duration,
+    /// How long its own thread waited for a CPU meanwhile ([`run_delay`]).
+    pub waited: Duration,
+    /// The CPU time the runner's process tree used meanwhile (`/proc`), when known.
+    pub busy: Option<Duration>,
+}
+
+impl Spent {
+    /// The time the batch took at most: the wall less the engine's own wait for a CPU, and
+    /// no more than the runner's processes ran. (On a loaded host the runner waits for its
+    /// core before and after the batch too; that lengthens the wall, not its CPU time. A KEM
+    /// cannot shorten its CPU time without doing less, nor lengthen the engine's wait.)
+    fn took(&self) -> Duration {
+        let wall = self.wall.saturating_sub(self.waited);
+        self.busy.map_or(wall, |b| b.min(wall))
+    }
+}
+
 /// What is wrong with batch `n`'s clocks, if anything: its rate against `rate` (the
-/// machine's), its reported time against `wall` (the engine's, around it).
-pub fn odd(n: usize, b: &BatchReply, wall: Duration, rate: Option<f64>) -> Option<String> {
+/// machine's), its reported time against what the engine measured around it.
+pub fn odd(n: usize, b: &BatchReply, spent: Spent, rate: Option<f64>) -> Option<String> {
     let rate = rate?;
     if b.ns >= MIN_RATE_NS {
         let own = b.cycles as f64 / b.ns as f64;
@@ -90,14 +124,20 @@ pub fn odd(n: usize, b: &BatchReply, wall: Duration, rate: Option<f64>) -> Optio
     }
     let gauge_ns = b.gauge_cycles.iter().sum::<u64>() as f64 / rate;
     let covered = b.ns as f64 + gauge_ns;
-    let wall_ns = wall.as_nanos() as f64;
-    let due = MIN_COVER * wall.saturating_sub(SLACK).as_nanos() as f64;
-    (wall >= MIN_WALL && covered < due).then(|| {
+    let took = spent.took();
+    let due = MIN_COVER * took.saturating_sub(SLACK).as_nanos() as f64;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    (took >= MIN_WALL && covered < due).then(|| {
         format!(
-            "implausible timing record: batch {n} accounts for {:.3} ms of the {:.3} ms the \
-             engine measured around it (kem-runner's clock is not the machine's)",
+            "implausible timing record: batch {n} accounts for {:.3} ms of the {:.3} ms it \
+             took as the engine measured it ({:.3} ms around it, {} of the runner's CPU) \
+             (kem-runner's clock is not the machine's)",
             covered / 1e6,
-            wall_ns / 1e6
+            ms(took),
+            ms(spent.wall),
+            spent
+                .busy
+                .map_or("no account".into(), |c| format!("{:.3} ms", ms(c)))
         )
     })
 }
@@ -106,6 +146,13 @@ pub fn odd(n: usize, b: &BatchReply, wall: Duration, rate: Option<f64>) -> Optio
 mod tests {
     use super::*;
     use kem_native::serve::OwnSched;
+
+    fn wall(wall: Duration) -> Spent {
+        Spent {
+            wall,
+            ..Spent::default()
+        }
+    }
 
     fn reply(cycles: u64, ns: u64, gauge: Vec<u64>) -> BatchReply {
         BatchReply {
@@ -124,9 +171,12 @@ mod tests {
         let ms = Duration::from_millis;
         // 2.6 ticks per ns: 19 ms of KEM, 2 x 0.4 ms of yardstick, in 20 ms of wall.
         let b = reply(49_400_000, 19_000_000, vec![1_040_000, 1_040_000]);
-        assert_eq!(odd(1, &b, ms(20), Some(2.6)), None);
+        assert_eq!(odd(1, &b, wall(ms(20)), Some(2.6)), None);
         // Without the machine's rate nothing is claimed either way.
-        assert_eq!(odd(1, &reply(1, 19_000_000, vec![]), ms(20), None), None);
+        assert_eq!(
+            odd(1, &reply(1, 19_000_000, vec![]), wall(ms(20)), None),
+            None
+        );
     }
 
     #[test]
@@ -135,22 +185,64 @@ mod tests {
         // The counter emulated at a quarter of its rate (the PR_SET_TSC fixture's 0.645 GHz
         // against 2.595).
         let b = reply(12_350_000, 19_000_000, vec![]);
-        let why = odd(3, &b, ms(20), Some(2.6)).expect("odd");
+        let why = odd(3, &b, wall(ms(20)), Some(2.6)).expect("odd");
         assert!(why.contains("batch 3 counts 0.650 ticks per ns"), "{why}");
         // Clock and counter both halved (patched code): the rate agrees, the wall does not
         // (9 ms against the 9.5 ms due: half of 20 ms less the exchange's 1 ms).
         let b = reply(23_400_000, 9_000_000, vec![]);
-        let why = odd(4, &b, ms(20), Some(2.6)).expect("odd");
+        let why = odd(4, &b, wall(ms(20)), Some(2.6)).expect("odd");
         assert!(
-            why.contains("accounts for 9.000 ms of the 20.000 ms"),
+            why.contains("accounts for 9.000 ms of the 20.000 ms it took"),
             "{why}"
         );
+        // The same with the runner's processes seen running all along: still odd.
+        let ran = Spent {
+            busy: Some(ms(20)),
+            ..wall(ms(20))
+        };
+        assert!(odd(4, &b, ran, Some(2.6)).is_some());
         // A short batch whose wall is mostly the exchange is not held to it.
         let short = Duration::from_micros(900);
-        assert_eq!(odd(6, &reply(26, 10, vec![]), short, Some(2.6)), None);
+        assert_eq!(odd(6, &reply(26, 10, vec![]), wall(short), Some(2.6)), None);
         // A rate 1.5% off is the clock's noise, not a fake.
         let b = reply(50_141_000, 19_000_000, vec![]);
-        assert_eq!(odd(5, &b, ms(20), Some(2.6)), None);
+        assert_eq!(odd(5, &b, wall(ms(20)), Some(2.6)), None);
+    }
+
+    #[test]
+    fn a_loaded_host_lengthens_the_wall_not_the_batch() {
+        let ms = Duration::from_millis;
+        // The CI case: an honest 19.5 ms batch answered after 49 ms, the runner waiting for
+        // its core before and after it (it ran 20 ms), or the engine waiting for its own.
+        let b = reply(50_700_000, 19_500_000, vec![]);
+        assert!(odd(1, &b, wall(ms(49)), Some(2.6)).is_some());
+        let ran = Spent {
+            busy: Some(ms(20)),
+            ..wall(ms(49))
+        };
+        assert_eq!(odd(1, &b, ran, Some(2.6)), None);
+        let engine_waited = Spent {
+            waited: ms(29),
+            ..wall(ms(49))
+        };
+        assert_eq!(odd(1, &b, engine_waited, Some(2.6)), None);
+        // A halved clock is odd on a loaded host too: 9 ms claimed of the 20 ms it ran.
+        let halved = reply(23_400_000, 9_000_000, vec![]);
+        assert!(odd(1, &halved, ran, Some(2.6)).is_some());
+    }
+
+    #[test]
+    fn the_engines_wait_for_a_cpu_is_read_and_only_grows() {
+        let a = run_delay();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = run_delay();
+        assert!(b >= a, "{a:?} then {b:?}");
+        // Linux has had schedstat since 2.6; every kernel this tool supports shows it.
+        assert!(std::path::Path::new("/proc/thread-self/schedstat").exists());
     }
 
     #[test]

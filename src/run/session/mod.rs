@@ -341,7 +341,6 @@ fn rounds(
                 continue;
             }
             if let Some(ns) = batch(l, (round, pos), rate, s) {
-                l.cpu.after_batch();
                 used_ns += ns;
             }
         }
@@ -385,12 +384,15 @@ fn batch(
 ) -> Option<u64> {
     let served = l.served.as_mut().expect("alive members are served");
     let before = interference::read_cpu(s.bench_cpu);
+    let waited = clocks::run_delay();
     let sent = Instant::now();
     let r = match served.send("batch") {
         Ok(()) => served.next_line(&[BATCH, DONE], Instant::now() + s.timeout, &mut l.m.log),
         Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
     };
     let wall = sent.elapsed();
+    let waited = clocks::run_delay().saturating_sub(waited);
+    let busy = l.cpu.after_batch();
     let after = interference::read_cpu(s.bench_cpu);
     l.cpu.add_wall(wall);
     let reply = match &r {
@@ -412,7 +414,12 @@ fn batch(
         l.fail(stop);
         return None;
     }
-    if let Some(why) = clocks::odd(l.values.len() + 1, &b, wall, rate) {
+    if let Some(why) = clocks::odd(
+        l.values.len() + 1,
+        &b,
+        clocks::Spent { wall, waited, busy },
+        rate,
+    ) {
         l.odd_clocks += 1;
         let first = l.first_odd.get_or_insert(why).clone();
         if l.odd_clocks >= clocks::STRIKES {

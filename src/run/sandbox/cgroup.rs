@@ -94,6 +94,17 @@ impl Cgroups {
         })
     }
 
+    /// Group `n` under `base`, made and remembered (to be swept).
+    fn fresh(&self, base: &std::path::Path, n: u64) -> Result<PathBuf, String> {
+        let dir = base.join(n.to_string());
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        self.made
+            .lock()
+            .expect("cgroups lock")
+            .push((dir.clone(), Instant::now()));
+        Ok(dir)
+    }
+
     /// A fresh group per controller with the limits for a command whose memory (address
     /// space, private `/tmp`, `/dev/shm`) may reach `memory` bytes, and kept on core `cpu`
     /// when one is given (and `cpuset` is there); the `cgroup.procs` files its first process
@@ -103,12 +114,7 @@ impl Cgroups {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let mut procs = Vec::new();
         for (c, base) in &self.bases {
-            let dir = base.join(n.to_string());
-            std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            self.made
-                .lock()
-                .expect("cgroups lock")
-                .push((dir.clone(), Instant::now()));
+            let dir = self.fresh(base, n)?;
             let set = |file: &str, value: u64| {
                 std::fs::write(dir.join(file), value.to_string())
                     .map_err(|e| format!("{}/{file}: {e}", dir.display()))
@@ -125,12 +131,7 @@ impl Cgroups {
             procs.push(dir.join("cgroup.procs"));
         }
         if let (Some((base, mems)), Some(cpu)) = (&self.cpuset, cpu) {
-            let dir = base.join(n.to_string());
-            std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            self.made
-                .lock()
-                .expect("cgroups lock")
-                .push((dir.clone(), Instant::now()));
+            let dir = self.fresh(base, n)?;
             for (file, value) in [
                 ("cpuset.cpus", cpu.to_string()),
                 ("cpuset.mems", mems.clone()),

@@ -25,6 +25,7 @@ pub mod disk;
 pub mod pinning;
 pub mod seccomp;
 pub mod user;
+mod view;
 
 use std::ffi::OsString;
 use std::io::{Seek, Write};
@@ -136,89 +137,6 @@ fn fallback_missing(why: &str) -> Vec<String> {
         "no filesystem isolation: the code can read and write wherever this user can".into(),
         "no seccomp filter, no private /tmp or /dev/shm".into(),
     ]
-}
-
-/// `--ro-bind`, `--chmod 0755` of the folders bwrap makes above the bound paths (it copies
-/// the modes of their host folders, e.g. `/root`'s 0700), `/proc` and `/dev`.
-fn view(a: &mut Vec<OsString>, jail: &Jail, program: &Path) {
-    let push = |a: &mut Vec<OsString>, items: &[&str]| a.extend(items.iter().map(OsString::from));
-    for sys in SYSTEM {
-        let p = Path::new(sys);
-        match std::fs::symlink_metadata(p) {
-            Ok(m) if m.file_type().is_symlink() => {
-                if let Ok(target) = std::fs::read_link(p) {
-                    a.push("--symlink".into());
-                    a.push(target.into_os_string());
-                    a.push(sys.into());
-                }
-            }
-            Ok(_) => push(a, &["--ro-bind", sys, sys]),
-            Err(_) => {}
-        }
-    }
-    // The private /tmp before the binds (a jail's folders may lie below /tmp).
-    let (tmp, shm) = (TMP_BYTES.to_string(), SHM_BYTES.to_string());
-    push(a, &["--perms", "01777", "--size", &tmp, "--tmpfs", "/tmp"]);
-    push(a, &["--proc", "/proc", "--dev", "/dev"]);
-    push(
-        a,
-        &["--perms", "01777", "--size", &shm, "--tmpfs", "/dev/shm"],
-    );
-    let in_system = |p: &Path| SYSTEM.iter().any(|s| p.starts_with(s));
-    let mut bound: Vec<PathBuf> = Vec::new();
-    let reads = jail
-        .read
-        .iter()
-        .cloned()
-        .chain(program_prefix(program))
-        .filter_map(|p| std::path::absolute(p).ok())
-        .filter(|p| p.exists() && !in_system(p));
-    for p in reads {
-        a.push("--ro-bind".into());
-        a.push(p.clone().into_os_string());
-        a.push(p.clone().into_os_string());
-        bound.push(p);
-    }
-    for p in jail
-        .write
-        .iter()
-        .filter_map(|p| std::path::absolute(p).ok())
-    {
-        a.push("--bind".into());
-        a.push(p.clone().into_os_string());
-        a.push(p.clone().into_os_string());
-        bound.push(p);
-    }
-    // Not the mounts made here (the private /tmp is 01777).
-    let own_mounts = ["/", "/tmp", "/proc", "/dev"].map(Path::new);
-    let mut made: Vec<&Path> = bound
-        .iter()
-        .flat_map(|p| p.ancestors().skip(1))
-        .chain(Some(Path::new("/etc")).filter(|_| SYSTEM.iter().any(|s| s.starts_with("/etc/"))))
-        .filter(|d| !own_mounts.contains(d) && !bound.iter().any(|b| d.starts_with(b)))
-        .collect();
-    made.sort();
-    made.dedup();
-    for d in made {
-        a.push("--chmod".into());
-        a.push("0755".into());
-        a.push(d.as_os_str().to_owned());
-    }
-}
-
-/// The install prefix of `program` (`/opt/gcc-13` for `/opt/gcc-13/bin/gcc`) when it lies
-/// outside [`SYSTEM`]: the compiler needs its own libraries.
-fn program_prefix(program: &Path) -> Option<PathBuf> {
-    let found = if program.components().count() > 1 {
-        program.to_path_buf()
-    } else {
-        find_on_path(&program.to_string_lossy())?
-    };
-    let real = std::fs::canonicalize(found).ok()?;
-    if SYSTEM.iter().any(|s| real.starts_with(s)) {
-        return None;
-    }
-    real.parent()?.parent().map(Path::to_path_buf)
 }
 
 /// Give the jail user the folders it may write (and what earlier runs left in them).
@@ -583,7 +501,7 @@ impl Sandbox {
                 }
             }
         }
-        view(&mut a, jail, program);
+        view::view(&mut a, jail, program);
         push(&mut a, &["--remount-ro", "/"]);
         if let Some((u, setpriv)) = &b.drop_to {
             // The second bwrap, started as the jail user, uses the first one's view whole.
@@ -695,80 +613,4 @@ fn wait_bounded(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn jail(dir: &Path) -> Jail {
-        Jail {
-            read: vec![dir.to_path_buf()],
-            write: vec![dir.join("rw")],
-            cwd: dir.join("rw"),
-            memory: DEFAULT_MEMORY,
-            cpu: None,
-        }
-    }
-
-    fn sh(sb: &Sandbox, j: &Jail, script: &str) -> std::process::Output {
-        sb.command(Path::new("/bin/sh"), &["-c".into(), script.into()], j)
-            .output()
-            .unwrap()
-    }
-
-    #[test]
-    fn bwrap_hides_home_and_keeps_writes_in_the_jail() {
-        let sb = Sandbox::detect();
-        let missing = (!sb.contained()).then(|| sb.info.missing.join("; "));
-        if !crate::require::require("bubblewrap", missing) {
-            return;
-        }
-        let d = tempfile::tempdir().unwrap();
-        // Readable by the jail user of a root engine.
-        std::fs::set_permissions(
-            d.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        std::fs::create_dir_all(d.path().join("rw")).unwrap();
-        std::fs::write(d.path().join("input"), "in").unwrap();
-        let j = jail(d.path());
-        let out = sh(
-            &sb,
-            &j,
-            "cat ../input && echo ok > out && touch ../outside; ls /root | wc -l; \
-             head -c 1 /dev/zero | od -An -tx1; env | sort",
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.starts_with("in0\n"),
-            "input unreadable or /root not empty: {text}"
-        );
-        // The jail's devices open (as root the code runs under a second bwrap: a plain
-        // bind of the first one's view made them nodev, and gcc -dM -E of /dev/null failed).
-        assert!(text.contains("\n 00\n"), "/dev/zero unreadable: {text}");
-        assert!(!text.contains("CARGO"), "environment leaked: {text}");
-        assert_eq!(
-            std::fs::read_to_string(d.path().join("rw/out")).unwrap(),
-            "ok\n"
-        );
-        assert!(!d.path().join("outside").exists());
-    }
-
-    #[test]
-    fn limits_apply_with_and_without_bwrap() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("rw")).unwrap();
-        let mut j = jail(d.path());
-        j.memory = 1 << 30;
-        for sb in [Sandbox::detect(), Sandbox::unavailable("test")] {
-            let out = sh(&sb, &j, "ulimit -v; ulimit -n");
-            let text = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(
-                text,
-                format!("{}\n{OPEN_FILES}\n", (1u64 << 30) / 1024),
-                "{:?}",
-                sb.info
-            );
-        }
-        assert!(!Sandbox::unavailable("x").info.missing.is_empty());
-    }
-}
+mod tests;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::runner_job::record;
-use super::valgrind_object::valgrind;
+use super::valgrind_object::{valgrind, valgrind_key};
 use super::{exec, Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
 use crate::count::{self, valgrind_log, Declared};
 use crate::graph::Node;
@@ -38,12 +38,7 @@ impl KindSpec for Kind {
         m: &mut BTreeMap<String, String>,
     ) {
         m.insert("kem-native".into(), native());
-        m.insert(
-            "valgrind".into(),
-            valgrind()
-                .map_or("not installed", |v| v.version.as_str())
-                .to_string(),
-        );
+        m.insert("valgrind".into(), valgrind_key());
         let sub = &c.submissions[node.submission];
         // How callgrind counts (a record counted otherwise is counted again).
         m.insert(

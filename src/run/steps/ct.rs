@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::runner_job::record;
-use super::valgrind_object::valgrind;
+use super::valgrind_object::{valgrind, valgrind_key};
 use super::{Done, KindSpec, RunnerJob, Step, StepError, Wrapper};
 use crate::ct::latency::{self, Latency, LatencyError};
 use crate::graph::Node;
@@ -50,12 +50,7 @@ impl KindSpec for Kind {
     ) {
         m.insert("ct logic".into(), CT_LOGIC.into());
         m.insert("kem-native".into(), crate::run::keys::native());
-        m.insert(
-            "valgrind".into(),
-            valgrind()
-                .map_or("missing", |v| v.version.as_str())
-                .to_string(),
-        );
+        m.insert("valgrind".into(), valgrind_key());
         let sub = &c.submissions[node.submission];
         m.insert(
             "ct-benign".into(),

@@ -69,6 +69,14 @@ pub fn valgrind() -> Option<&'static Valgrind> {
     .as_ref()
 }
 
+/// The `valgrind` input of the `count` and `ct` cache keys: the version of [`valgrind`], or
+/// `not installed` (one spelling, so both steps see the same change).
+pub fn valgrind_key() -> String {
+    valgrind()
+        .map_or("not installed", |v| v.version.as_str())
+        .to_string()
+}
+
 /// Whether the campaign declares a step that runs the valgrind object.
 pub fn wanted(c: &Campaign) -> bool {
     // valgrind runs only on this machine's architecture: none for a foreign target.

@@ -1,5 +1,6 @@
-//! `ngcc-pipe run`: run a campaign (scheduler, `campaign.json`, reports, the summary), or
-//! print its plan with `--dry-run`.
+//! `ngcc-pipe run`: run a campaign (the steps, then `run::campaign::finish` writes
+//! `campaign.json` and the reports no step rendered) and print its summary, or print its plan
+//! with `--dry-run`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -9,7 +10,7 @@ use super::RunArgs;
 use crate::error::Error;
 use crate::graph;
 use crate::model::StepKind;
-use crate::record::{self, CampaignRecord, CampaignStep, Status, RECORD_SCHEMA};
+use crate::record::Status;
 use crate::run::ctx::Purpose;
 use crate::run::progress::{Progress, Verbosity};
 use crate::run::{self, Ctx};
@@ -96,96 +97,12 @@ fn run_campaign(
         }
     }
     sandbox_warning(&ctx.sandbox);
-    let campaign_json = ctx.out.join("campaign.json");
-    // The campaign record the last run left, kept when this one turns out to change nothing.
-    let previous: Option<CampaignRecord> = record::read_json(&campaign_json).ok().flatten();
-    let mut rec = CampaignRecord {
-        schema: RECORD_SCHEMA,
-        system: ctx.campaign.system.name.clone(),
-        arch: ctx.campaign.system.arch.clone(),
-        pipeline: ctx.campaign.pipeline_path.clone(),
-        command: std::env::args().collect(),
-        started: run::utc_now(),
-        finished: None,
-        environment: ctx.env.clone(),
-        env_fingerprint: ctx.facts.env_fingerprint.clone(),
-        steps: Vec::new(),
-        tool: Some(crate::tool_version()),
-        role: ctx.campaign.system.role,
-    };
-    record::write_json(&campaign_json, &rec).map_err(Error::io(campaign_json.display()))?;
-
+    let begun = run::campaign::begin(&ctx);
     let progress = Arc::new(Progress::new(selected.len() as u64, verbosity));
     let _ = ctx.progress.set(Arc::clone(&progress));
     let summary = run::execute(Arc::clone(&ctx), selected, &opts, &progress);
     progress.finish();
-
-    // The campaign's start and end are those of its evidence: the earliest start and the
-    // latest end among the step records, whichever invocation wrote them (a re-run that
-    // finds everything up to date does not move them).
-    let now = run::utc_now();
-    let mut span: Option<(String, String)> = None;
-    let mut steps = Vec::new();
-    for ix in ctx.plan.execution_order() {
-        let node = ctx.node(ix);
-        let Some(r) = ctx.read_record(node) else {
-            continue;
-        };
-        if r.status != Status::Skipped && !r.started.is_empty() {
-            span = Some(match span {
-                None => (r.started.clone(), r.finished.clone()),
-                Some((a, b)) => (a.min(r.started.clone()), b.max(r.finished.clone())),
-            });
-        }
-        let ran = summary.outcomes.get(&ix).is_some_and(|o| o.ran);
-        steps.push(CampaignStep {
-            id: node.id.clone(),
-            status: r.status,
-            reason: r.reason,
-            record: ctx.rel(&ctx.record_path(node)),
-            ran,
-        });
-    }
-    rec.steps = steps;
-    match span {
-        Some((a, b)) => {
-            rec.started = a;
-            rec.finished = Some(b);
-        }
-        None => rec.finished = Some(now),
-    }
-    // A run that ran nothing and found every step as the last run left it adds no evidence:
-    // the campaign record keeps the command, environment and times of the run whose
-    // evidence the records are, only its `ran` flags say that this run ran nothing; the
-    // reports, which do not show those flags, are already what rendering would give
-    // (rendering them again took 0.7 of the 1.2 s of a no-op re-run of the corpus campaign).
-    let unchanged = !summary.interrupted
-        && !summary.outcomes.values().any(|o| o.ran)
-        && ctx.out.join("reports").is_dir()
-        && previous.as_ref().is_some_and(|p| {
-            p.steps.len() == rec.steps.len()
-                && p.steps
-                    .iter()
-                    .zip(&rec.steps)
-                    .all(|(a, b)| (&a.id, a.status, &a.reason) == (&b.id, b.status, &b.reason))
-        });
-    if let (true, Some(mut p)) = (unchanged, previous) {
-        for st in &mut p.steps {
-            st.ran = false;
-        }
-        rec = p;
-        // the role is the pipeline's, not evidence: a changed `role` applies at once
-        rec.role = ctx.campaign.system.role;
-    }
-    record::write_json(&campaign_json, &rec).map_err(Error::io(campaign_json.display()))?;
-
-    // Re-render every report now that the campaign's end is known; the index covers
-    // everything with a record, not only this run's steps.
-    if ctx.spec(StepKind::Report).is_some() && !summary.interrupted && !unchanged {
-        if let Err(e) = super::report::render(&ctx.campaign, &ctx.out) {
-            eprintln!("warning: reports not re-rendered: {e}");
-        }
-    }
+    run::campaign::finish(&ctx, begun, &summary)?;
     print_summary(&ctx, &summary);
     if summary.interrupted {
         Err(Error::Interrupted)

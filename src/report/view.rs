@@ -132,6 +132,27 @@ impl CampaignView {
                     ),
                 )
             })?;
+        Self::build(campaign, out_dir, campaign_record)
+    }
+
+    /// As [`CampaignView::load`], with the campaign record given (a run's, while it goes on);
+    /// `None` reads `campaign.json`.
+    pub fn load_with(
+        campaign: &Campaign,
+        out_dir: &Path,
+        given: Option<CampaignRecord>,
+    ) -> io::Result<CampaignView> {
+        match given {
+            Some(r) => Self::build(campaign, out_dir, Some(r)),
+            None => Self::load(campaign, out_dir),
+        }
+    }
+
+    fn build(
+        campaign: &Campaign,
+        out_dir: &Path,
+        campaign_record: Option<CampaignRecord>,
+    ) -> io::Result<CampaignView> {
         let declared: BTreeSet<StepKind> = campaign.steps.iter().map(|s| s.kind).collect();
         let ops_of = |kind: StepKind| -> Vec<Op> {
             campaign

@@ -103,6 +103,7 @@ impl Ctx {
             slurm,
             shared_objects: Default::default(),
             progress: Default::default(),
+            campaign_header: Default::default(),
         })
     }
 }

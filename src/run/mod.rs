@@ -2,6 +2,7 @@
 //! (a rayon pool for parallel steps, one bench lane for exclusive ones), and the steps.
 
 pub mod bench_lock;
+pub mod campaign;
 pub mod ctx;
 pub mod decide;
 pub mod exec;
@@ -57,6 +58,8 @@ pub struct Ctx {
     pub shared_objects: steps::build::SharedObjects,
     /// Where running steps report how far they are (set when a run starts).
     pub progress: std::sync::OnceLock<std::sync::Arc<progress::Progress>>,
+    /// The run's campaign header (set when a run starts; [`campaign::begin`]).
+    pub campaign_header: std::sync::OnceLock<record::CampaignRecord>,
 }
 
 impl Ctx {

@@ -35,6 +35,7 @@ pub(crate) fn ctx(mut campaign: Campaign, out: &Path) -> Ctx {
         slurm: None,
         shared_objects: Default::default(),
         progress: Default::default(),
+        campaign_header: Default::default(),
     }
 }
 

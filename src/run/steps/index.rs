@@ -11,7 +11,11 @@ pub struct Kind;
 impl KindSpec for Kind {
     fn run(&self, step: &mut Step) -> Done {
         let ctx = step.ctx;
-        let view = match crate::report::CampaignView::load(&ctx.campaign, &ctx.out) {
+        let view = match crate::report::CampaignView::load_with(
+            &ctx.campaign,
+            &ctx.out,
+            crate::run::campaign::for_reports(ctx),
+        ) {
             Ok(v) => v,
             Err(e) => return Done::failed(format!("cannot read the records: {e}")),
         };

@@ -1,6 +1,5 @@
-//! `report`: render the submission's Markdown report and site page from its records. (At
-//! the end of every run all reports are rendered once more, so the campaign's end time is
-//! final.)
+//! `report`: render the submission's Markdown report and site page from its records, with
+//! the campaign record as the records so far say it (`run::campaign::for_reports`).
 
 use super::{Done, KindSpec, Step};
 use crate::record::{ReportData, StepData};
@@ -30,7 +29,11 @@ impl KindSpec for Kind {
 
 fn run(step: &mut Step) -> Done {
     let ctx = step.ctx;
-    let view = match crate::report::CampaignView::load(&ctx.campaign, &ctx.out) {
+    let view = match crate::report::CampaignView::load_with(
+        &ctx.campaign,
+        &ctx.out,
+        crate::run::campaign::for_reports(ctx),
+    ) {
         Ok(v) => v,
         Err(e) => return Done::failed(format!("cannot read the records: {e}")),
     };

@@ -20,6 +20,7 @@ use super::compare::{
     key_text, load, ratio_ci_text, sorted_keys, NoAdjustment, Series, Used, SEED,
 };
 use super::csv::field;
+use super::doc::{code, Doc, Table};
 use super::format;
 use crate::measure::stats::{self, band_verdict, ratio_ci, Change, Estimate};
 use crate::model::Op;
@@ -208,27 +209,33 @@ fn raw_text(n: NoAdjustment) -> &'static str {
 
 /// The history as Markdown.
 pub fn history_markdown(h: &History) -> String {
+    super::markdown::to_markdown(&history_doc(h))
+}
+
+/// The history as a document: the campaigns, how to read a cell, the rows.
+fn history_doc(h: &History) -> Doc {
     let band = format::share(h.band);
-    let mut o = format!("# History of {} campaigns\n\n", h.campaigns.len());
-    o.push_str("| # | folder | system | started |\n|---|---|---|---|\n");
+    let mut d = Doc::default();
+    d.h(1, format!("History of {} campaigns", h.campaigns.len()));
+    let mut t = Table::new(&["#", "folder", "system", "started"]);
     for (i, c) in h.campaigns.iter().enumerate() {
-        o.push_str(&format!(
-            "| {} | `{}` | {} | {} |\n",
-            i + 1,
-            c.dir.display(),
-            c.system,
-            c.started.as_deref().map(format::utc).unwrap_or("–".into())
-        ));
+        t.row(vec![
+            (i + 1).to_string(),
+            code(&c.dir.display().to_string()),
+            c.system.clone(),
+            c.started.as_deref().map(format::utc).unwrap_or("–".into()),
+        ]);
     }
-    o.push_str(&format!(
-        "\nEach cell is the median cycles per operation of that campaign, adjusted for the \
+    d.table(t);
+    d.p(format!(
+        "Each cell is the median cycles per operation of that campaign, adjusted for the \
          host's speed: the median over its rounds of the cycles divided by the yardstick's \
          cycles in the same round, times the yardstick's median cycles in the row's first \
          campaign (the figures are in that campaign's cycles). Rows whose campaigns did not \
          all time the same yardstick object give raw medians (basis `raw`). In brackets: the \
          change from the previous campaign; ▲ / ▼ mark a significant step, slower / faster: \
          its 95% bootstrap interval lies wholly beyond 1 ± {band} (`--band`). Last / first: \
-         the last campaign against the first, with its interval and verdict.\n\n"
+         the last campaign against the first, with its interval and verdict."
     ));
     let significant = h
         .rows
@@ -236,28 +243,48 @@ pub fn history_markdown(h: &History) -> String {
         .flat_map(|r| r.steps.iter().flatten())
         .filter(|s| s.change.significant())
         .count();
-    o.push_str(&format!(
-        "{significant} significant step{} over {} rows.\n\n",
+    d.p(format!(
+        "{significant} significant step{} over {} rows.",
         if significant == 1 { "" } else { "s" },
         h.rows.len()
     ));
-    o.push_str("| submission | instance | op | basis |");
-    for i in 0..h.campaigns.len() {
-        o.push_str(&format!(" #{} |", i + 1));
+    d.table(rows_table(h));
+    let raw: Vec<String> = h
+        .rows
+        .iter()
+        .filter_map(|r| {
+            r.raw_because.map(|n| {
+                format!(
+                    "{}: {}",
+                    code(&key_text(&(r.submission.clone(), r.instance.clone(), r.op))),
+                    raw_text(n)
+                )
+            })
+        })
+        .collect();
+    if !raw.is_empty() {
+        d.p("Raw medians (no common yardstick):");
+        d.list(raw);
     }
-    o.push_str(" last / first (95% CI) |\n|---|---|---|---|");
-    o.push_str(&"---|".repeat(h.campaigns.len() + 1));
-    o.push('\n');
+    d
+}
+
+/// One row per instance and operation, a column per campaign, then last against first.
+fn rows_table(h: &History) -> Table {
+    let numbers: Vec<String> = (1..=h.campaigns.len()).map(|i| format!("#{i}")).collect();
+    let mut head = vec!["submission", "instance", "op", "basis"];
+    head.extend(numbers.iter().map(String::as_str));
+    head.push("last / first (95% CI)");
+    let mut t = Table::new(&head);
     for r in &h.rows {
-        o.push_str(&format!(
-            "| {} | `{}` | {} | {} |",
-            r.submission,
-            r.instance,
-            r.op,
-            r.used.name()
-        ));
+        let mut cells = vec![
+            r.submission.clone(),
+            code(&r.instance),
+            r.op.to_string(),
+            r.used.name().to_string(),
+        ];
         for (m, s) in r.medians.iter().zip(&r.steps) {
-            let cell = match (m, s) {
+            cells.push(match (m, s) {
                 (None, _) => "–".to_string(),
                 (Some(m), None) => format::cycles(*m),
                 (Some(m), Some(s)) => format!(
@@ -266,34 +293,15 @@ pub fn history_markdown(h: &History) -> String {
                     change_text(s.ratio.median),
                     mark(s.change)
                 ),
-            };
-            o.push_str(&format!(" {cell} |"));
+            });
         }
-        o.push_str(&match &r.from_first {
-            Some(s) => format!(" {} {} |\n", ratio_ci_text(&s.ratio), s.change.name()),
-            None => " – |\n".to_string(),
+        cells.push(match &r.from_first {
+            Some(s) => format!("{} {}", ratio_ci_text(&s.ratio), s.change.name()),
+            None => "–".to_string(),
         });
+        t.row(cells);
     }
-    let raw: Vec<String> = h
-        .rows
-        .iter()
-        .filter_map(|r| {
-            r.raw_because.map(|n| {
-                format!(
-                    "`{}`: {}",
-                    key_text(&(r.submission.clone(), r.instance.clone(), r.op)),
-                    raw_text(n)
-                )
-            })
-        })
-        .collect();
-    if !raw.is_empty() {
-        o.push_str("\nRaw medians (no common yardstick):\n\n");
-        for line in raw {
-            o.push_str(&format!("- {line}\n"));
-        }
-    }
-    o
+    t
 }
 
 /// The history as CSV, one line per row and campaign: `index` from 1, the median, the step

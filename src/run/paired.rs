@@ -28,7 +28,9 @@ use crate::measure::stats::{self, Estimate, Verdict};
 use crate::model::{Op, StepKind};
 use crate::record::{self, BuildData, Status, StepData, StepRecord};
 use crate::report::csv::field;
+use crate::report::doc::{code, Doc, Table};
 use crate::report::format;
+use crate::report::markdown::to_markdown;
 
 /// Measured time per member when no precision is reached first: 2 s of batches.
 const MEMBER_BUDGET_NS: u64 = 2_000_000_000;
@@ -291,58 +293,67 @@ pub fn measure(
 
 /// The comparison as Markdown.
 pub fn markdown(p: &Paired) -> String {
-    let mut o = format!(
-        "# Paired comparison: `{}` (B) against `{}` (A)\n\n",
-        p.dir_b.display(),
-        p.dir_a.display()
+    let mut d = Doc::default();
+    d.h(
+        1,
+        format!(
+            "Paired comparison: {} (B) against {} (A)",
+            code(&p.dir_b.display().to_string()),
+            code(&p.dir_a.display().to_string())
+        ),
     );
-    o.push_str(&format!(
-        "Measured now, in one session (`{}`, seed {}): A, B and A again (A/A) interleaved in \
+    d.p(format!(
+        "Measured now, in one session ({}, seed {}): A, B and A again (A/A) interleaved in \
          the same shuffled rounds. Ratio = median of the per-round ratios B/A with its 95% \
          bootstrap CI; threshold = how far the A/A ratio's CI reaches from 1, at least 1%; \
-         `slower`/`faster` only when the whole CI lies beyond 1 ± threshold.\n\n",
-        p.session, p.seed
+         `slower`/`faster` only when the whole CI lies beyond 1 ± threshold.",
+        code(&p.session),
+        p.seed
     ));
     let differ = p.rows.iter().filter(|r| r.verdict != Verdict::Same).count();
-    o.push_str(&format!(
-        "{differ} of {} compared operations differ beyond the threshold.\n\n",
+    d.p(format!(
+        "{differ} of {} compared operations differ beyond the threshold.",
         p.rows.len()
     ));
-    o.push_str("| submission | instance | op | median A | median B | B/A (95% CI) | A/A (95% CI) | threshold | rounds (interfered) | verdict |\n");
-    o.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut t = Table::new(&[
+        "submission",
+        "instance",
+        "op",
+        "median A",
+        "median B",
+        "B/A (95% CI)",
+        "A/A (95% CI)",
+        "threshold",
+        "rounds (interfered)",
+        "verdict",
+    ]);
+    let ci = |e: &Estimate| format!("{:.3} ({:.3}–{:.3})", e.median, e.ci_low, e.ci_high);
     for r in &p.rows {
-        o.push_str(&format!(
-            "| {} | `{}` | {} | {} | {} | {:.3} ({:.3}–{:.3}) | {:.3} ({:.3}–{:.3}) | ±{} | {} ({}) | {} |\n",
-            r.submission,
-            r.instance,
-            r.op,
+        t.row(vec![
+            r.submission.clone(),
+            code(&r.instance),
+            r.op.to_string(),
             format::cycles(r.median_a),
             format::cycles(r.median_b),
-            r.ratio.median,
-            r.ratio.ci_low,
-            r.ratio.ci_high,
-            r.aa.median,
-            r.aa.ci_low,
-            r.aa.ci_high,
-            format::share(r.threshold),
-            r.rounds,
-            r.interfered,
-            r.verdict.name()
-        ));
+            ci(&r.ratio),
+            ci(&r.aa),
+            format!("±{}", format::share(r.threshold)),
+            format!("{} ({})", r.rounds, r.interfered),
+            r.verdict.name().to_string(),
+        ]);
     }
+    d.table(t);
     for (label, list) in [
         ("Could not be measured", &p.failures),
         ("Timed only in A", &p.only_a),
         ("Timed only in B", &p.only_b),
     ] {
         if !list.is_empty() {
-            o.push_str(&format!("\n{label}:\n\n"));
-            for k in list {
-                o.push_str(&format!("- {k}\n"));
-            }
+            d.p(format!("{label}:"));
+            d.list(list.clone());
         }
     }
-    o
+    to_markdown(&d)
 }
 
 /// The comparison as CSV: `submission,instance,op,median_a,median_b,ratio,ci_low,ci_high,

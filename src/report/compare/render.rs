@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::super::csv::field;
+use super::super::doc::{code, Doc, Table};
 use super::super::format;
 use super::{Basis, CodeVerdict, CompareRow, Comparison, NoAdjustment, Used, CODE_CHANGE};
 use crate::measure::stats::{self, Change, Estimate};
@@ -118,13 +119,19 @@ fn verdict_cell(r: &CompareRow) -> String {
 
 /// The comparison as Markdown.
 pub fn compare_markdown(c: &Comparison) -> String {
+    super::super::markdown::to_markdown(&compare_doc(c))
+}
+
+/// The comparison as a document: its explanation, the verdicts in numbers, the table.
+fn compare_doc(c: &Comparison) -> Doc {
     let band = format::share(c.band);
-    let mut o = format!(
-        "# Comparison: {} (B) against {} (A)\n\n",
-        c.system_b, c.system_a
+    let mut d = Doc::default();
+    d.h(
+        1,
+        format!("Comparison: {} (B) against {} (A)", c.system_b, c.system_a),
     );
-    o.push_str(&format!(
-        "A: `{}`; B: `{}`. B/A = median per-op cycles of B / A over the rounds each run's \
+    d.p(format!(
+        "A: {}; B: {}. B/A = median per-op cycles of B / A over the rounds each run's \
          estimate used (interfered rounds left out when enough clean ones remain), with a 95% \
          bootstrap confidence interval (each run's rounds resampled on their own). Host B/A = \
          the yardstick's median cycles B / A (a fixed workload timed in the same rounds as \
@@ -133,16 +140,15 @@ pub fn compare_markdown(c: &Comparison) -> String {
          its own interval. Verdict: `slower` or `faster` when the whole interval lies beyond \
          1 ± {band} (the equivalence band, `--band`), `same` when it lies within it, \
          `undecided` when it crosses an edge of the band. Rounds: per side, with the \
-         interfered ones left out in brackets.\n\n",
-        c.dir_a.display(),
-        c.dir_b.display(),
+         interfered ones left out in brackets.",
+        code(&c.dir_a.display().to_string()),
+        code(&c.dir_b.display().to_string()),
     ));
-    o.push_str(&verdict_line(c));
-    o.push_str("\n\n");
+    d.p(verdict_line(c));
     let (slower, faster) = (count(c, Change::Slower), count(c, Change::Faster));
-    o.push_str(&format!(
+    d.p(format!(
         "{} of {} compared operations differ beyond ±{band}: {slower} slower, {faster} \
-         faster; {} the same within ±{band}, {} undecided.\n\n",
+         faster; {} the same within ±{band}, {} undecided.",
         slower + faster,
         c.rows.len(),
         count(c, Change::Same),
@@ -150,94 +156,104 @@ pub fn compare_markdown(c: &Comparison) -> String {
     ));
     let notes = fallbacks(c);
     if !notes.is_empty() {
-        o.push_str("Fallbacks:\n\n");
-        for n in notes {
-            o.push_str(&format!("- {n}\n"));
-        }
-        o.push('\n');
+        d.p("Fallbacks:");
+        d.list(notes);
     }
     let counted = c.rows.iter().any(|r| r.instructions.is_some());
     if counted {
-        let code = |v| {
-            c.rows
-                .iter()
-                .filter(|r| r.code_verdict() == Some(v))
-                .count()
-        };
-        let moved = c.rows.iter().filter(|r| r.host_moved()).count();
-        o.push_str(&format!(
-            "Instructions B/A: mean instructions per operation counted by callgrind \
-             (`count` step) on both sides; deterministic, so exact, with a verdict of its own: \
-             `code changed` at {} or more. {} of them: code changed, {} the same code.{}\n\n",
-            format::share(CODE_CHANGE),
-            code(CodeVerdict::CodeChanged),
-            code(CodeVerdict::SameCode),
-            if moved > 0 {
-                format!(
-                    " For {moved} operation{} the time moved beyond the band but the \
-                     instructions did not: the host moved, not the code.",
-                    if moved == 1 { "" } else { "s" }
-                )
-            } else {
-                String::new()
-            }
-        ));
+        d.p(instructions_line(c));
     }
-    o.push_str(
-        "| submission | instance | op | rounds A | rounds B | median A | median B | B/A (95% CI) \
-         | host B/A | adjusted B/A (95% CI) | verdict |",
-    );
-    o.push_str(if counted {
-        " instructions B/A |\n"
-    } else {
-        "\n"
-    });
-    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|");
-    o.push_str(if counted { "---|\n" } else { "\n" });
-    for r in &c.rows {
-        let e = &r.estimates;
-        let raw = match &e.raw {
-            Some(x) => format!(
-                "{} | {} | {}",
-                format::cycles(x.median_a),
-                format::cycles(x.median_b),
-                ratio_ci_text(&x.ratio)
-            ),
-            None => "– | – | –".to_string(),
-        };
-        let adjusted = match &e.adjusted {
-            Ok(a) => format!("{:.3} | {}", a.host_ratio, ratio_ci_text(&a.ratio)),
-            Err(_) => "– | –".to_string(),
-        };
-        o.push_str(&format!(
-            "| {} | `{}` | {} | {} | {} | {raw} | {adjusted} | {} |",
-            r.submission,
-            r.instance,
-            r.op,
-            basis_text(&r.basis_a),
-            basis_text(&r.basis_b),
-            verdict_cell(r)
-        ));
-        if counted {
-            o.push_str(&match (r.instruction_ratio(), r.code_verdict()) {
-                (Some(x), Some(v)) if r.host_moved() => {
-                    format!(" {x:.4} ({}: the host moved) |", v.name())
-                }
-                (Some(x), Some(v)) => format!(" {x:.4} ({}) |", v.name()),
-                _ => " – |".to_string(),
-            });
-        }
-        o.push('\n');
-    }
+    d.table(compare_table(c, counted));
     for (label, list) in [("A", &c.only_a), ("B", &c.only_b)] {
         if !list.is_empty() {
-            o.push_str(&format!("\nMeasured only in {label}:\n\n"));
-            for k in list {
-                o.push_str(&format!("- `{k}`\n"));
-            }
+            d.p(format!("Measured only in {label}:"));
+            d.list(list.iter().map(|k| code(k)).collect());
         }
     }
-    o
+    d
+}
+
+/// What the instruction ratios say, in one paragraph.
+fn instructions_line(c: &Comparison) -> String {
+    let code = |v| {
+        c.rows
+            .iter()
+            .filter(|r| r.code_verdict() == Some(v))
+            .count()
+    };
+    let moved = c.rows.iter().filter(|r| r.host_moved()).count();
+    format!(
+        "Instructions B/A: mean instructions per operation counted by callgrind \
+         (`count` step) on both sides; deterministic, so exact, with a verdict of its own: \
+         `code changed` at {} or more. {} of them: code changed, {} the same code.{}",
+        format::share(CODE_CHANGE),
+        code(CodeVerdict::CodeChanged),
+        code(CodeVerdict::SameCode),
+        if moved > 0 {
+            format!(
+                " For {moved} operation{} the time moved beyond the band but the \
+                 instructions did not: the host moved, not the code.",
+                if moved == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// One row per compared operation; the instruction ratio's column when either side counted.
+fn compare_table(c: &Comparison, counted: bool) -> Table {
+    let mut head = vec![
+        "submission",
+        "instance",
+        "op",
+        "rounds A",
+        "rounds B",
+        "median A",
+        "median B",
+        "B/A (95% CI)",
+        "host B/A",
+        "adjusted B/A (95% CI)",
+        "verdict",
+    ];
+    if counted {
+        head.push("instructions B/A");
+    }
+    let mut t = Table::new(&head);
+    for r in &c.rows {
+        let e = &r.estimates;
+        let mut cells = vec![
+            r.submission.clone(),
+            code(&r.instance),
+            r.op.to_string(),
+            basis_text(&r.basis_a),
+            basis_text(&r.basis_b),
+        ];
+        match &e.raw {
+            Some(x) => cells.extend([
+                format::cycles(x.median_a),
+                format::cycles(x.median_b),
+                ratio_ci_text(&x.ratio),
+            ]),
+            None => cells.extend(["–".into(), "–".into(), "–".into()]),
+        }
+        match &e.adjusted {
+            Ok(a) => cells.extend([format!("{:.3}", a.host_ratio), ratio_ci_text(&a.ratio)]),
+            Err(_) => cells.extend(["–".into(), "–".into()]),
+        }
+        cells.push(verdict_cell(r));
+        if counted {
+            cells.push(match (r.instruction_ratio(), r.code_verdict()) {
+                (Some(x), Some(v)) if r.host_moved() => {
+                    format!("{x:.4} ({}: the host moved)", v.name())
+                }
+                (Some(x), Some(v)) => format!("{x:.4} ({})", v.name()),
+                _ => "–".to_string(),
+            });
+        }
+        t.row(cells);
+    }
+    t
 }
 
 /// The comparison as CSV: one line per operation; ratios with six decimals, cycles with

@@ -1,6 +1,7 @@
 //! The guide cannot drift from the code: every KDL example in README.md and `docs/` parses,
-//! and every `ngcc-pipe` command shown (in a code block, or in inline code) names a
-//! subcommand and flags that exist, with values they accept.
+//! every `ngcc-pipe` command shown (in a code block, or in inline code) names a subcommand
+//! and flags that exist, with values they accept, every repository path a page cites exists,
+//! and every step property is explained in the language guide.
 
 use std::path::{Path, PathBuf};
 
@@ -203,4 +204,82 @@ fn the_readme_is_a_front_door() {
             }
         }
     }
+}
+
+/// Repository paths cited in inline code that name the reader's own files or another
+/// project's, not this repository's: (path, why).
+const NOT_OURS: &[(&str, &str)] = &[
+    (
+        "submissions/Kyber",
+        "the folder a reader imports a package into",
+    ),
+    ("pipelines/nist.kdl", "a pipeline the reader writes"),
+    ("tests/KATs/kem/kats.json", "a file of liboqs's tree"),
+];
+
+#[test]
+fn every_path_a_page_cites_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tops = [
+        "src/",
+        "tests/",
+        "scripts/",
+        "docs/",
+        "pipelines/",
+        "kem-native/",
+        "crates/",
+        "submissions/",
+        ".ci/",
+    ];
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            for span in inline_code(line) {
+                let t = span.trim();
+                // Placeholders and globs (`run/steps/<kind>.rs`, `*/manifest.kdl`) are
+                // patterns, not paths; `path:line` and `path::item` cite the path.
+                if !tops.iter().any(|p| t.starts_with(p)) || t.contains(['<', '>', '*', '{', ' ']) {
+                    continue;
+                }
+                let path = t.split(':').next().unwrap_or(t);
+                if NOT_OURS.iter().any(|(p, _)| *p == path) {
+                    continue;
+                }
+                checked += 1;
+                if !root.join(path).exists() {
+                    missing.push(format!("{}:{}: `{path}`", page.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(checked >= 50, "only {checked} cited paths found");
+    assert!(
+        missing.is_empty(),
+        "cited paths that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_step_property_is_explained_in_the_language_guide() {
+    use ngcc_pipe::model::{KindFacts, StepKind};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("docs/language.md")).unwrap();
+    let mut missing = Vec::new();
+    for kind in StepKind::ALL {
+        let common = ["needs", "exclusive", "timeout"];
+        for p in kind.table().props.iter().chain(&common) {
+            if !guide.contains(&format!("{p}=")) && !guide.contains(&format!("`{p}`")) {
+                missing.push(format!("{p} (step `{}`)", kind.name()));
+            }
+        }
+    }
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "not in docs/language.md: {}",
+        missing.join(", ")
+    );
 }

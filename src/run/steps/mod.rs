@@ -1,10 +1,12 @@
-//! The steps. Each kind is one file, `run/steps/<kind>.rs`, holding its [`KindSpec`] (name,
-//! scope, data needs, properties, cache-key inputs, estimate, report rows) and its `run`;
-//! the list below registers it. Records are the only way steps talk to each other (a KAT
-//! reads the build record to find the object).
+//! The steps. Each kind is one file, `run/steps/<kind>.rs`, holding its [`KindSpec`]
+//! (cache-key inputs, dry-run estimate) and its `run`; [`behaviour`] maps the kind to it.
+//! Records are the only way steps talk to each other (a KAT reads the build record to find
+//! the object).
 //!
-//! Adding a kind: a new file here implementing [`KindSpec`], its `mod` line and one line
-//! in `step_kinds!` below (which makes the [`StepKind`] variant); a kind that records a
+//! Adding a kind (docs/architecture.md): its [`StepKind`] variant, name and record folder in
+//! the evidence schema (`crates/ngcc-record/src/kinds.rs`), its row of facts in
+//! `crate::model::KindTable` (scope, data needs, properties), a file here implementing
+//! [`KindSpec`] with its `mod` line and its arm in [`behaviour`]; a kind that records a
 //! payload also adds its variant to [`StepData`].
 
 pub mod build;

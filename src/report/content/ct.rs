@@ -23,12 +23,12 @@ use crate::report::view::{CampaignView, InstanceView, SubmissionView};
 
 /// The method in one paragraph (shown under the heading).
 pub const METHOD: &str = "Method (TIMECOP): each operation runs under valgrind's memcheck on \
-an object built with the build's flags plus `-g` (AVX-512 excluded), with the secret data \
-marked undefined through memcheck's client requests (the random bytes of keygen and enc, the \
-secret key before dec; pk, ct and ss declassified when the call returns); every conditional \
-jump or memory index that depends on them is a finding. A finding at a function the manifest \
-declares benign (rejection sampling on a public seed, say) is labelled with the manifest's \
-reason, not hidden; a conditional at a source line with no branch on it is labelled as \
+an object built with the build's flags plus debug information (`-gdwarf-4`; AVX-512 \
+excluded), with the secret data marked undefined through memcheck's client requests (the \
+random bytes of keygen and enc, the secret key before dec; pk, ct and ss declassified when \
+the call returns); every conditional jump or memory index that depends on them is a \
+finding. A finding at a function the manifest declares benign (rejection sampling on a \
+public seed, say) is labelled with the manifest's reason, not hidden; a conditional at a source line with no branch on it is labelled as \
 introduced by the compiler, and no declaration covers it. The same object is then \
 disassembled: every instruction whose latency depends on its operands (integer division, \
 floating-point division and square root: the KyberSlash class) in a function reachable from \

@@ -1,6 +1,6 @@
 //! The valgrind object: the instance's sources and primitives compiled again with the build's
-//! flags plus `-g` (function and line names in callgrind's output; it does not change the
-//! generated code) and, for each instruction-set extension valgrind cannot execute that the
+//! flags plus `-gdwarf-4` ([`DEBUG_FLAG`]: function and line names in callgrind's output, in
+//! the format valgrind reads; it does not change the generated code) and, for each instruction-set extension valgrind cannot execute that the
 //! compiler would use with those flags ([`UNRUNNABLE`]), the flag that turns it off. Built by
 //! the `build` step when a step that runs under valgrind (`count`, `ct`) is declared; those
 //! steps run this object, not the plain one, and their reports say which flags it had.
@@ -30,8 +30,12 @@ pub fn generated_key() -> String {
 /// Step kinds that run the valgrind object (by name: `ct` is added by its own change).
 pub const VALGRIND_KINDS: &[&str] = &["count", "ct"];
 
-/// Added to the build's flags for the valgrind object.
-pub const DEBUG_FLAG: &str = "-g";
+/// Added to the build's flags for the valgrind object: debug information in DWARF 4, which
+/// every valgrind since 3.x reads. Compilers that default to DWARF 5 write forms valgrind
+/// 3.19 (Debian 12's) cannot read from clang 16's output ("Possibly corrupted debuginfo
+/// file … I can't recover": every ct and count step fails); gcc 12's DWARF 5 it reads, and
+/// DWARF 4 changes nothing for it. Debug information does not change the generated code.
+pub const DEBUG_FLAG: &str = "-gdwarf-4";
 
 /// Extensions valgrind 3.19 cannot execute: the compiler's macro saying it may use one, and
 /// the flag that turns it off. Evidence, on this project's AVX-512 VM with
@@ -101,7 +105,7 @@ pub fn exclusions(macros: &str) -> Vec<String> {
         .collect()
 }
 
-/// The valgrind object's flags: `flags`, `-g`, then `exclusions`.
+/// The valgrind object's flags: `flags`, [`DEBUG_FLAG`], then `exclusions`.
 pub fn valgrind_flags(flags: &[String], exclusions: &[String]) -> Vec<String> {
     let mut f = flags.to_vec();
     f.push(DEBUG_FLAG.to_string());

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::super::exec::{self, NoLine, Served};
 use super::super::sandbox;
 use super::super::stop::Stop;
+use super::checked::Outputs;
 use super::{Gauge, HostStates, Member, StateFigure, Visit, Yardstick, CHECK_RESAMPLES};
 use crate::measure::states::{self, Cut, Selection, State};
 use crate::measure::stats::{self, Estimate};
@@ -38,6 +39,8 @@ pub(super) struct Live {
     /// (`clocks.rs`).
     pub(super) odd_clocks: u32,
     pub(super) first_odd: Option<String>,
+    /// Its reference runner and what its batches' outputs must be (`checked.rs`).
+    pub(super) out: Outputs,
 }
 
 impl Live {
@@ -60,20 +63,43 @@ impl Live {
             cpu: Default::default(),
             odd_clocks: 0,
             first_odd: None,
+            out: Outputs::default(),
         }
     }
 
     /// When its processes used CPU outside its batches since the last one: the member
     /// fails with that reason, and its label is returned for the others' rounds to name.
+    /// Its reference runner counts too (it waits between its commands).
     pub(super) fn fail_if_busy_outside(&mut self) -> Option<String> {
-        let why = self.cpu.before_batch();
+        let why = self.cpu.before_batch().or_else(|| {
+            let why = self.out.cpu.before_batch()?;
+            Some(format!("its reference runner: {why}"))
+        });
         self.fail_busy(why)
     }
 
-    /// The same after the session's pause begun at `then` (its tree's CPU time then).
-    pub(super) fn fail_if_busy_in_pause(&mut self, then: Duration) -> Option<String> {
-        let why = self.cpu.busy_in_pause(then);
+    /// The CPU time of its runner's and its reference's trees now, to start the pause.
+    pub(super) fn cpu_now(&self) -> Option<(Option<Duration>, Option<Duration>)> {
+        self.alive().then(|| (self.cpu.now(), self.out.cpu.now()))
+    }
+
+    /// The same after the session's pause begun at `then` (its trees' CPU times then).
+    pub(super) fn fail_if_busy_in_pause(
+        &mut self,
+        (then, reference): (Option<Duration>, Option<Duration>),
+    ) -> Option<String> {
+        let why = then.and_then(|t| self.cpu.busy_in_pause(t)).or_else(|| {
+            let why = self.out.cpu.busy_in_pause(reference?)?;
+            Some(format!("its reference runner: {why}"))
+        });
         self.fail_busy(why)
+    }
+
+    /// End its reference runner, if it has one running.
+    pub(super) fn end_reference(&mut self, why: &str) {
+        if let Some(mut r) = self.out.served.take() {
+            r.kill(why, &mut self.m.log);
+        }
     }
 
     /// Fail with `why`, if there is one, and return the member's label.
@@ -88,13 +114,12 @@ impl Live {
     }
 
     pub(super) fn fail(&mut self, stop: Stop) {
+        let why = format!("stopped by ngcc-pipe: {}", stop.reason);
         if let Some(mut s) = self.served.take() {
-            s.kill(
-                &format!("stopped by ngcc-pipe: {}", stop.reason),
-                &mut self.m.log,
-            );
+            s.kill(&why, &mut self.m.log);
             self.elapsed = s.elapsed();
         }
+        self.end_reference(&why);
         self.failed = Some(stop);
     }
 
@@ -268,6 +293,7 @@ pub(super) mod fake {
                 budget_ns: 0,
                 log: exec::open_log(&dir.join("m.log")).unwrap(),
                 jail: Jail::runner(p, p, p, dir, 0),
+                reference: None,
             })
         }
     }

@@ -160,7 +160,7 @@ pub(super) fn batch_line(l: &mut Live, s: &Settings) -> Result<String, Stop> {
         let fed = ask(l, &format!("feed {hex} {} {FED_FILE}", l.out.calls), FED, s);
         l.out.cpu.add_wall(sent.elapsed());
         l.out.cpu.after_batch();
-        let due = fed.map_err(|why| differ(&l.m.op, n, &why))?;
+        let due = fed.map_err(|why| why.stop(&l.m.op, n))?;
         l.out.due = Some(due);
         let r = l.m.reference.as_ref().expect("checked");
         let cap = kem_native::checked::MAX_FED_BYTES;
@@ -188,31 +188,48 @@ fn differ(op: &str, n: usize, why: &str) -> Stop {
     )))
 }
 
+/// Why a reference gave no fold.
+enum NoFold {
+    /// It said why: the outputs it made do not hold up (a repeated output, a round trip
+    /// that fails).
+    Said(String),
+    /// It did not answer as kem-runner does (it ended, or its answer is not one).
+    Silent(String),
+}
+
+impl NoFold {
+    /// The member's failure for batch `n`.
+    fn stop(self, op: &str, n: usize) -> Stop {
+        match self {
+            NoFold::Said(why) => differ(op, n, &format!("the reference: {why}")),
+            NoFold::Silent(why) => Stop::failed(crate::text::clean(&format!(
+                "implausible timing record: {op} batch {n}: its reference runner {why}"
+            ))),
+        }
+    }
+}
+
 /// Send `line` to the reference and read its answer `word`: the fold, or why there is
-/// none (its own failure, or that it did not answer).
-fn ask(l: &mut Live, line: &str, word: &str, s: &Settings) -> Result<u64, String> {
-    let served = l
-        .out
-        .served
-        .as_mut()
-        .ok_or("the reference runner is gone")?;
+/// none.
+fn ask(l: &mut Live, line: &str, word: &str, s: &Settings) -> Result<u64, NoFold> {
+    let verb = line.split(' ').next().unwrap_or_default();
+    let silent = |why: String| NoFold::Silent(format!("did not answer `{verb}` ({why})"));
+    let served = (l.out.served.as_mut()).ok_or_else(|| silent("it is gone".into()))?;
     let got = match served.send(line) {
         Ok(()) => served.next_line(&[word, DONE], Instant::now() + s.timeout, &mut l.m.log),
         Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
     };
     let json = match got {
         Ok((w, json)) if w == word => json,
-        Ok((_, json)) => return Err(format!("the reference runner stopped: {json}")),
-        Err(NoLine::Killed(e)) | Err(NoLine::Ended(e)) => {
-            return Err(format!("the reference runner {}", e.describe()))
-        }
+        Ok(_) => return Err(silent("it stopped".into())),
+        Err(NoLine::Killed(e)) | Err(NoLine::Ended(e)) => return Err(silent(e.describe())),
     };
     let c: Checked = serde_json::from_str(&json)
-        .map_err(|e| format!("the reference runner's answer is unreadable ({e})"))?;
+        .map_err(|e| silent(format!("its answer is unreadable: {e}")))?;
     match (fold_of(c.fold.as_deref()), c.failure) {
-        (_, Some(why)) => Err(format!("the reference: {why}")),
+        (_, Some(why)) => Err(NoFold::Said(why)),
         (Some(f), None) => Ok(f),
-        (None, None) => Err("the reference runner's answer has no fold".into()),
+        (None, None) => Err(silent("its answer has no fold".into())),
     }
 }
 
@@ -275,7 +292,7 @@ fn replay(l: &mut Live, s: &Settings, rng: &mut rand::rngs::ChaCha8Rng) -> Resul
         }
         calls += n;
         let line = format!("replay {} {n}", hex::encode(l.out.seeds[i]));
-        let theirs = ask(l, &line, REPLAYED, s).map_err(|why| differ(&l.m.op, i + 1, &why))?;
+        let theirs = ask(l, &line, REPLAYED, s).map_err(|why| why.stop(&l.m.op, i + 1))?;
         let mine = l.out.folds[i];
         if theirs != mine {
             return Err(differ(

@@ -34,7 +34,6 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::super::exec::{NoLine, Served};
-use super::super::outside;
 use super::super::sandbox::disk::{DiskGuard, DISK};
 use super::super::sandbox::Jail;
 use super::super::stop::Stop;
@@ -56,23 +55,6 @@ pub struct Reference {
     pub scratch: PathBuf,
     pub jail: Jail,
     pub member_scratch: PathBuf,
-}
-
-/// A member's side of the checking as the session goes.
-#[derive(Default)]
-pub(super) struct Outputs {
-    /// The key pair's seed both runners share (`--setup-seed`).
-    pub(super) setup: String,
-    pub(super) served: Option<Served>,
-    /// CPU its reference uses outside its own commands.
-    pub(super) cpu: outside::Watch,
-    /// Calls of each of the member's batches (from its `ready` line).
-    pub(super) calls: u64,
-    /// Each batch's seed and fold.
-    seeds: Vec<[u8; 48]>,
-    folds: Vec<u64>,
-    /// dec: the fold the batch under way must reach.
-    due: Option<u64>,
 }
 
 /// 48 fresh random bytes (a DRBG seed).
@@ -116,7 +98,7 @@ pub(super) fn start(l: &mut Live, s: &Settings, args: &[String], shown: &[String
         Ok(mut served) => {
             served.watch(guard);
             let got = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
-            l.out.cpu = outside::Watch::of(served.id());
+            l.out.cpu = super::super::outside::Watch::of(served.id());
             l.out.served = Some(served);
             match got {
                 Ok((w, _)) if w == READY => {}

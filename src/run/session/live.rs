@@ -6,7 +6,6 @@ use std::time::Duration;
 use super::super::exec::{self, NoLine, Served};
 use super::super::sandbox;
 use super::super::stop::Stop;
-use super::checked::Outputs;
 use super::{Gauge, HostStates, Member, StateFigure, Visit, Yardstick, CHECK_RESAMPLES};
 use crate::measure::states::{self, Cut, Selection, State};
 use crate::measure::stats::{self, Estimate};
@@ -41,6 +40,23 @@ pub(super) struct Live {
     pub(super) first_odd: Option<String>,
     /// Its reference runner and what its batches' outputs must be (`checked.rs`).
     pub(super) out: Outputs,
+}
+
+/// A member's side of the outputs' checking (`checked.rs`) as the session goes.
+#[derive(Default)]
+pub(super) struct Outputs {
+    /// The key pair's seed both runners share (`--setup-seed`).
+    pub(super) setup: String,
+    pub(super) served: Option<Served>,
+    /// CPU its reference uses outside its own commands.
+    pub(super) cpu: super::super::outside::Watch,
+    /// Calls of each of the member's batches (from its `ready` line).
+    pub(super) calls: u64,
+    /// Each batch's seed and fold.
+    pub(super) seeds: Vec<[u8; 48]>,
+    pub(super) folds: Vec<u64>,
+    /// dec: the fold the batch under way must reach.
+    pub(super) due: Option<u64>,
 }
 
 impl Live {

@@ -66,7 +66,8 @@ fn draw() -> Result<[u8; 48], Stop> {
     Ok(b)
 }
 
-/// A fresh setup seed for a member's two runners.
+/// A fresh setup seed for a member's two runners (a fixed one should the system have no
+/// randomness to give: the seed is on both command lines, it need only be shared).
 pub(super) fn setup_seed() -> String {
     hex::encode(draw().unwrap_or([0x5e; 48]))
 }

@@ -25,6 +25,12 @@
 //! channel (the stdout it was started with; the KEM's own stdout goes to stderr), so a KEM
 //! that prints `batch ...` cannot answer for it.
 //!
+//! A time step's member has a second runner, its reference (the same command line and
+//! sandbox, its own scratch folder): every batch is made from a fresh seed and answers the
+//! fold of its outputs, which the reference must reproduce (dec's before each batch, keygen's
+//! and enc's for a few batches replayed after the rounds), else the member fails with
+//! "outputs differ when timed" ([`checked`]).
+//!
 //! A batch that claims more time than the engine waited for its answer is implausible
 //! (code in the runner's process forging answers): its member fails at once, before its
 //! claimed time can use up the session's budget.

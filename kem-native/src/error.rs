@@ -439,8 +439,11 @@ pub enum UsageError {
     #[error("stdin closed before `finish`")]
     StdinClosed,
     /// `serve`: a line that is not a command.
-    #[error("unknown command `{0}` (expected batch or finish)")]
+    #[error("unknown command `{0}` (expected batch, replay, feed or finish)")]
     Command(String),
+    /// `serve --setup-seed`: not 96 hex digits.
+    #[error("--setup-seed `{0}` is not 96 hex digits")]
+    SetupSeed(String),
 }
 
 /// Why a `kem-runner` job ended without a record: all exit 2 ([`Exit::Error`]).

@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod callgrind;
+pub mod checked;
 pub mod ct;
 pub mod drbg;
 pub mod error;

@@ -12,6 +12,19 @@
 //! finish   -> done {TimeOutput}    single-call samples, loop overhead, stack, peak RSS; exit 0
 //! ```
 //!
+//! Outputs checked (`kem_native::checked`): `batch SEED` reseeds the DRBG with SEED (96 hex
+//! digits) before the batch, and `batch SEED FILE` (dec) decapsulates call `i`'s ciphertext
+//! from the `i`th slot of FILE (in the working folder); the answer carries the fold of the
+//! batch's outputs. The same process serves as the untimed reference of another:
+//!
+//! ```text
+//! replay SEED N      -> replayed {Checked}  N keygen or enc calls from SEED, spaced, checked
+//! feed SEED N FILE   -> fed {Checked}       N ciphertexts made by enc from SEED, into FILE
+//! ```
+//!
+//! With `--setup-seed SEED` the key pair enc and dec use comes from SEED, so a timed runner
+//! and its reference share it.
+//!
 //! Layouts: with `--layout` objects besides `--lib` (the same code linked in other orders),
 //! every batch times each of them in turn, [`per_layout`] calls each, starting with a
 //! different one each batch; the answer sums them (so its cycles per call are the mean
@@ -51,6 +64,18 @@ pub const READY: &str = "ready";
 pub const BATCH: &str = "batch";
 /// Prefix of the final record.
 pub const DONE: &str = "done";
+/// Prefix of the answer to `replay`.
+pub const REPLAYED: &str = "replayed";
+/// Prefix of the answer to `feed`.
+pub const FED: &str = "fed";
+
+/// Answer to `replay` or `feed`: the fold of the outputs ([`crate::checked::fold_hex`]), or
+/// why there is none.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checked {
+    pub fold: Option<String>,
+    pub failure: Option<String>,
+}
 
 /// Sent once, after warm-up and calibration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -61,6 +86,9 @@ pub struct Ready {
     /// Calls of the yardstick in each of its blocks (`None` without `--gauge`).
     #[serde(default)]
     pub gauge_calls: Option<u64>,
+    /// Calls of the KEM in each batch (all layouts together).
+    #[serde(default)]
+    pub batch_calls: u64,
 }
 
 /// What the runner's own thread went through during one batch (differences).
@@ -91,6 +119,10 @@ pub struct BatchReply {
     /// and after the last), `gauge_calls` calls each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gauge_cycles: Vec<u64>,
+    /// The fold of the batch's outputs in the order they were made
+    /// ([`crate::checked::fold_hex`]).
+    #[serde(default)]
+    pub fold: Option<String>,
 }
 
 /// Blocks a layout's calls are split into when there are fewer than this many layouts: a

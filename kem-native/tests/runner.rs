@@ -365,6 +365,8 @@ fn liboqs_kats() -> Option<serde_json::Value> {
     Some(serde_json::from_str(&text).unwrap())
 }
 
+#[path = "runner/checked.rs"]
+mod checked;
 #[path = "runner/faults.rs"]
 mod faults;
 #[path = "runner/kats.rs"]

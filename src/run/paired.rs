@@ -195,6 +195,7 @@ pub fn measure(
                 budget_ns: MEMBER_BUDGET_NS,
                 log: open_log(b, sub, inst, &format!("{side}__{op}"))?,
                 jail,
+                reference: None,
             });
         }
     }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use ngcc_pipe::model::{KatMode, Op, StepKind};
 use ngcc_pipe::record::{KatStatus, Status, StepData};
 
+mod checked;
 #[path = "../common/mod.rs"]
 mod common;
 mod session;

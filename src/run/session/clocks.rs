@@ -163,6 +163,7 @@ mod tests {
             own: OwnSched::default(),
             layout_cycles: Vec::new(),
             gauge_cycles: gauge,
+            fold: None,
         }
     }
 

@@ -38,6 +38,25 @@ pub(super) struct Live {
     /// (`clocks.rs`).
     pub(super) odd_clocks: u32,
     pub(super) first_odd: Option<String>,
+    /// Its reference runner and what its batches' outputs must be (`checked.rs`).
+    pub(super) out: Outputs,
+}
+
+/// A member's side of the outputs' checking (`checked.rs`) as the session goes.
+#[derive(Default)]
+pub(super) struct Outputs {
+    /// The key pair's seed both runners share (`--setup-seed`).
+    pub(super) setup: String,
+    pub(super) served: Option<Served>,
+    /// CPU its reference uses outside its own commands.
+    pub(super) cpu: super::super::outside::Watch,
+    /// Calls of each of the member's batches (from its `ready` line).
+    pub(super) calls: u64,
+    /// Each batch's seed and fold.
+    pub(super) seeds: Vec<[u8; 48]>,
+    pub(super) folds: Vec<u64>,
+    /// dec: the fold the batch under way must reach.
+    pub(super) due: Option<u64>,
 }
 
 impl Live {
@@ -60,20 +79,43 @@ impl Live {
             cpu: Default::default(),
             odd_clocks: 0,
             first_odd: None,
+            out: Outputs::default(),
         }
     }
 
     /// When its processes used CPU outside its batches since the last one: the member
     /// fails with that reason, and its label is returned for the others' rounds to name.
+    /// Its reference runner counts too (it waits between its commands).
     pub(super) fn fail_if_busy_outside(&mut self) -> Option<String> {
-        let why = self.cpu.before_batch();
+        let why = self.cpu.before_batch().or_else(|| {
+            let why = self.out.cpu.before_batch()?;
+            Some(format!("its reference runner: {why}"))
+        });
         self.fail_busy(why)
     }
 
-    /// The same after the session's pause begun at `then` (its tree's CPU time then).
-    pub(super) fn fail_if_busy_in_pause(&mut self, then: Duration) -> Option<String> {
-        let why = self.cpu.busy_in_pause(then);
+    /// The CPU time of its runner's and its reference's trees now, to start the pause.
+    pub(super) fn cpu_now(&self) -> Option<(Option<Duration>, Option<Duration>)> {
+        self.alive().then(|| (self.cpu.now(), self.out.cpu.now()))
+    }
+
+    /// The same after the session's pause begun at `then` (its trees' CPU times then).
+    pub(super) fn fail_if_busy_in_pause(
+        &mut self,
+        (then, reference): (Option<Duration>, Option<Duration>),
+    ) -> Option<String> {
+        let why = then.and_then(|t| self.cpu.busy_in_pause(t)).or_else(|| {
+            let why = self.out.cpu.busy_in_pause(reference?)?;
+            Some(format!("its reference runner: {why}"))
+        });
         self.fail_busy(why)
+    }
+
+    /// End its reference runner, if it has one running.
+    pub(super) fn end_reference(&mut self, why: &str) {
+        if let Some(mut r) = self.out.served.take() {
+            r.kill(why, &mut self.m.log);
+        }
     }
 
     /// Fail with `why`, if there is one, and return the member's label.
@@ -88,13 +130,12 @@ impl Live {
     }
 
     pub(super) fn fail(&mut self, stop: Stop) {
+        let why = format!("stopped by ngcc-pipe: {}", stop.reason);
         if let Some(mut s) = self.served.take() {
-            s.kill(
-                &format!("stopped by ngcc-pipe: {}", stop.reason),
-                &mut self.m.log,
-            );
+            s.kill(&why, &mut self.m.log);
             self.elapsed = s.elapsed();
         }
+        self.end_reference(&why);
         self.failed = Some(stop);
     }
 
@@ -268,6 +309,7 @@ pub(super) mod fake {
                 budget_ns: 0,
                 log: exec::open_log(&dir.join("m.log")).unwrap(),
                 jail: Jail::runner(p, p, p, dir, 0),
+                reference: None,
             })
         }
     }

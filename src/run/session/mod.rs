@@ -25,6 +25,12 @@
 //! channel (the stdout it was started with; the KEM's own stdout goes to stderr), so a KEM
 //! that prints `batch ...` cannot answer for it.
 //!
+//! A time step's member has a second runner, its reference (the same command line and
+//! sandbox, its own scratch folder): every batch is made from a fresh seed and answers the
+//! fold of its outputs, which the reference must reproduce (dec's before each batch, keygen's
+//! and enc's for a few batches replayed after the rounds), else the member fails with
+//! "outputs differ when timed" ([`checked`]).
+//!
 //! A batch that claims more time than the engine waited for its answer is implausible
 //! (code in the runner's process forging answers): its member fails at once, before its
 //! claimed time can use up the session's budget.
@@ -39,6 +45,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 mod allocation;
+mod checked;
 mod clocks;
 mod live;
 #[cfg(test)]
@@ -55,6 +62,7 @@ use crate::measure::{interference, stats};
 pub use crate::record::rounds::{HostStates, Rounds, StateFigure, Stopped, Visit, Yardstick};
 use crate::record::TimeOutput;
 use allocation::{due, reallocate, stop_rule};
+pub use checked::{scratch_of, Reference};
 use kem_native::serve::{BatchReply, Ready, BATCH, DONE, READY};
 use live::Live;
 
@@ -84,6 +92,9 @@ pub struct Member {
     /// What its runner may read and write (the runner, the object, `api.h`; its scratch
     /// folder) and its memory limit.
     pub jail: Jail,
+    /// Its reference runner's scratch and jail: with one, the outputs of its batches are
+    /// checked (`checked.rs`).
+    pub reference: Option<Reference>,
 }
 
 /// Settings shared by all members.
@@ -157,6 +168,7 @@ pub fn run(
     spawn_all(&mut live, s);
     let stopped = rounds(&mut live, (budget_ns, seed, rate), s, on_round);
     late_cpu(&mut live);
+    checked::replay_all(&mut live, s);
     let end = End {
         id: &id,
         seed,
@@ -194,10 +206,7 @@ fn late_cpu(live: &mut [Live]) {
         .filter_map(Live::fail_if_busy_outside)
         .collect();
     if !exec::cancelled() {
-        let then: Vec<Option<Duration>> = live
-            .iter()
-            .map(|l| l.alive().then(|| l.cpu.now()).flatten())
-            .collect();
+        let then: Vec<_> = live.iter().map(Live::cpu_now).collect();
         std::thread::sleep(outside::PAUSE);
         for (l, then) in live.iter_mut().zip(then) {
             if let Some(label) = then.and_then(|t| l.fail_if_busy_in_pause(t)) {
@@ -214,7 +223,11 @@ fn late_cpu(live: &mut [Live]) {
 /// Every runner holds its pipes and log for the whole session; one that cannot start or
 /// does not report ready fails.
 fn spawn_all(live: &mut [Live], s: &Settings) {
-    let room = exec::make_room_for(live.len());
+    // A member with a reference runs two runners.
+    let runners = live
+        .iter()
+        .map(|l| 1 + usize::from(l.m.reference.is_some()));
+    let room = exec::make_room_for(runners.sum());
     for l in live.iter_mut() {
         if let Err(why) = &room {
             l.fail(Stop::failed(why.clone()));
@@ -228,8 +241,9 @@ fn spawn_all(live: &mut [Live], s: &Settings) {
     }
 }
 
-/// The `kem-runner serve` arguments of one runner.
-fn serve_args(m: &Member, s: &Settings) -> Vec<String> {
+/// The `kem-runner serve` arguments of one runner (and of its reference, with the same
+/// `setup` seed).
+fn serve_args(m: &Member, s: &Settings, setup: &str) -> Vec<String> {
     [
         "serve".to_string(),
         "--lib".into(),
@@ -266,12 +280,18 @@ fn serve_args(m: &Member, s: &Settings) -> Vec<String> {
             g.api_h.display().to_string(),
         ]
     }))
+    .chain(
+        m.reference
+            .iter()
+            .flat_map(|_| ["--setup-seed".to_string(), setup.to_string()]),
+    )
     .collect()
 }
 
-/// Start one runner in its jail and wait for its `ready`.
+/// Start one runner in its jail and wait for its `ready`, then its reference.
 fn spawn(l: &mut Live, s: &Settings) {
-    let args = serve_args(&l.m, s);
+    l.out.setup = checked::setup_seed();
+    let args = serve_args(&l.m, s, &l.out.setup);
     let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
         .chain(args.iter().cloned())
         .collect();
@@ -292,6 +312,7 @@ fn spawn(l: &mut Live, s: &Settings) {
             match &r {
                 Ok((w, json)) if w == READY => {
                     let ready = serde_json::from_str::<Ready>(json).ok();
+                    checked::ready(l, ready.as_ref());
                     l.gauge_calls = ready.and_then(|r| r.gauge_calls).unwrap_or(0);
                     if s.gauge.is_some() && l.gauge_calls == 0 {
                         l.fail(Stop::failed(format!(
@@ -299,6 +320,9 @@ fn spawn(l: &mut Live, s: &Settings) {
                              yardstick calibration (the engine's kem-runner always sends one)",
                             l.m.op
                         )));
+                    }
+                    if l.alive() {
+                        checked::start(l, s, &args, &shown);
                     }
                 }
                 _ => l.fail_from(r, s.timeout),
@@ -382,11 +406,19 @@ fn batch(
     rate: Option<f64>,
     s: &Settings,
 ) -> Option<u64> {
+    // Outside the batch's measures: its seed drawn, dec's ciphertexts fed.
+    let line = match checked::batch_line(l, s) {
+        Ok(line) => line,
+        Err(stop) => {
+            l.fail(stop);
+            return None;
+        }
+    };
     let served = l.served.as_mut().expect("alive members are served");
     let before = interference::read_cpu(s.bench_cpu);
     let waited = clocks::run_delay();
     let sent = Instant::now();
-    let r = match served.send("batch") {
+    let r = match served.send(&line) {
         Ok(()) => served.next_line(&[BATCH, DONE], Instant::now() + s.timeout, &mut l.m.log),
         Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
     };
@@ -429,6 +461,10 @@ fn batch(
             )));
             return None;
         }
+    }
+    if let Err(stop) = checked::after_batch(l, &b) {
+        l.fail(stop);
+        return None;
     }
     if s.gauge.is_some() && b.gauge_cycles.is_empty() {
         l.fail(Stop::failed(format!(

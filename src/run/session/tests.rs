@@ -83,6 +83,7 @@ fn stand_in(dir: &Path) -> PathBuf {
         warmup_iters: 10,
         pinned_cpu: None,
         gauge_calls: Some(10),
+        batch_calls: 100,
     })
     .unwrap();
     let (pre, post) = template.split_once("\"trials\":[]").unwrap();
@@ -175,6 +176,7 @@ fn member(dir: &Path, label: &str, mode: &str, budget_ns: u64) -> Member {
             &scratch,
             1 << 30,
         ),
+        reference: None,
     }
 }
 

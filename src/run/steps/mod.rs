@@ -431,6 +431,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
     let _ = std::fs::remove_dir(ctx.out.join("scratch"));
     for ((i, rec, build, scratch), o) in joined.into_iter().zip(outcomes) {
         steps[i].drop_scratch(&scratch);
+        steps[i].drop_scratch(&super::session::scratch_of(&scratch));
         steps[i].commands.extend(o.commands);
         done[i] = Some(time::from_session(
             &steps[i], rec, build, o.result, o.elapsed,

@@ -24,7 +24,7 @@ use crate::measure::rounds::MIN_ROUNDS;
 use crate::model::{Campaign, StepKind, StepParams, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
 use crate::run::keys::{native, Facts};
-use crate::run::session::{Member, Rounds};
+use crate::run::session::{self, Member, Rounds};
 use crate::run::Ctx;
 
 /// The `time` kind: per instance and operation, exclusive.
@@ -253,6 +253,16 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
     // The session starts the runner itself (`serve`); the job gives it its scratch and jail.
     let job = RunnerJob::new(step, "serve", &name, &object, &build)?;
     let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
+    // Its reference: the same runner in the same jail but its own scratch folder, which
+    // the member's runner cannot reach (`session::checked`).
+    let theirs = session::scratch_of(&scratch);
+    let theirs = theirs.file_name().map(|n| n.to_string_lossy().into_owned());
+    let reference = RunnerJob::new(step, "serve", &theirs.unwrap_or_default(), &object, &build)?;
+    let reference = session::Reference {
+        scratch: reference.scratch().to_path_buf(),
+        jail: reference.jail(step),
+        member_scratch: scratch.clone(),
+    };
     step.contained = true;
     let member = Member {
         label: step.node.id.clone(),
@@ -266,6 +276,7 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
         budget_ns: (p.trial.as_nanos() as u64).saturating_mul(u64::from(p.trials)),
         log,
         jail,
+        reference: Some(reference),
     };
     Ok((member, build_rec, build, scratch))
 }

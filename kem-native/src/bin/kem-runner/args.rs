@@ -15,7 +15,7 @@ pub(crate) const USAGE: &str =
 kat-dec: --rng nist|hqc --in PAIRS --out SS; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
-serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...] [--gauge Y.so --gauge-api api.h]; \
+serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...] [--gauge Y.so --gauge-api api.h] [--setup-seed HEX96]; \
 count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
 ct: --op keygen|enc|dec [--runs N])";
 
@@ -48,6 +48,7 @@ const JOBS: &[(&str, &[&str])] = &[
             "layout",
             "gauge",
             "gauge-api",
+            "setup-seed",
         ],
     ),
     ("count", &["op", "rng", "iters", "seed"]),

@@ -6,13 +6,15 @@ use std::fs::File;
 use std::io::{BufRead, Write as _};
 use std::path::Path;
 
+use kem_native::checked::{self, CheckedCall, Reference, Seen};
+use kem_native::drbg::OsRng;
 use kem_native::error::{RunnerError, SysError, UsageError};
 use kem_native::kem::{run_on_big_stack, Buffers, Kem};
 use kem_native::memory::status_kib;
 use kem_native::output::{Calibration, CoreCycles, TimeOutput, Trial};
 use kem_native::serve::{self, BatchReply, Gauge, Ready, SchedSnapshot};
 use kem_native::timer::PerfCycles;
-use kem_native::timing::{check_rc, measure_overhead, prepare, Batch, Op, OpCall};
+use kem_native::timing::{check_rc, measure_overhead, Batch, Op, OpCall};
 
 use super::args::Args;
 use super::{finish_memory, time_start, to_json, Outcome};
@@ -72,7 +74,7 @@ pub(crate) fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerEr
                 reason: reason.to_string(),
             },
         };
-        if let Err(e) = prepare(settings.op, &kem, &mut bufs) {
+        if let Err(e) = checked::setup(settings.op, &kem, &mut bufs, settings.setup.as_ref()) {
             record.failure = Some(e.to_string());
             return Ok(record);
         }
@@ -80,7 +82,9 @@ pub(crate) fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerEr
         let mut server = Server {
             s: &settings,
             calls: Vec::new(),
+            checked: Vec::new(),
             per: 0,
+            seen: Seen::default(),
             gauge,
             perf: perf.ok(),
             channel,
@@ -89,7 +93,7 @@ pub(crate) fn job_serve(args: &Args, channel: &File) -> Result<Outcome, RunnerEr
             record.failure = Some(why);
             return Ok(record);
         }
-        server.serve(&bufs, &mut record)?;
+        server.serve(&kem, &mut bufs, &mut record)?;
         if record.failure.is_none() {
             server.finish(&bufs, &mut record);
         }
@@ -109,6 +113,8 @@ struct Settings {
     rng: Option<(kem_native::drbg::Rng, &'static str)>,
     layouts: Vec<String>,
     ns: String,
+    /// Where the key pair enc and dec use comes from (`--setup-seed`).
+    setup: Option<[u8; 48]>,
 }
 
 impl Settings {
@@ -122,16 +128,25 @@ impl Settings {
             rng: Some(args.timing_rng()?),
             layouts: args.layouts.clone(),
             ns: args.get("ns")?.to_string(),
+            setup: match args.values.get("setup-seed") {
+                None => None,
+                Some(hex) => {
+                    Some(checked::seed_of(hex).ok_or_else(|| UsageError::SetupSeed(hex.clone()))?)
+                }
+            },
         })
     }
 }
 
-/// A calibrated runner: the operation bound to each layout, the calls each makes per
-/// batch, the yardstick, the perf counter and the record channel.
+/// A calibrated runner: the operation bound to each layout (plain and with its outputs
+/// folded), the calls each makes per batch, the yardstick, the perf counter, the record
+/// channel, and as a reference the ciphertexts it fed so far.
 struct Server<'a> {
     s: &'a Settings,
     calls: Vec<OpCall>,
+    checked: Vec<CheckedCall>,
     per: u64,
+    seen: Seen,
     gauge: Option<Gauge>,
     perf: Option<PerfCycles>,
     channel: File,
@@ -150,10 +165,13 @@ impl Server<'_> {
     ) -> Result<(), String> {
         let op = self.s.op;
         let first = OpCall::new(op, kem, bufs);
-        let (mut warm, cal) =
+        let (mut warm, mut cal) =
             serve::warm_and_calibrate(op, &first, self.s.batch_ns, self.s.min_iters)
                 .and_then(|c| bufs.check_all(op.c_name()).map(|_| c))
                 .map_err(|e| e.to_string())?;
+        // Calibrated on repeated inputs: a KEM that caches or idles then calibrates to huge
+        // batches, each of which its reference would have to replay or feed.
+        cal.iters = cal.iters.min(checked::batch_cap(op, bufs.ct.len()));
         let single_peak = (!self.s.layouts.is_empty()).then(|| status_kib("VmHWM"));
         for l in &self.s.layouts {
             let k = Kem::load(Path::new(l), &self.s.ns, kem.sizes.clone())
@@ -162,6 +180,10 @@ impl Server<'_> {
         }
         self.calls = std::iter::once(first)
             .chain(others.iter().map(|k| OpCall::new(op, k, bufs)))
+            .collect();
+        self.checked = std::iter::once(kem)
+            .chain(others.iter())
+            .map(|k| CheckedCall::new(op, k, bufs))
             .collect();
         let k = self.calls.len();
         self.per = serve::per_layout(cal.iters, k);
@@ -185,13 +207,20 @@ impl Server<'_> {
             warmup_iters: warm,
             pinned_cpu: record.pinned_cpu,
             gauge_calls: self.gauge.as_ref().map(|g| g.calls),
+            batch_calls: self.per * k as u64,
         };
         let json = to_json(&ready).map_err(|e| e.to_string())?;
         say(&mut self.channel, serve::READY, &json).map_err(|e| e.to_string())
     }
 
-    /// Answer `batch` lines until `finish` (or a failure, kept in the record).
-    fn serve(&mut self, bufs: &Buffers, record: &mut TimeOutput) -> Result<(), RunnerError> {
+    /// Answer `batch`, `replay` and `feed` lines until `finish` (or a failure, kept in the
+    /// record).
+    fn serve(
+        &mut self,
+        kem: &Kem,
+        bufs: &mut Buffers,
+        record: &mut TimeOutput,
+    ) -> Result<(), RunnerError> {
         let mut line = String::new();
         let stdin = std::io::stdin();
         loop {
@@ -204,10 +233,13 @@ impl Server<'_> {
             {
                 return Err(UsageError::StdinClosed.into());
             }
-            match line.trim() {
-                "batch" => {
-                    let reply = self.batch(bufs, record);
-                    match reply {
+            let bad = || UsageError::Command(line.trim().to_string());
+            let seed = |hex: &str| checked::seed_of(hex).ok_or_else(bad);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["batch", rest @ ..] if rest.len() <= 2 => {
+                    let s = rest.first().map(|h| seed(h)).transpose()?;
+                    match self.batch(bufs, s, rest.get(1).copied(), record) {
                         Ok(r) => say(&mut self.channel, serve::BATCH, &to_json(&r)?)?,
                         Err(why) => {
                             record.failure = Some(why);
@@ -215,17 +247,77 @@ impl Server<'_> {
                         }
                     }
                 }
-                "finish" => return Ok(()),
-                other => return Err(UsageError::Command(other.to_string()).into()),
+                ["replay", s, n] => {
+                    let (s, n) = (seed(s)?, n.parse::<u64>().map_err(|_| bad())?);
+                    let mut side = [0u8; 48];
+                    OsRng.try_fill(&mut side)?;
+                    let op = self.s.op;
+                    let r = Reference { op, kem, bufs }.replay(&s, n, &side);
+                    self.answer(serve::REPLAYED, r)?;
+                }
+                ["feed", s, n, file] => {
+                    let (s, n) = (seed(s)?, n.parse::<u64>().map_err(|_| bad())?);
+                    let mut cts = Vec::new();
+                    let op = self.s.op;
+                    let r = Reference { op, kem, bufs }
+                        .feed(&s, n, &mut cts, &mut self.seen)
+                        .and_then(|f| {
+                            std::fs::write(file, &cts)
+                                .map(|()| f)
+                                .map_err(|e| format!("cannot write {file}: {e}"))
+                        });
+                    self.answer(serve::FED, r)?;
+                }
+                ["finish"] => return Ok(()),
+                _ => return Err(bad().into()),
             }
         }
     }
 
+    /// Say a reference's answer: the fold, or why there is none.
+    fn answer(&mut self, word: &str, r: Result<u64, String>) -> Result<(), RunnerError> {
+        let (fold, failure) = match r {
+            Ok(f) => (Some(checked::fold_hex(f)), None),
+            Err(why) => (None, Some(why)),
+        };
+        let json = to_json(&serve::Checked { fold, failure })?;
+        Ok(say(&mut self.channel, word, &json)?)
+    }
+
+    /// The ciphertexts of a dec batch from `file`: one per call of the batch, no more, no
+    /// fewer.
+    fn read_fed(&self, file: &str, ct_len: usize) -> Result<Vec<u8>, String> {
+        let calls = self.per as usize * self.calls.len();
+        let want = calls * ct_len;
+        let cts = std::fs::read(file).map_err(|e| format!("cannot read {file}: {e}"))?;
+        if cts.len() != want {
+            return Err(format!(
+                "{file} holds {} bytes, not the {want} of {calls} ciphertexts",
+                cts.len()
+            ));
+        }
+        Ok(cts)
+    }
+
     /// One timed batch: the KEM's blocks ([`serve::blocks`]), each layout in turn from a
-    /// different one each batch, with a yardstick block before each and after the last.
-    fn batch(&mut self, bufs: &Buffers, record: &mut TimeOutput) -> Result<BatchReply, String> {
+    /// different one each batch, with a yardstick block before each and after the last;
+    /// the DRBG reseeded from `seed` first, dec's ciphertexts from `fed` (a file), the
+    /// outputs folded in the order they were made.
+    fn batch(
+        &mut self,
+        bufs: &Buffers,
+        seed: Option<[u8; 48]>,
+        fed: Option<&str>,
+        record: &mut TimeOutput,
+    ) -> Result<BatchReply, String> {
         let op = self.s.op;
         let k = self.calls.len();
+        let ct_len = bufs.ct.len();
+        let fed = fed.map(|f| self.read_fed(f, ct_len)).transpose()?;
+        if let Some(s) = &seed {
+            checked::reseed(s);
+        }
+        let (mut acc, mut done) = (0u64, 0usize);
         let before = SchedSnapshot::read();
         let plan = serve::blocks(self.per, k, record.trials.len() % k);
         let mut each = vec![Batch::default(); k];
@@ -242,7 +334,9 @@ impl Server<'_> {
             if let Some(p) = self.perf.as_mut() {
                 p.reset_enable();
             }
-            let b = self.calls[j].batch(false, n);
+            let part = fed.as_deref().map(|f| &f[done * ct_len..]);
+            let (b, folded) = self.checked[j].batch(n, part, acc);
+            (acc, done) = (folded, done + n as usize);
             if let Some(p) = self.perf.as_mut() {
                 core = core.zip(p.disable_read()).map(|(a, c)| a + c);
             }
@@ -296,6 +390,7 @@ impl Server<'_> {
             own,
             layout_cycles,
             gauge_cycles,
+            fold: Some(checked::fold_hex(acc)),
         })
     }
 

@@ -1,0 +1,323 @@
+//! Outputs checked while timed: what a member's timed calls return is verified against
+//! another process, so a KEM that does less when timed (it caches outputs for repeated
+//! inputs, or idles when called back to back) fails its time step with "outputs differ
+//! when timed" instead of publishing a figure 100× too fast.
+//!
+//! Every member has a second runner, its reference: the same `kem-runner serve` command
+//! line (with the same `--setup-seed`, so both make the same key pair), in the same sandbox,
+//! with its own scratch folder. Each of the member's batches is made from a fresh seed the
+//! engine draws (`batch SEED`: the runner reseeds its CTR_DRBG outside the timed region), so
+//! inputs differ call to call and no cache hits; the runner folds the batch's outputs
+//! inside the timed loop and answers the fold (`kem_native::checked`).
+//!
+//! - **keygen, enc**: after the rounds, a few batches chosen at random then ([`REPLAYS`],
+//!   at most [`REPLAY_CALLS`] calls in all) are replayed by the reference from their seed
+//!   (`replay SEED N`: calls spaced apart, each output checked by the other operations),
+//!   whose fold must equal the batch's; the reference also fails a replay in which an
+//!   output repeats an earlier one or does not decapsulate to its shared secret.
+//! - **dec**: before each batch the reference makes its ciphertexts (`feed SEED N FILE`:
+//!   its enc from the seed, each decapsulated there too) and the engine copies them from
+//!   the reference's scratch folder into the member's ([`FED_FILE`]); the batch
+//!   decapsulates one per call, and its fold must equal the fold of the shared secrets the
+//!   reference's enc made: dec(ct) = ss on every call of every batch, computed in a process
+//!   that never ran the enc that made them.
+//!
+//! The limit: the reference runs the same untrusted code. A KEM that computes wrong outputs
+//! the same way in both processes is not caught here (the KAT is what checks the outputs
+//! are right); what is caught is a timed process that did not compute, for these inputs,
+//! what another process computes for them with calls spaced apart.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+use super::super::exec::{NoLine, Served};
+use super::super::sandbox::disk::{DiskGuard, DISK};
+use super::super::sandbox::Jail;
+use super::super::stop::Stop;
+use super::live::Live;
+use super::Settings;
+use kem_native::serve::{BatchReply, Checked, Ready, DONE, FED, READY, REPLAYED};
+
+/// Batches of keygen or enc the reference replays per member, at most...
+pub const REPLAYS: usize = 8;
+/// ...and the calls they may hold in all (at least one batch is replayed however long):
+/// each replayed call is spaced 20 µs from the next and runs the other operations too.
+pub const REPLAY_CALLS: u64 = 50_000;
+/// The file a dec batch's ciphertexts pass through, in each runner's scratch folder.
+pub const FED_FILE: &str = "fed.ct";
+
+/// Where a member's reference runner works, and the member's own scratch folder (where its
+/// dec batches read their ciphertexts).
+pub struct Reference {
+    pub scratch: PathBuf,
+    pub jail: Jail,
+    pub member_scratch: PathBuf,
+}
+
+/// 48 fresh random bytes (a DRBG seed).
+fn draw() -> Result<[u8; 48], Stop> {
+    let mut b = [0u8; 48];
+    kem_native::drbg::OsRng
+        .try_fill(&mut b)
+        .map_err(|e| Stop::failed(format!("cannot draw a seed for the batch: {e}")))?;
+    Ok(b)
+}
+
+/// A fresh setup seed for a member's two runners (a fixed one should the system have no
+/// randomness to give: the seed is on both command lines, it need only be shared).
+pub(super) fn setup_seed() -> String {
+    hex::encode(draw().unwrap_or([0x5e; 48]))
+}
+
+/// A fold as the runner sends it: exactly 16 hex digits.
+fn fold_of(s: Option<&str>) -> Option<u64> {
+    let s = s?;
+    (s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(s, 16).ok())
+        .flatten()
+}
+
+/// Start the reference of `l` (when it has one) with the member's `args` in its own jail
+/// and wait for its `ready`; the member fails when it does not come.
+pub(super) fn start(l: &mut Live, s: &Settings, args: &[String], shown: &[String]) {
+    let Some(r) = l.m.reference.as_mut() else {
+        return;
+    };
+    // What the member's runner reads besides its own jail's (layouts, the yardstick).
+    for p in &l.m.jail.read {
+        if !r.jail.read.contains(p) {
+            r.jail.read.push(p.clone());
+        }
+    }
+    r.jail.cpu = l.m.jail.cpu;
+    let mut cmd = s.sandbox.command(&s.runner, args, &r.jail);
+    let guard = DiskGuard::new(&r.jail.write, DISK);
+    match Served::spawn(&mut cmd, shown, s.sandbox.contained(), &mut l.m.log) {
+        Ok(mut served) => {
+            served.watch(guard);
+            let got = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
+            l.out.cpu = super::super::outside::Watch::of(served.id());
+            l.out.served = Some(served);
+            match got {
+                Ok((w, _)) if w == READY => {}
+                other => reference_failed(l, other, s),
+            }
+        }
+        Err(e) => l.fail(Stop::failed(format!(
+            "cannot run kem-runner as the reference: {e}"
+        ))),
+    }
+}
+
+/// The member fails because its reference did not answer as it should.
+fn reference_failed(l: &mut Live, got: Result<(String, String), NoLine>, s: &Settings) {
+    l.fail_from(got, s.timeout);
+    if let Some(f) = l.failed.as_mut() {
+        f.reason = format!(
+            "its reference runner (for checking the outputs): {}",
+            f.reason
+        );
+    }
+}
+
+/// The calls of each batch, from the member's `ready` line.
+pub(super) fn ready(l: &mut Live, ready: Option<&Ready>) {
+    l.out.calls = ready.map_or(0, |r| r.batch_calls);
+}
+
+/// The line that asks `l`'s runner for its next batch: `batch` alone without a reference;
+/// else `batch SEED` with a fresh seed, for dec `batch SEED FILE` once the reference has
+/// fed the batch's ciphertexts. `Err` fails the member.
+pub(super) fn batch_line(l: &mut Live, s: &Settings) -> Result<String, Stop> {
+    if l.m.reference.is_none() {
+        return Ok("batch".into());
+    }
+    let seed = draw()?;
+    let hex = hex::encode(seed);
+    let n = l.values.len() + 1;
+    let line = if l.m.op == "dec" {
+        let sent = Instant::now();
+        let fed = ask(l, &format!("feed {hex} {} {FED_FILE}", l.out.calls), FED, s);
+        l.out.cpu.add_wall(sent.elapsed());
+        l.out.cpu.after_batch();
+        let due = fed.map_err(|why| why.stop(&l.m.op, n))?;
+        l.out.due = Some(due);
+        let r = l.m.reference.as_ref().expect("checked");
+        let cap = kem_native::checked::MAX_FED_BYTES;
+        crate::safe_fs::keep(
+            &r.scratch.join(FED_FILE),
+            &r.member_scratch.join(FED_FILE),
+            cap,
+        )
+        .map_err(|e| Stop::failed(format!("dec batch {n}: the reference's ciphertexts: {e}")))?;
+        format!("batch {hex} {FED_FILE}")
+    } else {
+        // Between the member's batches its reference waits: any CPU it used shows at the
+        // next batch ([`Live::fail_if_busy_outside`]).
+        l.out.cpu.after_batch();
+        format!("batch {hex}")
+    };
+    l.out.seeds.push(seed);
+    Ok(line)
+}
+
+/// The member's failure for batch `n`'s outputs, `why` the detail.
+fn differ(op: &str, n: usize, why: &str) -> Stop {
+    Stop::failed(crate::text::clean(&format!(
+        "outputs differ when timed: {op} batch {n} ({why})"
+    )))
+}
+
+/// Why a reference gave no fold.
+enum NoFold {
+    /// It said why: the outputs it made do not hold up (a repeated output, a round trip
+    /// that fails).
+    Said(String),
+    /// It did not answer as kem-runner does (it ended, or its answer is not one).
+    Silent(String),
+}
+
+impl NoFold {
+    /// The member's failure for batch `n`.
+    fn stop(self, op: &str, n: usize) -> Stop {
+        match self {
+            NoFold::Said(why) => differ(op, n, &format!("the reference: {why}")),
+            NoFold::Silent(why) => Stop::failed(crate::text::clean(&format!(
+                "implausible timing record: {op} batch {n}: its reference runner {why}"
+            ))),
+        }
+    }
+}
+
+/// Send `line` to the reference and read its answer `word`: the fold, or why there is
+/// none.
+fn ask(l: &mut Live, line: &str, word: &str, s: &Settings) -> Result<u64, NoFold> {
+    let verb = line.split(' ').next().unwrap_or_default();
+    let silent = |why: String| NoFold::Silent(format!("did not answer `{verb}` ({why})"));
+    let served = (l.out.served.as_mut()).ok_or_else(|| silent("it is gone".into()))?;
+    let got = match served.send(line) {
+        Ok(()) => served.next_line(&[word, DONE], Instant::now() + s.timeout, &mut l.m.log),
+        Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+    };
+    let json = match got {
+        Ok((w, json)) if w == word => json,
+        Ok(_) => return Err(silent("it stopped".into())),
+        Err(NoLine::Killed(e)) | Err(NoLine::Ended(e)) => return Err(silent(e.describe())),
+    };
+    let c: Checked = serde_json::from_str(&json)
+        .map_err(|e| silent(format!("its answer is unreadable: {e}")))?;
+    match (fold_of(c.fold.as_deref()), c.failure) {
+        (_, Some(why)) => Err(NoFold::Said(why)),
+        (Some(f), None) => Ok(f),
+        (None, None) => Err(silent("its answer has no fold".into())),
+    }
+}
+
+/// Keep batch `b`'s fold (the batch number is the member's next value): dec's is checked
+/// at once against what the reference's enc made. `Err` fails the member.
+pub(super) fn after_batch(l: &mut Live, b: &BatchReply) -> Result<(), Stop> {
+    if l.m.reference.is_none() {
+        return Ok(());
+    }
+    let n = l.values.len() + 1;
+    let fold = fold_of(b.fold.as_deref()).ok_or_else(|| {
+        Stop::failed(format!(
+            "implausible timing record: {} batch {n} came without the fold of its outputs",
+            l.m.op
+        ))
+    })?;
+    l.out.folds.push(fold);
+    match l.out.due.take() {
+        Some(due) if due != fold => Err(differ(
+            &l.m.op,
+            n,
+            &format!(
+                "its shared secrets fold to {fold:016x}, those the reference's enc made for \
+                 its ciphertexts to {due:016x}: dec(ct) is not ss"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// After the rounds: every alive member's keygen or enc batches chosen now at random
+/// replayed by its reference and compared; then every reference ends.
+pub(super) fn replay_all(live: &mut [Live], s: &Settings) {
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(super::fresh_seed());
+    for l in live.iter_mut() {
+        if l.alive() && l.m.reference.is_some() && l.m.op != "dec" {
+            if let Err(stop) = replay(l, s, &mut rng) {
+                l.fail(stop);
+            }
+        }
+        l.end_reference("outputs checked");
+    }
+}
+
+/// Replay a few of `l`'s batches ([`REPLAYS`], [`REPLAY_CALLS`]) on its reference.
+fn replay(l: &mut Live, s: &Settings, rng: &mut rand::rngs::ChaCha8Rng) -> Result<(), Stop> {
+    if let Some(why) = l.out.cpu.before_batch() {
+        return Err(Stop::failed(format!(
+            "{}: its reference runner: {why}",
+            l.m.op
+        )));
+    }
+    let mut order: Vec<usize> = (0..l.out.folds.len().min(l.batches.len())).collect();
+    order.shuffle(rng);
+    let mut calls = 0u64;
+    for (k, i) in order.into_iter().enumerate() {
+        let n = l.batches[i].0;
+        if k == REPLAYS || (k > 0 && calls + n > REPLAY_CALLS) {
+            break;
+        }
+        calls += n;
+        let line = format!("replay {} {n}", hex::encode(l.out.seeds[i]));
+        let theirs = ask(l, &line, REPLAYED, s).map_err(|why| why.stop(&l.m.op, i + 1))?;
+        let mine = l.out.folds[i];
+        if theirs != mine {
+            return Err(differ(
+                &l.m.op,
+                i + 1,
+                &format!(
+                    "its outputs fold to {mine:016x}, the same {n} calls replayed from its \
+                     seed in another process, spaced apart, to {theirs:016x}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The scratch folders of a member's reference for the step to remove: `dir`'s sibling.
+pub fn scratch_of(dir: &Path) -> PathBuf {
+    let name = dir.file_name().map_or_else(String::new, |n| {
+        format!("{}.reference", n.to_string_lossy())
+    });
+    dir.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fold_is_exactly_sixteen_hex_digits() {
+        assert_eq!(fold_of(Some("00000000000000ab")), Some(0xab));
+        assert_eq!(fold_of(Some("FFFFFFFFFFFFFFFF")), Some(u64::MAX));
+        assert_eq!(fold_of(Some("ab")), None);
+        assert_eq!(fold_of(Some("+000000000000000")), None);
+        assert_eq!(fold_of(Some("00000000000000ag")), None);
+        assert_eq!(fold_of(None), None);
+    }
+
+    #[test]
+    fn the_references_scratch_is_a_sibling_of_the_members() {
+        assert_eq!(
+            scratch_of(Path::new("/o/scratch/x/time__keygen")),
+            Path::new("/o/scratch/x/time__keygen.reference")
+        );
+    }
+}

@@ -91,6 +91,7 @@ pub(super) fn performance(
     let mut orders = 0;
     let mut wide: Vec<String> = Vec::new();
     let mut flagged: Vec<String> = Vec::new();
+    let mut contradicted: Vec<String> = Vec::new();
     let mut within_state = false;
     for inst in listed(sub) {
         for (op, _) in inst.ops(StepKind::Time) {
@@ -104,17 +105,21 @@ pub(super) fn performance(
             orders = orders.max(td.output.layouts.len());
             let (cycles, ci) = headline(td);
             let ns = ns_of(td, cycles);
-            let mark = match td.rounds.as_ref().filter(|r| !r.flags.is_empty()) {
-                Some(r) => {
-                    flagged.push(format!(
-                        "{} {}: {}",
-                        code(&inst.id),
-                        op.name(),
-                        r.flags.join("; ")
-                    ));
-                    " ⚠ not trusted"
-                }
-                None => "",
+            let untrusted = inst.untrusted(op);
+            let flags = td.rounds.as_ref().map_or(&[][..], |r| &r.flags[..]);
+            let mark = if let Some(u) = &untrusted {
+                contradicted.push(format!("{} {}: {}", code(&inst.id), op.name(), u.reason()));
+                " ⚠ not trusted"
+            } else if !flags.is_empty() {
+                flagged.push(format!(
+                    "{} {}: {}",
+                    code(&inst.id),
+                    op.name(),
+                    flags.join("; ")
+                ));
+                " ⚠ not trusted"
+            } else {
+                ""
             };
             within_state |= td
                 .rounds
@@ -124,7 +129,7 @@ pub(super) fn performance(
             if let Some(r) = td
                 .rounds
                 .as_ref()
-                .filter(|r| !r.reached && r.flags.is_empty())
+                .filter(|r| !r.reached && r.flags.is_empty() && untrusted.is_none())
             {
                 wide.push(format!(
                     "{} {} (±{:.1}%)",
@@ -195,6 +200,15 @@ pub(super) fn performance(
                 link("appendix", appendix_href)
             )
         });
+        if !contradicted.is_empty() {
+            doc.p(
+                "⚠ not trusted: the figures of these operations contradict each other (timed \
+                 cycles against counted instructions, or batches against single calls; see \
+                 docs/figures.md), so neither their time nor their instruction count nor their \
+                 constant-time verdict is a measurement of the code as submitted:",
+            );
+            doc.list(contradicted);
+        }
         if !flagged.is_empty() {
             doc.p(
                 "⚠ not trusted: the figure does not earn its interval, whatever its width \

@@ -45,6 +45,27 @@ fn ns_of(td: &TimeData, cycles: f64) -> f64 {
     }
 }
 
+/// The lists under section 4's table of the rows marked ⚠ not trusted: figures that
+/// contradict each other (`report::integrity`), and figures that do not earn their interval.
+fn not_trusted(doc: &mut Doc, contradicted: Vec<String>, flagged: Vec<String>) {
+    if !contradicted.is_empty() {
+        doc.p(
+            "⚠ not trusted: the figures of these operations contradict each other (timed \
+             cycles against counted instructions, or batches against single calls; see \
+             docs/figures.md), so neither their time nor their instruction count nor their \
+             constant-time verdict is a measurement of the code as submitted:",
+        );
+        doc.list(contradicted);
+    }
+    if !flagged.is_empty() {
+        doc.p(
+            "⚠ not trusted: the figure does not earn its interval, whatever its width \
+             (compare it with care):",
+        );
+        doc.list(flagged);
+    }
+}
+
 /// Section 4 of the body: the seed's columns with the headline figure and its CI, one
 /// sentence saying which statistic it is, and the rows that missed the precision target.
 pub(super) fn performance(
@@ -200,22 +221,7 @@ pub(super) fn performance(
                 link("appendix", appendix_href)
             )
         });
-        if !contradicted.is_empty() {
-            doc.p(
-                "⚠ not trusted: the figures of these operations contradict each other (timed \
-                 cycles against counted instructions, or batches against single calls; see \
-                 docs/figures.md), so neither their time nor their instruction count nor their \
-                 constant-time verdict is a measurement of the code as submitted:",
-            );
-            doc.list(contradicted);
-        }
-        if !flagged.is_empty() {
-            doc.p(
-                "⚠ not trusted: the figure does not earn its interval, whatever its width \
-                 (compare it with care):",
-            );
-            doc.list(flagged);
-        }
+        not_trusted(doc, contradicted, flagged);
         if !wide.is_empty() {
             let precision = listed(sub)
                 .flat_map(|i| i.ops(StepKind::Time).filter_map(|(op, _)| i.time_ok(op)))

@@ -14,7 +14,9 @@
 //! `ngcc-pipe compare` uses to take the host's drift out of a comparison of two runs),
 //! variable_latency (the `ct` step's scan: instructions with operand-dependent latency
 //! reachable from the operation in the instance's own code; an operation checked by `ct`
-//! but neither timed nor profiled gets a row of its own).
+//! but neither timed nor profiled gets a row of its own),
+//! untrusted (why the operation's time, count and ct results contradict each other, see
+//! `super::integrity`; empty when they agree).
 //! A campaign that builds with several flag profiles (instance ids `<id>@<profile>`) gets one
 //! more column, `flags`, last: the build's profile. Unknown values are
 //! empty cells; an instance without timed or profiled operations gets one row with an empty
@@ -27,7 +29,7 @@ use super::view::CampaignView;
 use super::Renderer;
 
 /// Header line of `results.csv`.
-pub const COLUMNS: [&str; 35] = [
+pub const COLUMNS: [&str; 36] = [
     "system",
     "submission",
     "instance",
@@ -63,6 +65,7 @@ pub const COLUMNS: [&str; 35] = [
     "yardstick_cycles",
     "per_yardstick",
     "variable_latency",
+    "untrusted",
 ];
 
 /// The CSV renderer.
@@ -130,6 +133,13 @@ pub fn to_csv(results: &Results) -> String {
                 r.extend(sizes.iter().cloned());
                 r.extend(std::iter::repeat_n(String::new(), 14));
                 r.push(variable_latency(op));
+                r.push(
+                    inst.constant_time
+                        .iter()
+                        .find(|c| Some(c.op) == op)
+                        .and_then(|c| c.untrusted.clone())
+                        .unwrap_or_default(),
+                );
                 r
             };
             let mut rows: Vec<Vec<String>> = Vec::new();
@@ -163,6 +173,7 @@ pub fn to_csv(results: &Results) -> String {
                     f(o.yardstick_cycles, 1),
                     f(o.per_yardstick, 6),
                     variable_latency(Some(o.op)),
+                    o.untrusted.clone().unwrap_or_default(),
                 ]);
                 rows.push(r);
             }
@@ -224,7 +235,7 @@ mod tests {
              trials,iters,cv,static_bytes,baseline_rss_kib,peak_rss_kib,stack_bytes,pk,sk,ct,ss,\
              hash_share,drng_share,counter_ghz,median_cycles,ci_low_cycles,ci_high_cycles,\
              rounds,interfered_rounds,instructions,cycles_per_instruction,hash_share_instr,\
-             drng_share_instr,yardstick_cycles,per_yardstick,variable_latency\n"
+             drng_share_instr,yardstick_cycles,per_yardstick,variable_latency,untrusted\n"
         );
     }
 }

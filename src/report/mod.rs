@@ -7,6 +7,8 @@
 //! and [`html`] (`site/index.html`, `site/<sub>.html`, with [`svg`] charts). The section
 //! content shared by Markdown and HTML is built once in [`content`] as a [`doc::Doc`].
 //! [`compare`] compares two systems' folders, [`history`] a series of campaigns.
+//! [`integrity`] decides which operations' figures contradict each other and are not
+//! trusted.
 //!
 //! Rendering is deterministic: the same records give byte-identical files (no clock reads,
 //! ordered maps, fixed number formats).
@@ -18,6 +20,7 @@ pub mod doc;
 pub mod format;
 pub mod history;
 pub mod html;
+pub mod integrity;
 pub mod json;
 pub mod markdown;
 pub mod results;

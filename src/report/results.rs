@@ -6,6 +6,7 @@ use crate::measure::stats;
 use crate::model::{Op, StepKind};
 use crate::record::{Status, StepRecord};
 
+use super::integrity::Untrusted;
 pub use super::schema::{
     KatModeStatus, ResultCt, ResultInstance, ResultOp, ResultSubmission, Results, RESULTS_SCHEMA,
     RESULTS_SCHEMA_DOC,
@@ -59,8 +60,9 @@ pub fn ct_latency(r: Option<&StepRecord>) -> String {
     }
 }
 
-/// The constant-time verdict of one operation's record.
-fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
+/// The constant-time verdict of one operation's record; `not trusted: why` in place of a
+/// verdict when the operation's figures contradict each other.
+fn result_ct(op: Op, r: Option<&StepRecord>, untrusted: Option<&Untrusted>) -> ResultCt {
     let data = r
         .filter(|r| r.status == Status::Ok)
         .and_then(|r| match &r.data {
@@ -70,7 +72,11 @@ fn result_ct(op: Op, r: Option<&StepRecord>) -> ResultCt {
     let counts = data.and_then(|d| d.variable_latency());
     ResultCt {
         op,
-        verdict: ct_verdict(r),
+        verdict: match untrusted {
+            Some(u) if data.is_some() => u.mark(),
+            _ => ct_verdict(r),
+        },
+        untrusted: untrusted.map(Untrusted::reason),
         locations: data.map(|d| crate::ct::unexplained(&d.findings)),
         benign: data.map(|d| d.findings.len() - crate::ct::unexplained(&d.findings)),
         latency_verdict: data.map(|_| ct_latency(r)),
@@ -209,6 +215,7 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
             .and_then(|t| t.rounds.as_ref())
             .map(|r| r.flags.clone())
             .unwrap_or_default(),
+        untrusted: inst.untrusted(op).as_ref().map(Untrusted::reason),
     }
 }
 
@@ -279,7 +286,7 @@ impl Results {
                                 .collect(),
                             constant_time: inst
                                 .ops(StepKind::Ct)
-                                .map(|(op, r)| result_ct(op, r))
+                                .map(|(op, r)| result_ct(op, r, inst.untrusted(op).as_ref()))
                                 .collect(),
                         }
                     })

@@ -55,14 +55,17 @@ are counter ticks per operation; times are nanoseconds per operation.
         "interfered_trials": [indices into trial_cycles of the rounds marked interfered],
         "used_trials": [indices of the rounds the median used] | absent,
         "uncontended_share": share of the rounds in the host's uncontended state | absent,
-        "timing_flags": [why the figure does not earn its precision] | absent
+        "timing_flags": [why the figure does not earn its precision] | absent,
+        "untrusted": why time, count and ct contradict each other ("does less when timed:
+          ...", "behaves differently under valgrind: ...") | absent
       } ],
       "constant_time": [ {                                   (absent without a ct step)
         "op": "dec", "verdict": "2 locations, all declared benign" | "not checked: why",
         "locations": not declared benign | null, "benign": declared benign | null,
         "latency_verdict": the variable-latency scan in words | null,
         "variable_latency": instructions in the instance's own code | null,
-        "variable_latency_provided": in the provided primitives | null
+        "variable_latency_provided": in the provided primitives | null,
+        "untrusted": as the op's (the verdict is then "not trusted: ...") | absent
       } ]
     } ]
   } ]
@@ -72,8 +75,12 @@ are counter ticks per operation; times are nanoseconds per operation.
 when it produced no result. `ops` lists the operations of the `time`, `profile` and `count`
 steps; `constant_time` those of the `ct` step (`null` counts: not checked, or a record from
 before the variable-latency scan). `results.csv` has the same figures per operation (an
-operation only the `ct` step ran gets a row of its own); its last seven columns are
-`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr,yardstick_cycles,per_yardstick,variable_latency`.
+operation only the `ct` step ran gets a row of its own); its last eight columns are
+`instructions,cycles_per_instruction,hash_share_instr,drng_share_instr,yardstick_cycles,per_yardstick,variable_latency,untrusted`.
+`untrusted` (an op's and its `constant_time` entry's) is set when the operation's figures
+contradict each other (timed cycles per counted instruction outside 0.1–20, or the batch
+figure below half the single calls'; see "Figures that contradict each other"): its time,
+count and constant-time results are then not to be used.
 "#;
 
 /// `results.json`.
@@ -144,6 +151,9 @@ pub struct ResultCt {
     pub variable_latency: Option<usize>,
     #[serde(default)]
     pub variable_latency_provided: Option<usize>,
+    /// Why the operation's figures are not trusted (see [`ResultOp::untrusted`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,6 +230,10 @@ pub struct ResultOp {
     /// interfered, too few in the host's uncontended state); empty when it does.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timing_flags: Vec<String>,
+    /// Why the time, count and constant-time results of this operation are not trusted:
+    /// they contradict each other (`crate::report::integrity`); absent when they agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
 }
 
 impl ResultOp {

@@ -16,6 +16,7 @@ use crate::record::{
     SourceData, StepData, StepRecord, SurveyData, TimeData,
 };
 
+use super::integrity;
 use super::schema::{Results, RESULTS_SCHEMA};
 
 /// A whole system's records, ready to render.
@@ -458,13 +459,13 @@ impl InstanceView {
     /// Timed cycles per operation (session median, else mean) over counted instructions
     /// (mean), when both were measured; `true` when the cycles are the session median.
     pub fn cycles_per_instruction(&self, op: Op) -> Option<(f64, bool)> {
-        let t = self.time_ok(op)?;
-        let c = self.count_ok(op)?;
-        let (cycles, median) = match t.summary.median_cycles {
-            Some(m) => (m, true),
-            None => (t.summary.mean_cycles, false),
-        };
-        (c.instructions_mean > 0.0).then(|| (cycles / c.instructions_mean, median))
+        integrity::cycles_per_instruction(self.time_ok(op)?, self.count_ok(op)?)
+    }
+
+    /// Why the time, count and constant-time results of `op` are not trusted (its figures
+    /// contradict each other, [`integrity::check`]); `None` when they are.
+    pub fn untrusted(&self, op: Op) -> Option<integrity::Untrusted> {
+        integrity::check(self.time_ok(op), self.count_ok(op))
     }
 
     /// Why this instance cannot run on this machine (its build, or every record it has, was

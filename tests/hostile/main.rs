@@ -6,7 +6,8 @@
 //! a runner's scratch folder, no process outlives the run, and each record's reason names
 //! the cause.
 //!
-//! Needs bubblewrap (`bwrap`) with working user namespaces (group `bubblewrap`, see
+//! `integrity` (faked results, not escapes) needs valgrind only. The rest needs bubblewrap
+//! (`bwrap`) with working user namespaces (group `bubblewrap`, see
 //! `tests/common/require.rs`); `.ci/run` runs this binary as root and as an unprivileged user.
 
 use std::io::Read as _;
@@ -21,6 +22,7 @@ use ngcc_pipe::record::{KatStatus, Status, StepData};
 mod checked;
 #[path = "../common/mod.rs"]
 mod common;
+mod integrity;
 mod session;
 mod stopping;
 use common::*;

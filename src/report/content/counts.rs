@@ -9,6 +9,7 @@ use crate::record::CountData;
 use super::status_text;
 use crate::report::doc::{code, Doc, Table};
 use crate::report::format::{self as fmt, DASH};
+use crate::report::integrity;
 use crate::report::view::SubmissionView;
 
 /// Largest gap between a time share and the instruction share of the same operation, in
@@ -48,6 +49,7 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
     let mut excluded: Vec<String> = Vec::new();
     let mut counters: Vec<String> = Vec::new();
     let mut any_mean = false;
+    let mut contradicted: Vec<String> = Vec::new();
     for inst in &sub.instances {
         for (op, r) in inst.ops(StepKind::Count) {
             let Some(c) = inst.count_ok(op) else {
@@ -77,10 +79,19 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
             }
             let cpi = inst.cycles_per_instruction(op);
             any_mean |= cpi.is_some_and(|(_, median)| !median);
+            let untrusted = inst.untrusted(op);
+            if let Some(u) = &untrusted {
+                contradicted.push(format!("{} {}: {}", code(&inst.id), op.name(), u.reason()));
+            }
+            let mark = if untrusted.is_some() {
+                " ⚠ not trusted"
+            } else {
+                ""
+            };
             t.row(vec![
                 code(&inst.id),
                 op.name().into(),
-                instructions(c.instructions_mean),
+                format!("{}{mark}", instructions(c.instructions_mean)),
                 if c.instructions_min == c.instructions_max {
                     "same in every call".into()
                 } else {
@@ -92,8 +103,8 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
                 },
                 c.per_call.len().to_string(),
                 match cpi {
-                    Some((x, true)) => format!("{x:.2}"),
-                    Some((x, false)) => format!("{x:.2} (mean)"),
+                    Some((x, true)) => format!("{x:.2}{mark}"),
+                    Some((x, false)) => format!("{x:.2} (mean){mark}"),
                     None => DASH.into(),
                 },
             ]);
@@ -139,6 +150,16 @@ pub(super) fn instructions_table(doc: &mut Doc, sub: &SubmissionView) {
                 ""
             }
         ));
+    }
+    if !contradicted.is_empty() {
+        doc.p(format!(
+            "⚠ not trusted: cycles per instruction outside the plausible {}–{} (or batches \
+             far below single calls): the counted code and the timed code did not do the \
+             same work, so neither figure is the submission's:",
+            integrity::CPI_LOW,
+            integrity::CPI_HIGH
+        ));
+        doc.list(contradicted);
     }
     if !missing.is_empty() {
         doc.p("Instructions not counted:");

@@ -81,17 +81,35 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
         "secret-dependent branches and indexes (memcheck)",
         "variable-latency instructions (scan)",
     ]);
+    let mut untrusted = false;
     for inst in listed(sub) {
         for (op, r) in inst.ops(StepKind::Ct) {
+            // A clean verdict of code that behaves differently under valgrind says nothing.
+            let verdict = match inst.untrusted(op) {
+                Some(u) if r.and_then(ct_data).is_some() => {
+                    untrusted = true;
+                    format!("⚠ {}", u.mark())
+                }
+                _ => ct_verdict(r),
+            };
             verdicts.row(vec![
                 code(&inst.id),
                 op.name().to_string(),
-                ct_verdict(r),
+                verdict,
                 ct_latency(r),
             ]);
         }
     }
     doc.table(verdicts);
+    if untrusted {
+        doc.p(
+            "⚠ not trusted: memcheck ran the code it was given, but the timing and the \
+             instruction count of these operations contradict each other (section 4), so the \
+             code that ran under valgrind is not the code that runs natively and no verdict \
+             is given for it. The variable-latency scan reads the object's instructions \
+             without running them and stands.",
+        );
+    }
     doc.p(format!(
         "Where each location and instruction is, with its source line and disassembly: \
          \"{}\" in the appendix.",

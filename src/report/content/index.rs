@@ -12,7 +12,8 @@ use crate::report::view::CampaignView;
 
 /// The index's constant-time cell: per checked operation the locations not declared
 /// benign (`+N benign` beside, and the variable-latency instructions of the instance's own
-/// code when there are any), `not checked` otherwise.
+/// code when there are any), `not checked` otherwise, `not trusted` where the operation's
+/// figures contradict each other.
 fn ct_cell(inst: &ResultInstance) -> String {
     if inst.constant_time.is_empty() {
         return DASH.into();
@@ -20,6 +21,9 @@ fn ct_cell(inst: &ResultInstance) -> String {
     inst.constant_time
         .iter()
         .map(|c| {
+            if c.untrusted.is_some() {
+                return format!("{} not trusted", c.op);
+            }
             let mut cell = match (c.locations, c.benign) {
                 (Some(n), Some(0)) => format!("{} {n}", c.op),
                 (Some(n), Some(b)) => format!("{} {n} (+{b} benign)", c.op),
@@ -71,6 +75,9 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
         for inst in &sub.instances {
             let cyc = |op: Op| match inst.op(op) {
                 Some(o) => match (o.cycles(), super::status::precision_cell(o)) {
+                    (Some(c), _) if o.untrusted.is_some() => {
+                        format!("{} ⚠ not trusted", fmt::cycles(c))
+                    }
                     (Some(c), Some(p)) => format!("{} {p}", fmt::cycles(c)),
                     (Some(c), None) => fmt::cycles(c),
                     (None, _) => DASH.into(),

@@ -45,6 +45,27 @@ fn ns_of(td: &TimeData, cycles: f64) -> f64 {
     }
 }
 
+/// The lists under section 4's table of the rows marked ⚠ not trusted: figures that
+/// contradict each other (`report::integrity`), and figures that do not earn their interval.
+fn not_trusted(doc: &mut Doc, contradicted: Vec<String>, flagged: Vec<String>) {
+    if !contradicted.is_empty() {
+        doc.p(
+            "⚠ not trusted: the figures of these operations contradict each other (timed \
+             cycles against counted instructions, or batches against single calls; see \
+             docs/figures.md), so neither their time nor their instruction count nor their \
+             constant-time verdict is a measurement of the code as submitted:",
+        );
+        doc.list(contradicted);
+    }
+    if !flagged.is_empty() {
+        doc.p(
+            "⚠ not trusted: the figure does not earn its interval, whatever its width \
+             (compare it with care):",
+        );
+        doc.list(flagged);
+    }
+}
+
 /// Section 4 of the body: the seed's columns with the headline figure and its CI, one
 /// sentence saying which statistic it is, and the rows that missed the precision target.
 pub(super) fn performance(
@@ -91,6 +112,7 @@ pub(super) fn performance(
     let mut orders = 0;
     let mut wide: Vec<String> = Vec::new();
     let mut flagged: Vec<String> = Vec::new();
+    let mut contradicted: Vec<String> = Vec::new();
     let mut within_state = false;
     for inst in listed(sub) {
         for (op, _) in inst.ops(StepKind::Time) {
@@ -104,17 +126,21 @@ pub(super) fn performance(
             orders = orders.max(td.output.layouts.len());
             let (cycles, ci) = headline(td);
             let ns = ns_of(td, cycles);
-            let mark = match td.rounds.as_ref().filter(|r| !r.flags.is_empty()) {
-                Some(r) => {
-                    flagged.push(format!(
-                        "{} {}: {}",
-                        code(&inst.id),
-                        op.name(),
-                        r.flags.join("; ")
-                    ));
-                    " ⚠ not trusted"
-                }
-                None => "",
+            let untrusted = inst.untrusted(op);
+            let flags = td.rounds.as_ref().map_or(&[][..], |r| &r.flags[..]);
+            let mark = if let Some(u) = &untrusted {
+                contradicted.push(format!("{} {}: {}", code(&inst.id), op.name(), u.reason()));
+                " ⚠ not trusted"
+            } else if !flags.is_empty() {
+                flagged.push(format!(
+                    "{} {}: {}",
+                    code(&inst.id),
+                    op.name(),
+                    flags.join("; ")
+                ));
+                " ⚠ not trusted"
+            } else {
+                ""
             };
             within_state |= td
                 .rounds
@@ -124,7 +150,7 @@ pub(super) fn performance(
             if let Some(r) = td
                 .rounds
                 .as_ref()
-                .filter(|r| !r.reached && r.flags.is_empty())
+                .filter(|r| !r.reached && r.flags.is_empty() && untrusted.is_none())
             {
                 wide.push(format!(
                     "{} {} (±{:.1}%)",
@@ -195,13 +221,7 @@ pub(super) fn performance(
                 link("appendix", appendix_href)
             )
         });
-        if !flagged.is_empty() {
-            doc.p(
-                "⚠ not trusted: the figure does not earn its interval, whatever its width \
-                 (compare it with care):",
-            );
-            doc.list(flagged);
-        }
+        not_trusted(doc, contradicted, flagged);
         if !wide.is_empty() {
             let precision = listed(sub)
                 .flat_map(|i| i.ops(StepKind::Time).filter_map(|(op, _)| i.time_ok(op)))

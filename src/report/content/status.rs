@@ -2,7 +2,8 @@
 //! the instances), which KAT modes had no expected hash (NOKAT: not checked, no failure),
 //! which timings did not earn their precision (flagged: most rounds interfered, too few in
 //! the host's uncontended state) and which missed their target (with the precision
-//! reached), and the cross-check warnings of the profile and count steps. "Nothing failed"
+//! reached), the operations whose figures contradict each other (`report::integrity`: not
+//! trusted at all), and the cross-check warnings of the profile and count steps. "Nothing failed"
 //! is said only when every one of these lists is empty, and claims only the checks whose
 //! records it read. The timing lists show their [`WORST`] worst cases only, so that the
 //! results table stays on a reader's first screen; [`precision_in_full`] lists every one at
@@ -57,6 +58,7 @@ pub(crate) fn precision_cell(o: &crate::report::results::ResultOp) -> Option<Str
 /// Every timing of an instance that missed its precision target.
 fn misses(inst: &InstanceView) -> Vec<Miss> {
     inst.ops(StepKind::Time)
+        .filter(|&(op, _)| inst.untrusted(op).is_none())
         .filter_map(|(op, _)| {
             let t = inst.time_ok(op)?;
             let (what, flagged, how_far) = match &t.rounds {
@@ -111,6 +113,8 @@ struct Lists {
     /// (how far, text) of timings wider than their target, and of flagged ones.
     misses: Vec<(f64, String)>,
     flagged: Vec<(f64, String)>,
+    /// Operations whose figures contradict each other (`report::integrity`).
+    untrusted: Vec<String>,
     warnings: Vec<String>,
     skipped: usize,
     /// The kinds of the records read: "nothing failed" claims only what ran.
@@ -123,6 +127,17 @@ fn collect(view: &CampaignView) -> Lists {
         let mut recs: Vec<&StepRecord> = sub.record(StepKind::Source).into_iter().collect();
         for inst in &sub.instances {
             recs.extend(inst.records());
+            for (op, _) in inst.ops(StepKind::Time) {
+                if let Some(u) = inst.untrusted(op) {
+                    s.untrusted.push(format!(
+                        "{} {}: {}; its time, instruction count and constant-time verdict \
+                         are not trusted",
+                        code(&inst.id),
+                        op.name(),
+                        u.reason()
+                    ));
+                }
+            }
             for m in misses(inst) {
                 let line = (
                     m.how_far,
@@ -309,6 +324,7 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         && s.nokat.is_empty()
         && s.misses.is_empty()
         && s.flagged.is_empty()
+        && s.untrusted.is_empty()
         && s.warnings.is_empty()
         && s.skipped == 0;
     if clean {
@@ -330,6 +346,16 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         said.push(format!(
             "{} not checked (no expected hash, NOKAT)",
             plural(s.nokat.len(), "KAT mode", "KAT modes")
+        ));
+    }
+    if !s.untrusted.is_empty() {
+        said.push(format!(
+            "{} not trusted (time, count and ct contradict each other)",
+            plural(
+                s.untrusted.len(),
+                "operation's figures",
+                "operations' figures"
+            )
         ));
     }
     if !s.flagged.is_empty() {
@@ -402,6 +428,14 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         doc,
         format!("KAT not checked: no expected hash ({})", s.nokat.len()),
         s.nokat,
+    );
+    list(
+        doc,
+        format!(
+            "Figures that contradict each other: not trusted ({})",
+            s.untrusted.len()
+        ),
+        s.untrusted,
     );
     worst(
         doc,

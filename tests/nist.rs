@@ -579,3 +579,57 @@ fn check_deep_names_a_link_whose_library_is_not_found() {
         "not at line {line}:\n{err}"
     );
 }
+
+/// `text` without whitespace and the box-drawing rule miette wraps lines with.
+fn squash(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace() && *c != '│')
+        .collect()
+}
+
+#[test]
+fn check_deep_names_a_symbol_that_no_compiled_file_defines() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let p = pipeline(dir, "single", false);
+    ok(dir, &["check", "--deep", &p.display().to_string()]);
+    // The Keccak code moves into a subfolder after import: the manifest no longer
+    // compiles the file that defines what kem.c needs.
+    let folder = pkg.join("Reference_Implementation/crypto_kem/ml-kem-512");
+    std::fs::create_dir(folder.join("keccak")).unwrap();
+    std::fs::rename(folder.join("fips202.c"), folder.join("keccak/fips202.c")).unwrap();
+    let (code, out, err) = ngcc(dir, &["check", "--deep", &p.display().to_string()]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    let text = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    let line = 1 + text
+        .lines()
+        .position(|l| l.trim_start().starts_with("instance "))
+        .unwrap();
+    // The diagnostic's lines are wrapped: compared without the wrapping.
+    let flat = squash(&err);
+    assert!(
+        flat.contains(&squash(
+            "`sha3_256` (needed by `Reference_Implementation/crypto_kem/ml-kem-512/kem.c`)"
+        )),
+        "{err}"
+    );
+    assert!(
+        flat.contains(&squash("`Reference_Implementation/crypto_kem/ml-kem-512/keccak/fips202.c` defines it but is not compiled for this instance: add `sources \"Reference_Implementation/crypto_kem/ml-kem-512/keccak/fips202.c\"`")),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("undefined symbols").count(),
+        1,
+        "one diagnostic for one missing file:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("manifest.kdl:{line}:14]")),
+        "not at line {line}:\n{err}"
+    );
+}

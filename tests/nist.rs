@@ -633,3 +633,52 @@ fn check_deep_names_a_symbol_that_no_compiled_file_defines() {
         "not at line {line}:\n{err}"
     );
 }
+
+#[test]
+fn an_instance_this_cpu_cannot_run_is_planned_away_in_one_line() {
+    // An Arm feature on an x86 machine, as the example campaign's aarch64 instances.
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if cpuinfo.split_whitespace().any(|w| w == "asimd") {
+        eprintln!("skipped: this CPU has asimd");
+        return;
+    }
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let path = dir.join("subs/ML-KEM/manifest.kdl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen(
+        "    api \"nist\"\n",
+        "    api \"nist\"\n    when param=\"ml-kem-512\" {\n        requires-cpu \"asimd\"\n    }\n",
+        1,
+    );
+    std::fs::write(&path, &text).unwrap();
+    let p = pipeline(dir, "single all", true);
+    let (code, _, err) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let about: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("ml-kem-512-reference"))
+        .collect();
+    assert_eq!(
+        about,
+        ["unsupported ML-KEM/ml-kem-512-reference: this CPU lacks asimd (not in /proc/cpuinfo flags); its 3 steps planned away"],
+        "{err}"
+    );
+    // The records still say why each step did not run.
+    let out = dir.join("out");
+    let kat = rec(&out, StepKind::Kat, "ML-KEM", "ml-kem-512-reference", None);
+    assert_eq!(kat.status.name(), "unsupported");
+    assert!(kat.reason.unwrap_or_default().contains("lacks asimd"));
+    // `-v` shows every step's line.
+    let (_, _, verbose) = ngcc(dir, &["run", "-v", &p.display().to_string()]);
+    assert!(
+        verbose.contains("ML-KEM/ml-kem-512-reference/kat"),
+        "{verbose}"
+    );
+}

@@ -682,3 +682,94 @@ fn an_instance_this_cpu_cannot_run_is_planned_away_in_one_line() {
         "{verbose}"
     );
 }
+
+#[test]
+fn a_package_with_a_build_script_a_subfolder_and_a_nested_root_passes_unedited() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    // Delivered as `delivery/{SHA256SUMS,README}` beside `delivery/round3/ML-KEM/`.
+    let delivery = dir.join("delivery");
+    let pkg = support::ml_kem(&mlkem, &delivery.join("round3"), &["512"]);
+    std::fs::write(delivery.join("SHA256SUMS"), "0  round3/ML-KEM\n").unwrap();
+    std::fs::write(delivery.join("README"), "The round-3 package.\n").unwrap();
+    // Its Keccak in a subfolder, and a shell script instead of the Makefile.
+    let param = pkg.join("Reference_Implementation/crypto_kem/ml-kem-512");
+    std::fs::create_dir(param.join("keccak")).unwrap();
+    std::fs::rename(param.join("fips202.c"), param.join("keccak/fips202.c")).unwrap();
+    std::fs::remove_file(param.join("Makefile")).unwrap();
+    let bmi2 = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|w| w == "bmi2");
+    let m = if bmi2 { " -mbmi2" } else { "" };
+    std::fs::write(
+        param.join("build.sh"),
+        format!("#!/bin/sh\nset -e\ncc -O3 -std=c99{m} -o PQCgenKAT_kem *.c keccak/fips202.c\n"),
+    )
+    .unwrap();
+    let archive = dir.join("ML-KEM-r3.tar.gz");
+    support::tar_gz(&delivery, &archive);
+    // The same folder, given one level above the package, and with `--root`.
+    let said = ok(
+        dir,
+        &[
+            "import",
+            &delivery.join("round3").display().to_string(),
+            "--into",
+            "other",
+        ],
+    );
+    assert!(
+        said.contains("note: the package is `ML-KEM` inside"),
+        "{said}"
+    );
+    let other = std::fs::read_to_string(dir.join("other/ML-KEM/manifest.kdl")).unwrap();
+    assert!(
+        other.contains("source path=\"../../delivery/round3/ML-KEM\""),
+        "{other}"
+    );
+    let (code, _, err) = ngcc(
+        dir,
+        &[
+            "import",
+            &delivery.display().to_string(),
+            "--into",
+            "other",
+            "--root",
+            "../x",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("without `..`"), "{err}");
+
+    let said = ok(
+        dir,
+        &["import", &archive.display().to_string(), "--into", "subs"],
+    );
+    assert!(
+        said.contains("note: the package is `round3/ML-KEM` inside"),
+        "{said}"
+    );
+    let manifest = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    for want in [
+        "root=\"delivery/round3/ML-KEM\"".to_string(),
+        "sources \"Reference_Implementation/crypto_kem/ml-kem-512/keccak/fips202.c\"".to_string(),
+        "nist-category 1 param=\"ml-kem-512\"".to_string(),
+        format!(
+            "// ml-kem-512-reference: from Reference_Implementation/crypto_kem/ml-kem-512/build.sh"
+        ),
+    ] {
+        assert!(manifest.contains(&want), "{want}\n--- manifest\n{manifest}");
+    }
+    assert_eq!(manifest.contains("cflags \"-mbmi2\""), bmi2, "{manifest}");
+    assert!(!manifest.contains("TODO nist-category"), "{manifest}");
+    let p = pipeline(dir, "single all", false);
+    let checked = ok(dir, &["check", "--deep", &p.display().to_string()]);
+    assert!(checked.contains("1 instances"), "{checked}");
+    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{progress}");
+    for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", "ml-kem-512-reference") {
+        assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
+    }
+}

@@ -6,6 +6,7 @@
 //! guessed: the manifest keeps a TODO.
 
 use super::read::{join, Package};
+use super::scan::Implementation;
 
 /// Well-known parameter sets (names lower-cased, without `-`, `_` and `.`) and the category
 /// their submissions claim. Longer names first where one contains another.
@@ -151,6 +152,47 @@ pub fn category(pkg: &Package, name: &str, dir: &str) -> Option<(u8, String)> {
     from_headers(pkg, dir)
         .or_else(|| from_readme(pkg, name))
         .or_else(|| well_known(name).map(|c| (c, "a well-known parameter set name".to_string())))
+}
+
+/// Each of `params` with its category and where it comes from (from its folder in the
+/// first implementation that has it); what was found and what was not goes to `decisions`.
+pub fn of_params(
+    pkg: &Package,
+    impls: &[Implementation],
+    params: &[String],
+    decisions: &mut Vec<String>,
+) -> Vec<(String, Option<(u8, String)>)> {
+    let out: Vec<(String, Option<(u8, String)>)> = params
+        .iter()
+        .map(|p| {
+            let dir = impls
+                .iter()
+                .flat_map(|i| &i.params)
+                .find(|q| &q.name == p)
+                .map(|q| q.dir.clone())
+                .unwrap_or_default();
+            (p.clone(), category(pkg, p, &dir))
+        })
+        .collect();
+    let said: Vec<String> = out
+        .iter()
+        .filter_map(|(p, c)| c.as_ref().map(|(n, why)| format!("`{p}` {n} ({why})")))
+        .collect();
+    if !said.is_empty() {
+        decisions.push(format!("nist-category: {}", said.join(", ")));
+    }
+    let todo: Vec<String> = out
+        .iter()
+        .filter(|(_, c)| c.is_none())
+        .map(|(p, _)| format!("`{p}`"))
+        .collect();
+    if !todo.is_empty() {
+        decisions.push(format!(
+            "nist-category: the package does not say which security category {} claims, and the name is not a well-known one: the manifest lists it as a TODO",
+            todo.join(", ")
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -404,18 +404,7 @@ fn manifest_of(
                 .or_else(|| p.kat.and_then(|k| k.algname.as_deref()))
         })
         .collect();
-    let categories: Vec<(String, Option<(u8, String)>)> = params
-        .iter()
-        .map(|p| {
-            let dir = impls
-                .iter()
-                .flat_map(|i| &i.params)
-                .find(|q| &q.name == p)
-                .map(|q| q.dir.clone())
-                .unwrap_or_default();
-            (p.clone(), category::category(pkg, p, &dir))
-        })
-        .collect();
+    let categories = category::of_params(pkg, &impls, &params, &mut done.decisions);
     let text = write::manifest(
         &Manifest {
             id: name,
@@ -430,25 +419,6 @@ fn manifest_of(
         },
         &mut done.decisions,
     );
-    let said: Vec<String> = categories
-        .iter()
-        .filter_map(|(p, c)| c.as_ref().map(|(n, why)| format!("`{p}` {n} ({why})")))
-        .collect();
-    if !said.is_empty() {
-        done.decisions
-            .push(format!("nist-category: {}", said.join(", ")));
-    }
-    let todo: Vec<String> = categories
-        .iter()
-        .filter(|(_, c)| c.is_none())
-        .map(|(p, _)| format!("`{p}`"))
-        .collect();
-    if !todo.is_empty() {
-        done.decisions.push(format!(
-            "nist-category: the package does not say which security category {} claims, and the name is not a well-known one: the manifest lists it as a TODO",
-            todo.join(", ")
-        ));
-    }
     if !package.starts_with(dir) {
         done.decisions.push(
             "the manifest's `source` lies outside its folder: the pipeline must allow it with a `submissions-root` folder that holds both (e.g. their common parent)".to_string(),

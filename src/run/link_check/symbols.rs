@@ -91,7 +91,10 @@ pub fn of_library(cc: &str, path: &Path) -> BTreeSet<String> {
 
 fn add_library(cc: &str, path: &Path, depth: usize, out: &mut BTreeSet<String>) {
     use object::{Object, ObjectSymbol};
-    let Ok(bytes) = crate::safe_fs::read(path, CAP) else {
+    // A system library is usually a link (`libcrypto.so` -> `libcrypto.so.3`), which
+    // `safe_fs` does not follow: the file it resolves to is read.
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let Ok(bytes) = crate::safe_fs::read(&real, CAP) else {
         return;
     };
     if let Ok(archive) = object::read::archive::ArchiveFile::parse(&*bytes) {
@@ -195,6 +198,9 @@ mod tests {
             assert!(rt.contains(s), "the C runtime defines {s}");
         }
         assert!(!rt.contains("sqrt"), "libm is not linked by default");
+        // Through the `libm.so` script or link, as a `link "m"` finds it.
+        let libm = of_library("cc", &file_of("cc", "libm.so").unwrap());
+        assert!(libm.contains("sqrt"));
         let d = tempfile::tempdir().unwrap();
         let c = d.path().join("a.c");
         std::fs::write(&c, "int need(void);\nstatic int local(void) { return 1; }\nint have(void) { return need() + local(); }\n").unwrap();

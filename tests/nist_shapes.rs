@@ -179,9 +179,8 @@ fn a_package_with_a_build_script_a_subfolder_and_a_nested_root_passes_unedited()
         "root=\"delivery/round3/ML-KEM\"".to_string(),
         "sources \"Reference_Implementation/crypto_kem/ml-kem-512/keccak/fips202.c\"".to_string(),
         "nist-category 1 param=\"ml-kem-512\"".to_string(),
-        format!(
-            "// ml-kem-512-reference: from Reference_Implementation/crypto_kem/ml-kem-512/build.sh"
-        ),
+        "// ml-kem-512-reference: from Reference_Implementation/crypto_kem/ml-kem-512/build.sh"
+            .to_string(),
     ] {
         assert!(manifest.contains(&want), "{want}\n--- manifest\n{manifest}");
     }

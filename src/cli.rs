@@ -168,6 +168,10 @@ struct ImportArgs {
     /// The C compiler that evaluates api.h sizes defined through other macros.
     #[arg(long, default_value = "cc")]
     cc: String,
+    /// The package's folder inside the folder or archive given (default: the one folder,
+    /// at most two levels down, that holds `<Kind>_Implementation/`).
+    #[arg(long, value_name = "PATH")]
+    root: Option<PathBuf>,
 }
 
 // `graph`'s options.

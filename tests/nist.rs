@@ -6,68 +6,13 @@
 #[path = "nist_support/mod.rs"]
 mod support;
 
+use support::{kat_modes, ngcc, ok, pipeline, rec, work};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ngcc_pipe::model::{KatMode, Op, StepKind};
-use ngcc_pipe::record::{self, KatStatus, StepData, StepRecord};
-
-fn ngcc(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let exe = Path::new(env!("CARGO_BIN_EXE_ngcc-pipe"));
-    let mut cmd = Command::new(exe);
-    cmd.current_dir(dir).env("NO_COLOR", "1").args(args);
-    if let Some(runner) = exe
-        .parent()
-        .map(|d| d.join("kem-runner"))
-        .filter(|r| r.is_file())
-    {
-        cmd.env("NGCC_KEM_RUNNER", runner);
-    }
-    let out = cmd.output().expect("ngcc-pipe starts");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let (code, out, err) = ngcc(dir, args);
-    assert_eq!(
-        code, 0,
-        "ngcc-pipe {args:?}\n--- stdout\n{out}\n--- stderr\n{err}"
-    );
-    out
-}
-
-fn rec(out: &Path, kind: StepKind, sub: &str, inst: &str, op: Option<Op>) -> StepRecord {
-    let p = out.join(record::record_path(kind, sub, Some(inst), op));
-    record::read_json(&p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-        .unwrap_or_else(|| panic!("no record {}", p.display()))
-}
-
-/// A work folder whose path holds a space.
-fn work() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("nist pkgs")
-        .tempdir()
-        .unwrap()
-}
-
-fn pipeline(dir: &Path, modes: &str, timing: bool) -> PathBuf {
-    let mut text = format!(
-        "system \"nist\" {{\n    bench-cpu {}\n    cc \"cc\"\n}}\nflags \"guide\" \"-O2\"\nsubmissions \"subs/*/manifest.kdl\"\nsubmissions-root \".\"\noutputs \"out\"\ndefaults timeout=\"20m\"\nstep \"source\"\nstep \"build\" needs=\"source\" flags=\"guide\"\nstep \"kat\" needs=\"build\" modes=\"{modes}\"\n",
-        support::allowed_cpu()
-    );
-    if timing {
-        text.push_str("step \"time\" needs=\"kat\" exclusive=#true ops=\"keygen\" trials=1 trial=\"20ms\" min-iters=2 samples=3\n");
-        text.push_str("step \"report\" needs=\"kat time\"\n");
-    }
-    let p = dir.join("campaign.kdl");
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use ngcc_pipe::record::{KatStatus, StepData};
 
 fn has_avx2() -> bool {
     std::fs::read_to_string("/proc/cpuinfo")
@@ -403,18 +348,6 @@ fn drop_algname(api_h: &Path) {
         .collect();
     assert_ne!(kept, text, "{} had a CRYPTO_ALGNAME", api_h.display());
     std::fs::write(api_h, kept).unwrap();
-}
-
-/// The `kat` record's modes of one instance: (mode, status, reason).
-fn kat_modes(out: &Path, sub: &str, inst: &str) -> Vec<(KatMode, KatStatus, Option<String>)> {
-    let kat = rec(out, StepKind::Kat, sub, inst, None);
-    let Some(StepData::Kat(k)) = &kat.data else {
-        panic!("{sub}/{inst}: kat {:?}: {:?}", kat.status, kat.reason)
-    };
-    k.modes
-        .iter()
-        .map(|m| (m.mode, m.status, m.reason.clone()))
-        .collect()
 }
 
 #[test]

@@ -31,7 +31,11 @@ pub(super) fn exec(args: CheckArgs, outputs: Option<&Path>) -> Result<(), Error>
                 )
             })
             .collect();
-        let report = crate::dsl::deep_check(&c, &roots, &crate::dsl::RealFs::new());
+        let linker = run::link_check::EngineLinker::new().map_err(|source| Error::Io {
+            what: "a temporary folder for the sandbox probe".into(),
+            source,
+        })?;
+        let report = crate::dsl::deep_check(&c, &roots, &crate::dsl::RealFs::new(), &linker);
         let mut listing = String::new();
         for line in &report.listing {
             listing.push_str(&format!("{line}\n"));

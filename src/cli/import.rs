@@ -15,6 +15,7 @@ pub(super) fn exec(args: ImportArgs) -> Result<(), Error> {
         name: args.name,
         force: args.force,
         cc: args.cc,
+        root: args.root,
     };
     let done = import(&o).map_err(|e| match e {
         ImportError::Write { path, source } => Error::Io {

@@ -1,13 +1,16 @@
 //! `check --deep`: what only the fetched sources can tell. Per instance: its `dir` exists
 //! in the source, its `api.h` defines the `CRYPTO_*` sizes under the declared namespace
 //! (else the namespace it does use is named), and the `.c`/`.s`/`.S` files a build would
-//! compile are listed. Problems point at the manifest's `dir=` or `namespace=` value.
+//! compile are listed, then compiled and their symbols resolved by a [`Linker`] (the build's
+//! link predicted, see [`super::deep_link`]). Problems point at the manifest's `dir=` or
+//! `namespace=` value, or at the instance's line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use miette::SourceSpan;
 
+use super::deep_link::{link_problems, Linker};
 use super::diag::{Diagnostic, Diagnostics, SourceFile};
 use super::fs::SourceFs;
 use crate::model::{Api, Campaign, Pos};
@@ -23,11 +26,13 @@ pub struct DeepReport {
 }
 
 /// Checks every instance of `campaign` against its submission's source root (`roots`:
-/// submission id -> folder, or why it could not be fetched).
+/// submission id -> folder, or why it could not be fetched); `linker` compiles each
+/// instance's sources and resolves their symbols.
 pub fn deep_check(
     campaign: &Campaign,
     roots: &BTreeMap<String, Result<PathBuf, String>>,
     fs: &dyn SourceFs,
+    linker: &dyn Linker,
 ) -> DeepReport {
     let mut problems = Vec::new();
     let mut listing_lines = Vec::new();
@@ -149,6 +154,8 @@ pub fn deep_check(
                     }
                     listing_lines.push(line);
                     source_notes(&file, sub, inst, &listing.files, &mut problems);
+                    let outcome = linker.link(campaign, sub, inst, root, &listing.files);
+                    problems.extend(link_problems(&file, inst, outcome));
                 }
                 Err(e) => problems.push(
                     Diagnostic::new(&file, format!("instance `{}`: {e}", inst.id))

@@ -15,6 +15,7 @@ mod cflags;
 mod cpu_flags;
 pub use cpu_flags::cpuinfo_name_of_gcc_flag;
 mod deep;
+mod deep_link;
 mod diag;
 mod duration;
 mod fs;
@@ -32,6 +33,7 @@ mod values;
 use std::path::Path;
 
 pub use deep::{deep_check, DeepReport};
+pub use deep_link::{LinkOutcome, Linker, NoLinker, Unresolved};
 pub use diag::{Diagnostic, Diagnostics, Location};
 pub use duration::{format_duration, parse_duration};
 pub use fs::{MemFs, RealFs, SourceFs};

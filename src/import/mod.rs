@@ -15,12 +15,15 @@
 //! are removed however import ends ([`guard`]), and the submission folder appears whole or
 //! not at all.
 
+mod category;
 mod defines;
 mod guard;
 mod kat;
 mod probe;
 mod read;
+mod root;
 mod scan;
+mod subfolders;
 mod write;
 
 use std::path::{Component, Path, PathBuf};
@@ -42,6 +45,8 @@ pub struct Options {
     pub force: bool,
     /// The C compiler that evaluates api.h sizes made of macros.
     pub cc: String,
+    /// The package's folder inside the folder or archive (default: found, see [`root`]).
+    pub root: Option<PathBuf>,
 }
 
 /// What the import wrote and could not decide.
@@ -215,12 +220,45 @@ pub fn import(o: &Options) -> Result<Imported, ImportError> {
             shown(&o.package)
         )));
     };
+    // The package inside: loose files beside it, or a folder or two above it.
+    let inner = root::find(
+        &Package::new(&root).map_err(ImportError::Package)?,
+        o.root.as_deref(),
+    )
+    .map_err(|e| ImportError::Package(format!("{}: {e}", shown(&o.package))))?;
+    let (root, package, origin) = if inner.is_empty() {
+        (root, package, origin)
+    } else {
+        let origin = match origin {
+            Origin::Folder => Origin::Folder,
+            Origin::Archive { sha256, top } => Origin::Archive {
+                sha256,
+                top: Some(match top {
+                    Some(t) => read::join(&t, &inner),
+                    None => inner.clone(),
+                }),
+            },
+        };
+        let package = match origin {
+            Origin::Folder => package.join(&inner),
+            Origin::Archive { .. } => package,
+        };
+        done.decisions.push(format!(
+            "the package is `{inner}` inside {}",
+            shown(&o.package)
+        ));
+        (root.join(&inner), package, origin)
+    };
     let name = o.name.clone().unwrap_or_else(|| {
         let top = root
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        id_from(if package.is_dir() { &given } else { &top })
+        id_from(if package.is_dir() && inner.is_empty() {
+            &given
+        } else {
+            &top
+        })
     });
     if let Some(p) = crate::dsl::id_problem(&name) {
         return Err(ImportError::Package(format!(
@@ -366,6 +404,7 @@ fn manifest_of(
                 .or_else(|| p.kat.and_then(|k| k.algname.as_deref()))
         })
         .collect();
+    let categories = category::of_params(pkg, &impls, &params, &mut done.decisions);
     let text = write::manifest(
         &Manifest {
             id: name,
@@ -376,12 +415,9 @@ fn manifest_of(
             params: &params,
             pairs: &pairs,
             drng,
+            categories: &categories,
         },
         &mut done.decisions,
-    );
-    done.decisions.push(
-        "nist-category: the package does not say which security category each parameter set claims; the manifest lists them as a TODO"
-            .to_string(),
     );
     if !package.starts_with(dir) {
         done.decisions.push(

@@ -38,6 +38,9 @@ pub struct Param {
     pub left_out: Vec<(String, Vec<String>)>,
     /// `#define randombytes <other>` in a header of the folder.
     pub drng_rename: Option<String>,
+    /// C and assembly files in its subfolders that the build compiles, relative to the
+    /// package root (the manifest's `sources`).
+    pub extra_sources: Vec<String>,
 }
 
 /// One implementation: `Reference` for `Reference_Implementation/`, or one of
@@ -224,7 +227,10 @@ fn param(
             _ => {}
         }
     }
+    let (extra_sources, notes) =
+        super::subfolders::sources(pkg, dir, build_file.as_deref(), &words);
     let param = Param {
+        extra_sources,
         name: name.to_string(),
         dir: dir.to_string(),
         api: found.sizes,
@@ -236,15 +242,24 @@ fn param(
         left_out,
         drng_rename,
     };
-    Ok((param, found.note))
+    let note = found.note.into_iter().chain(notes).collect::<Vec<_>>();
+    Ok((param, (!note.is_empty()).then(|| note.join("; "))))
 }
 
 /// The build file that describes `dir` (its own, else the nearest one above it inside the
-/// package) and its words, continuation lines joined, quotes and parentheses removed.
+/// package): a Makefile, CMakeLists.txt, or a shell script of compile lines (`build.sh`,
+/// read, never run); and its words, continuation lines joined, quotes and parentheses removed.
 fn build_words(pkg: &Package, dir: &str) -> (Option<String>, Vec<String>) {
     let folders = Path::new(dir).ancestors().map(|d| d.display().to_string());
     for d in folders {
-        for name in ["Makefile", "makefile", "CMakeLists.txt"] {
+        for name in [
+            "Makefile",
+            "makefile",
+            "GNUmakefile",
+            "CMakeLists.txt",
+            "build.sh",
+            "compile.sh",
+        ] {
             let rel = join(&d, name);
             if let Some(text) = pkg.read_text(&rel) {
                 let text = text.replace("\\\n", " ");

@@ -87,6 +87,8 @@ pub struct Manifest<'a> {
     pub params: &'a [String],
     pub pairs: &'a [Pair<'a>],
     pub drng: Option<&'a str>,
+    /// Each parameter set's NIST category and where it comes from, when known.
+    pub categories: &'a [(String, Option<(u8, String)>)],
 }
 
 /// The text of `manifest.kdl`.
@@ -176,6 +178,10 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
                 let _ = writeln!(body, "        kat-submitted {}", kdl_str(&own));
             }
         }
+        if !p.param.extra_sources.is_empty() {
+            let files: Vec<String> = p.param.extra_sources.iter().map(|f| kdl_str(f)).collect();
+            let _ = writeln!(body, "        sources {}", files.join(" "));
+        }
         if !p.param.cflags.is_empty() {
             let flags: Vec<String> = p.param.cflags.iter().map(|f| kdl_str(f)).collect();
             let _ = writeln!(body, "        cflags {}", flags.join(" "));
@@ -202,12 +208,36 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
         }
     }
     s.push_str(&blocks);
-    let _ = writeln!(
-        s,
-        "    // TODO nist-category: the package does not say which NIST security category each\n    // parameter set claims; add one line per parameter set, e.g.:"
-    );
-    for p in m.params {
-        let _ = writeln!(s, "    // nist-category 1 param={}", kdl_str(p));
+    let known: Vec<_> = m
+        .categories
+        .iter()
+        .filter_map(|(p, c)| c.as_ref().map(|c| (p, c)))
+        .collect();
+    if !known.is_empty() {
+        let _ = writeln!(s, "    // NIST security categories:");
+    }
+    for (p, (c, why)) in &known {
+        let _ = writeln!(
+            s,
+            "    nist-category {c} param={}  // {}",
+            kdl_str(p),
+            comment(why)
+        );
+    }
+    let unknown: Vec<&String> = m
+        .categories
+        .iter()
+        .filter(|(_, c)| c.is_none())
+        .map(|(p, _)| p)
+        .collect();
+    if !unknown.is_empty() {
+        let _ = writeln!(
+            s,
+            "    // TODO nist-category: the package does not say which NIST security category these\n    // parameter sets claim; add one line each, N the category (1 to 5):"
+        );
+    }
+    for p in unknown {
+        let _ = writeln!(s, "    // nist-category N param={}", kdl_str(p));
     }
     s.push_str("}\n");
     s

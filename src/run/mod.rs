@@ -8,6 +8,7 @@ pub mod decide;
 pub mod exec;
 pub mod keys;
 pub mod libs;
+pub mod link_check;
 pub mod lock;
 pub mod outside;
 pub mod paired;

@@ -2,7 +2,7 @@
 //! line per busy step), plain one-line-per-step logging elsewhere. `-q` keeps only
 //! failures, `-v` adds up-to-date steps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -24,6 +24,9 @@ pub struct Progress {
     verbosity: Verbosity,
     color: bool,
     bars: Option<Bars>,
+    /// Steps of instances this CPU cannot run, said once per instance
+    /// ([`planned_away`](Self::planned_away)): their own `unsupported` lines are not shown.
+    planned_away: Mutex<HashSet<String>>,
 }
 
 struct Bars {
@@ -57,6 +60,7 @@ impl Progress {
             verbosity,
             color,
             bars,
+            planned_away: Mutex::new(HashSet::new()),
         }
     }
 
@@ -77,6 +81,25 @@ impl Progress {
             Status::Skipped | Status::Unsupported => "33",
         };
         format!("\x1b[{code}m{text}\x1b[0m")
+    }
+
+    /// The instance `instance` (`<submission>/<instance>`) cannot run here (`why`): one
+    /// line now, and none for its steps `ids` when they end unsupported (`-v` shows them).
+    pub fn planned_away(&self, instance: &str, why: &str, ids: Vec<String>) {
+        if self.verbosity == Verbosity::Quiet {
+            return;
+        }
+        let n = ids.len();
+        self.println(format!(
+            "{:<11} {}: {}; its {n} step{} planned away",
+            self.paint(Status::Unsupported, Status::Unsupported.name()),
+            crate::text::clean_line(instance),
+            crate::text::clean_line(why),
+            if n == 1 { "" } else { "s" }
+        ));
+        if self.verbosity < Verbosity::Verbose {
+            self.planned_away.lock().expect("progress lock").extend(ids);
+        }
     }
 
     /// A step started running.
@@ -124,11 +147,18 @@ impl Progress {
             }
             b.overall.inc(1);
         }
-        let show = match self.verbosity {
-            Verbosity::Quiet => status.is_failure(),
-            Verbosity::Normal => ran || status != Status::Ok,
-            Verbosity::Verbose => true,
-        };
+        let said = status == Status::Unsupported
+            && self
+                .planned_away
+                .lock()
+                .expect("progress lock")
+                .contains(id);
+        let show = !said
+            && match self.verbosity {
+                Verbosity::Quiet => status.is_failure(),
+                Verbosity::Normal => ran || status != Status::Ok,
+                Verbosity::Verbose => true,
+            };
         if !show {
             return;
         }

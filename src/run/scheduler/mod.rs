@@ -248,6 +248,9 @@ impl<'a> Scheduler<'a> {
             .map(|(&ix, _)| ix)
             .collect();
         waiting.retain(|_, n| *n > 0);
+        for (instance, why, ids) in single::planned_away(ctx, selected) {
+            progress.planned_away(&instance, &why, ids);
+        }
         Scheduler {
             ctx,
             selected,

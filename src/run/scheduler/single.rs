@@ -229,3 +229,29 @@ pub(super) fn release(
         }
     }
 }
+
+/// The instances of `selected` steps that this CPU cannot run (their `requires-cpu`):
+/// (`<submission>/<instance>`, why, the ids of their selected steps), in plan order. Their
+/// build says unsupported and every step after it follows: the terminal gets one line for
+/// each instance instead of one per step.
+pub(super) fn planned_away(
+    ctx: &Ctx,
+    selected: &BTreeSet<NodeIndex>,
+) -> Vec<(String, String, Vec<String>)> {
+    let mut out: Vec<(String, String, Vec<String>)> = Vec::new();
+    for &ix in selected {
+        let node = ctx.node(ix);
+        let Some(i) = node.instance else { continue };
+        let sub = &ctx.campaign.submissions[node.submission];
+        let inst = &sub.instances[i];
+        let Some(why) = crate::run::steps::build::lacks_cpu(ctx, inst) else {
+            continue;
+        };
+        let name = format!("{}/{}", sub.id, inst.id);
+        match out.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, ids)) => ids.push(node.id.clone()),
+            None => out.push((name, why, vec![node.id.clone()])),
+        }
+    }
+    out
+}

@@ -154,33 +154,39 @@ fn run(step: &mut Step) -> Done {
     done
 }
 
-fn build(step: &mut Step) -> Result<Done, StepError> {
-    let ctx = step.ctx;
-    let sub = step.submission();
-    let inst = step.instance();
+/// Why the CPU the campaign runs on cannot run `inst` (`this CPU lacks asimd (not in
+/// /proc/cpuinfo flags)`), if it cannot: its `requires-cpu` flags it lacks.
+pub fn lacks_cpu(ctx: &crate::run::Ctx, inst: &crate::model::Instance) -> Option<String> {
     let missing: Vec<&str> = inst
         .requires_cpu
         .iter()
         .filter(|f| !ctx.cpu_flags.contains(*f))
         .map(String::as_str)
         .collect();
-    if !missing.is_empty() {
+    if missing.is_empty() {
+        return None;
+    }
+    let emulated = ctx.emulator.is_some();
+    Some(format!(
+        "{} lacks {} (not in {})",
+        if emulated { "the target" } else { "this CPU" },
+        missing.join(", "),
+        if emulated {
+            "the system's cpu-features"
+        } else {
+            "/proc/cpuinfo flags"
+        }
+    ))
+}
+
+fn build(step: &mut Step) -> Result<Done, StepError> {
+    let ctx = step.ctx;
+    let sub = step.submission();
+    let inst = step.instance();
+    if let Some(why) = lacks_cpu(ctx, inst) {
         return Ok(Done {
             status: Status::Unsupported,
-            reason: Some(format!(
-                "{} lacks {} (not in {}); instance skipped",
-                if ctx.emulator.is_some() {
-                    "the target"
-                } else {
-                    "this CPU"
-                },
-                missing.join(", "),
-                if ctx.emulator.is_some() {
-                    "the system's cpu-features"
-                } else {
-                    "/proc/cpuinfo flags"
-                }
-            )),
+            reason: Some(format!("{why}; instance skipped")),
             data: None,
         });
     }

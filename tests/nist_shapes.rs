@@ -1,0 +1,197 @@
+//! NIST-round packages of other shapes (issue 38), made at test time from the PQClean
+//! sources cargo downloads (`tests/nist_support`): a build script instead of a Makefile, a
+//! source in a subfolder, the package below loose files in an archive; `check --deep`
+//! predicting a link that would fail; an instance this CPU cannot run said once.
+
+#[path = "nist_support/mod.rs"]
+mod support;
+
+use ngcc_pipe::model::StepKind;
+use ngcc_pipe::record::KatStatus;
+use support::{kat_modes, ngcc, ok, pipeline, rec, squash, work};
+
+#[test]
+fn check_deep_names_a_symbol_that_no_compiled_file_defines() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let p = pipeline(dir, "single", false);
+    ok(dir, &["check", "--deep", &p.display().to_string()]);
+    // The Keccak code moves into a subfolder after import: the manifest no longer
+    // compiles the file that defines what kem.c needs.
+    let folder = pkg.join("Reference_Implementation/crypto_kem/ml-kem-512");
+    std::fs::create_dir(folder.join("keccak")).unwrap();
+    std::fs::rename(folder.join("fips202.c"), folder.join("keccak/fips202.c")).unwrap();
+    let (code, out, err) = ngcc(dir, &["check", "--deep", &p.display().to_string()]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    let text = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    let line = 1 + text
+        .lines()
+        .position(|l| l.trim_start().starts_with("instance "))
+        .unwrap();
+    // The diagnostic's lines are wrapped: compared without the wrapping.
+    let flat = squash(&err);
+    assert!(
+        flat.contains(&squash(
+            "`sha3_256` (needed by `Reference_Implementation/crypto_kem/ml-kem-512/kem.c`)"
+        )),
+        "{err}"
+    );
+    assert!(
+        flat.contains(&squash("`Reference_Implementation/crypto_kem/ml-kem-512/keccak/fips202.c` defines it but is not compiled for this instance: add `sources \"Reference_Implementation/crypto_kem/ml-kem-512/keccak/fips202.c\"`")),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("undefined symbols").count(),
+        1,
+        "one diagnostic for one missing file:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("manifest.kdl:{line}:14]")),
+        "not at line {line}:\n{err}"
+    );
+}
+
+#[test]
+fn an_instance_this_cpu_cannot_run_is_planned_away_in_one_line() {
+    // An Arm feature on an x86 machine, as the example campaign's aarch64 instances.
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if cpuinfo.split_whitespace().any(|w| w == "asimd") {
+        eprintln!("skipped: this CPU has asimd");
+        return;
+    }
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let path = dir.join("subs/ML-KEM/manifest.kdl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen(
+        "    api \"nist\"\n",
+        "    api \"nist\"\n    when param=\"ml-kem-512\" {\n        requires-cpu \"asimd\"\n    }\n",
+        1,
+    );
+    std::fs::write(&path, &text).unwrap();
+    let p = pipeline(dir, "single all", true);
+    let (code, _, err) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let about: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("ml-kem-512-reference"))
+        .collect();
+    assert_eq!(
+        about,
+        ["unsupported ML-KEM/ml-kem-512-reference: this CPU lacks asimd (not in /proc/cpuinfo flags); its 3 steps planned away"],
+        "{err}"
+    );
+    // The records still say why each step did not run.
+    let out = dir.join("out");
+    let kat = rec(&out, StepKind::Kat, "ML-KEM", "ml-kem-512-reference", None);
+    assert_eq!(kat.status.name(), "unsupported");
+    assert!(kat.reason.unwrap_or_default().contains("lacks asimd"));
+    // `-v` shows every step's line.
+    let (_, _, verbose) = ngcc(dir, &["run", "-v", &p.display().to_string()]);
+    assert!(
+        verbose.contains("ML-KEM/ml-kem-512-reference/kat"),
+        "{verbose}"
+    );
+}
+
+#[test]
+fn a_package_with_a_build_script_a_subfolder_and_a_nested_root_passes_unedited() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    // Delivered as `delivery/{SHA256SUMS,README}` beside `delivery/round3/ML-KEM/`.
+    let delivery = dir.join("delivery");
+    let pkg = support::ml_kem(&mlkem, &delivery.join("round3"), &["512"]);
+    std::fs::write(delivery.join("SHA256SUMS"), "0  round3/ML-KEM\n").unwrap();
+    std::fs::write(delivery.join("README"), "The round-3 package.\n").unwrap();
+    // Its Keccak in a subfolder, and a shell script instead of the Makefile.
+    let param = pkg.join("Reference_Implementation/crypto_kem/ml-kem-512");
+    std::fs::create_dir(param.join("keccak")).unwrap();
+    std::fs::rename(param.join("fips202.c"), param.join("keccak/fips202.c")).unwrap();
+    std::fs::remove_file(param.join("Makefile")).unwrap();
+    let bmi2 = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|w| w == "bmi2");
+    let m = if bmi2 { " -mbmi2" } else { "" };
+    std::fs::write(
+        param.join("build.sh"),
+        format!("#!/bin/sh\nset -e\ncc -O3 -std=c99{m} -o PQCgenKAT_kem *.c keccak/fips202.c\n"),
+    )
+    .unwrap();
+    let archive = dir.join("ML-KEM-r3.tar.gz");
+    support::tar_gz(&delivery, &archive);
+    // The same folder, given one level above the package, and with `--root`.
+    let said = ok(
+        dir,
+        &[
+            "import",
+            &delivery.join("round3").display().to_string(),
+            "--into",
+            "other",
+        ],
+    );
+    assert!(
+        said.contains("note: the package is `ML-KEM` inside"),
+        "{said}"
+    );
+    let other = std::fs::read_to_string(dir.join("other/ML-KEM/manifest.kdl")).unwrap();
+    assert!(
+        other.contains("source path=\"../../delivery/round3/ML-KEM\""),
+        "{other}"
+    );
+    let (code, _, err) = ngcc(
+        dir,
+        &[
+            "import",
+            &delivery.display().to_string(),
+            "--into",
+            "other",
+            "--root",
+            "../x",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("without `..`"), "{err}");
+
+    let said = ok(
+        dir,
+        &["import", &archive.display().to_string(), "--into", "subs"],
+    );
+    assert!(
+        said.contains("note: the package is `round3/ML-KEM` inside"),
+        "{said}"
+    );
+    let manifest = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    for want in [
+        "root=\"delivery/round3/ML-KEM\"".to_string(),
+        "sources \"Reference_Implementation/crypto_kem/ml-kem-512/keccak/fips202.c\"".to_string(),
+        "nist-category 1 param=\"ml-kem-512\"".to_string(),
+        "// ml-kem-512-reference: from Reference_Implementation/crypto_kem/ml-kem-512/build.sh"
+            .to_string(),
+    ] {
+        assert!(manifest.contains(&want), "{want}\n--- manifest\n{manifest}");
+    }
+    assert_eq!(manifest.contains("cflags \"-mbmi2\""), bmi2, "{manifest}");
+    assert!(!manifest.contains("TODO nist-category"), "{manifest}");
+    let p = pipeline(dir, "single all", false);
+    let checked = ok(dir, &["check", "--deep", &p.display().to_string()]);
+    assert!(checked.contains("1 instances"), "{checked}");
+    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{progress}");
+    for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", "ml-kem-512-reference") {
+        assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
+    }
+}

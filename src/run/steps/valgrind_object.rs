@@ -295,8 +295,11 @@ mod tests {
     fn adds_debug_info_then_the_exclusions() {
         let f = vec!["-O3".to_string(), "-march=native".to_string()];
         let v = valgrind_flags(&f, &["-mno-avx512f".to_string()]);
-        assert_eq!(v, ["-O3", "-march=native", "-g", "-mno-avx512f"]);
+        assert_eq!(v, ["-O3", "-march=native", "-gdwarf-4", "-mno-avx512f"]);
         assert_eq!(excluded_in(&v), ["-mno-avx512f"]);
-        assert_eq!(valgrind_flags(&f, &[]), ["-O3", "-march=native", "-g"]);
+        assert_eq!(
+            valgrind_flags(&f, &[]),
+            ["-O3", "-march=native", "-gdwarf-4"]
+        );
     }
 }

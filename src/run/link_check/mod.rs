@@ -232,20 +232,8 @@ fn compile_all(
     let _ = std::fs::remove_dir_all(out);
     std::fs::create_dir_all(out).map_err(|e| skip(&e))?;
     std::fs::write(out.join("ngcc_shim.c"), shim).map_err(|e| skip(&e))?;
-    // What the build's compiler reads: the instance's folder, the folders of its extra
-    // sources and of the primitives, the primitives' include folders.
-    let mut read = vec![root.join(&inst.dir)];
-    for f in inst
-        .extra_sources
-        .iter()
-        .chain(&sub.primitives.sources)
-        .chain(&sub.primitives.headers)
-    {
-        read.extend(root.join(f).parent().map(Path::to_path_buf));
-    }
-    read.extend(sub.primitives.includes.iter().map(|i| root.join(i)));
-    read.sort();
-    read.dedup();
+    // What the build's compiler reads (the same folders as the build's).
+    let read = crate::run::steps::build::compile_reads(root, inst, sub);
     for p in &read {
         crate::safe_fs::inside(root, p).map_err(|e| skip(&e))?;
     }

@@ -14,7 +14,7 @@ pub(super) use super::compiler::Compiler;
 use super::link::{self, export_map, CODEGEN_FLAGS};
 use super::{Done, KindSpec, Step, StepError};
 use crate::graph::Node;
-use crate::model::{Campaign, Source, StepKind, StepSpec};
+use crate::model::{Campaign, Instance, Source, StepKind, StepSpec, Submission};
 use crate::record::{BuildData, LayoutObject, Status, StepData};
 use crate::run::keys::{file_hash, json, native, sha256_hex, tree_hash, tree_input, value, Facts};
 use crate::run::sandbox::Jail;
@@ -265,18 +265,7 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
     // primitives' sources, headers and include folders: not the rest of the source tree
     // (another submission's, when they share a root) and nothing of the outputs but its own
     // build folder and the shared primitives' (no `.incbin` of another submission's object).
-    let mut read = vec![inst_dir.clone()];
-    for f in inst
-        .extra_sources
-        .iter()
-        .chain(&sub.primitives.sources)
-        .chain(&sub.primitives.headers)
-    {
-        read.extend(root.join(f).parent().map(Path::to_path_buf));
-    }
-    read.extend(sub.primitives.includes.iter().map(|i| root.join(i)));
-    read.sort();
-    read.dedup();
+    let read = compile_reads(&root, inst, sub);
     // Links included: bubblewrap shows what a link points to, so each folder must resolve
     // inside the source root (a crate's or archive's links are met here first), and none
     // may hold the outputs or lie in them (unless the source itself is one the engine
@@ -531,6 +520,26 @@ fn build(step: &mut Step) -> Result<Done, StepError> {
             .collect(),
         api_evaluated,
     })))
+}
+
+/// The folders an instance's compiler reads, under the source root `root`: the instance's
+/// folder, the folders of its extra sources and of the primitives' sources and headers, the
+/// primitives' include folders; sorted, once each. The build and `check --deep`'s link
+/// prediction both jail the compiler to these.
+pub fn compile_reads(root: &Path, inst: &Instance, sub: &Submission) -> Vec<PathBuf> {
+    let mut read = vec![root.join(&inst.dir)];
+    for f in inst
+        .extra_sources
+        .iter()
+        .chain(&sub.primitives.sources)
+        .chain(&sub.primitives.headers)
+    {
+        read.extend(root.join(f).parent().map(Path::to_path_buf));
+    }
+    read.extend(sub.primitives.includes.iter().map(|i| root.join(i)));
+    read.sort();
+    read.dedup();
+    read
 }
 
 #[cfg(test)]

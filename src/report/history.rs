@@ -9,7 +9,9 @@
 //! A row whose campaigns did not all time the same yardstick object shows raw medians
 //! instead, and says so. Each step from one campaign to the next, and the last against the
 //! first, is a ratio with its 95% bootstrap interval judged against the equivalence band as
-//! by `compare` ([`crate::measure::stats::ratio_ci`], [`crate::measure::stats::band_verdict`]).
+//! by `compare` ([`crate::measure::stats::ratio_ci`], [`crate::measure::stats::band_verdict`]):
+//! with a common yardstick the verdict must hold on the raw medians' ratio too
+//! ([`super::compare::both`]).
 
 use std::io;
 use std::path::PathBuf;
@@ -17,7 +19,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::compare::{
-    key_text, load, ratio_ci_text, sorted_keys, NoAdjustment, Series, Used, SEED,
+    both, key_text, load, ratio_ci_text, sorted_keys, NoAdjustment, Series, Used, SEED,
 };
 use super::csv::field;
 use super::doc::{code, Doc, Table};
@@ -71,7 +73,7 @@ pub struct History {
 /// yardstick, or the raw cycles.
 fn values(s: &Series, used: Used) -> Vec<f64> {
     match used {
-        Used::Adjusted => s.relative().map(|(_, r)| r).unwrap_or_default(),
+        Used::Both => s.relative().map(|(_, r)| r).unwrap_or_default(),
         Used::Raw => s.values.clone(),
     }
 }
@@ -102,14 +104,12 @@ fn row_basis(present: &[&Series]) -> Result<(), NoAdjustment> {
 pub fn history_row(key: &super::compare::Key, series: &[Option<&Series>], band: f64) -> HistoryRow {
     let present: Vec<&Series> = series.iter().flatten().copied().collect();
     let basis = row_basis(&present);
-    let used = if basis.is_ok() {
-        Used::Adjusted
-    } else {
-        Used::Raw
-    };
+    // With a common yardstick each step's verdict must hold on the adjusted and on the raw
+    // values alike (`compare::both`: the host's change reaches each KEM by a share of its own).
+    let used = if basis.is_ok() { Used::Both } else { Used::Raw };
     // Adjusted medians are shown in the cycles of the first campaign's host speed.
     let scale = match used {
-        Used::Adjusted => present
+        Used::Both => present
             .first()
             .and_then(|s| s.yardstick.as_ref())
             .and_then(|(_, y)| stats::median(y))
@@ -121,26 +121,29 @@ pub fn history_row(key: &super::compare::Key, series: &[Option<&Series>], band: 
         .iter()
         .map(|v| v.as_ref().and_then(|v| stats::median(v)).map(|m| m * scale))
         .collect();
-    let step = |from: &[f64], to: &[f64]| {
-        ratio_ci(from, to, SEED, stats::BOOTSTRAP_RESAMPLES).map(|ratio| Step {
-            change: band_verdict(&ratio, band),
-            ratio,
-        })
+    let raws: Vec<Option<Vec<f64>>> = series.iter().map(|s| s.map(|s| s.values.clone())).collect();
+    let step = |from: usize, to: usize| {
+        let (f, t) = (vals[from].as_deref()?, vals[to].as_deref()?);
+        let ratio = ratio_ci(f, t, SEED, stats::BOOTSTRAP_RESAMPLES)?;
+        let mut change = band_verdict(&ratio, band);
+        if used == Used::Both {
+            let (rf, rt) = (raws[from].as_deref()?, raws[to].as_deref()?);
+            let raw = ratio_ci(rf, rt, SEED, stats::BOOTSTRAP_RESAMPLES)?;
+            change = both(band_verdict(&raw, band), change);
+        }
+        Some(Step { change, ratio })
     };
     let mut steps = Vec::with_capacity(vals.len());
-    let mut previous: Option<&Vec<f64>> = None;
-    for v in &vals {
-        steps.push(match (previous, v) {
-            (Some(p), Some(v)) => step(p, v),
-            _ => None,
-        });
+    let mut previous: Option<usize> = None;
+    for (i, v) in vals.iter().enumerate() {
+        steps.push(previous.and_then(|p| step(p, i)));
         if v.is_some() {
-            previous = v.as_ref();
+            previous = Some(i);
         }
     }
-    let given: Vec<&Vec<f64>> = vals.iter().flatten().collect();
+    let given: Vec<usize> = (0..vals.len()).filter(|&i| vals[i].is_some()).collect();
     let from_first = match given.as_slice() {
-        [first, .., last] => step(first, last),
+        [first, .., last] => step(*first, *last),
         _ => None,
     };
     HistoryRow {
@@ -370,8 +373,10 @@ mod tests {
     #[test]
     fn adjusted_medians_are_in_the_first_campaigns_cycles_and_steps_are_judged() {
         // Campaign 1: yardstick 100, op 1000 (10 yardsticks). Campaign 2: host 10% slower
-        // (yardstick 110), same code (op 1100): adjusted 1000, no step. Campaign 3: missing.
-        // Campaign 4: host as 1, code 5% slower (1050): a step up from campaign 2.
+        // (yardstick 110), same code (op 1100): adjusted 1000, raw 1.10: undecided (how much
+        // of the host's change reached the KEM is not known). Campaign 3: missing.
+        // Campaign 4: host as 1, code 5% slower (1050): adjusted 1.05 but raw 0.955 from
+        // campaign 2, undecided again; against campaign 1 both say 1.05: slower.
         let wobble = |base: f64| -> Vec<f64> {
             (0..30)
                 .map(|i| base * (1.0 + 0.001 * ((i % 5) as f64 - 2.0)))
@@ -386,15 +391,21 @@ mod tests {
             Op::Keygen,
         );
         let r = history_row(&key, &[Some(&s1), Some(&s2), None, Some(&s4)], 0.02);
-        assert_eq!(r.used, Used::Adjusted);
+        assert_eq!(r.used, Used::Both);
         let m: Vec<Option<f64>> = r.medians.iter().map(|m| m.map(|x| x.round())).collect();
         assert_eq!(m, [Some(1000.0), Some(1000.0), None, Some(1050.0)]);
         assert_eq!(r.steps[0], None);
-        assert_eq!(r.steps[1].unwrap().change, Change::Same);
+        assert_eq!(r.steps[1].unwrap().change, Change::Undecided);
         assert_eq!(r.steps[2], None);
         let up = r.steps[3].unwrap();
-        assert!((up.ratio.median - 1.05).abs() < 1e-9 && up.change == Change::Slower);
-        assert_eq!(r.from_first.unwrap().change, Change::Slower);
+        assert!((up.ratio.median - 1.05).abs() < 1e-9 && up.change == Change::Undecided);
+        let first = r.from_first.unwrap();
+        assert!((first.ratio.median - 1.05).abs() < 1e-9 && first.change == Change::Slower);
+        // The same host throughout: the adjusted and raw steps agree.
+        let s5 = series(wobble(1000.0), Some(("y", vec![100.0; 30])));
+        let r = history_row(&key, &[Some(&s1), Some(&s5), Some(&s4)], 0.02);
+        let changes: Vec<_> = r.steps.iter().map(|s| s.map(|s| s.change)).collect();
+        assert_eq!(changes, [None, Some(Change::Same), Some(Change::Slower)]);
         // Without the yardstick in one campaign the row is raw, and says why.
         let bare = series(wobble(1100.0), None);
         let r = history_row(&key, &[Some(&s1), Some(&bare)], 0.02);

@@ -191,7 +191,7 @@ fn rerun_runs_nothing_and_explain_names_the_changed_input() {
     assert_eq!(rows, 6, "{}", cmp.stdout);
     assert!(
         cmp.stdout
-            .contains("Verdicts use the adjusted ratio (all 6 operations)"),
+            .contains("Both runs timed the same yardstick object in their rounds"),
         "{}",
         cmp.stdout
     );

@@ -6,7 +6,7 @@ use super::super::csv::field;
 use super::super::doc::{code, Doc, Table};
 use super::super::format;
 use super::{Basis, CodeVerdict, CompareRow, Comparison, NoAdjustment, Used, CODE_CHANGE};
-use crate::measure::stats::{self, Change, Estimate};
+use crate::measure::stats::{self, band_verdict, Change, Estimate};
 
 /// `1.023 (1.011–1.035)`.
 pub fn ratio_ci_text(e: &Estimate) -> String {
@@ -21,7 +21,7 @@ fn verdict_line(c: &Comparison) -> String {
             .filter(|r| r.estimates.verdict.is_some_and(|(_, x)| x == u))
             .count()
     };
-    let (adjusted, raw) = (used(Used::Adjusted), used(Used::Raw));
+    let (both, raw) = (used(Used::Both), used(Used::Raw));
     let mut why: BTreeMap<&str, usize> = BTreeMap::new();
     for r in &c.rows {
         if let (Err(n), Some((_, Used::Raw))) = (&r.estimates.adjusted, r.estimates.verdict) {
@@ -38,13 +38,15 @@ fn verdict_line(c: &Comparison) -> String {
         .iter()
         .filter_map(|r| r.estimates.adjusted.as_ref().ok().map(|a| a.host_ratio))
         .collect();
-    match (adjusted, raw) {
+    const BOTH: &str = "a verdict must hold on the raw ratio and on the ratio adjusted for the \
+                        host's speed (yardstick B/A), else it is undecided: the host's speed \
+                        change reaches each KEM by a factor of its own, between none of it \
+                        (raw) and all of it (adjusted)";
+    match (both, raw) {
         (0, 0) => "No operation has usable values on both sides.".to_string(),
         (_, 0) => format!(
-            "Verdicts use the adjusted ratio (all {adjusted} operations): both runs timed the \
-             same yardstick object in their rounds, so the host's speed change between them \
-             (yardstick B/A {:.3}) is taken out, which the raw ratio's interval, the noise \
-             within each run, does not cover.",
+            "Both runs timed the same yardstick object in their rounds (yardstick B/A \
+             {:.3}), so {BOTH}.",
             stats::median(&hosts).unwrap_or(1.0)
         ),
         (0, _) => format!(
@@ -53,9 +55,8 @@ fn verdict_line(c: &Comparison) -> String {
              objects now, in the same rounds)."
         ),
         _ => format!(
-            "Verdicts use the adjusted ratio for {adjusted} operations (both runs timed the \
-             same yardstick object: the host's speed change is taken out) and the raw ratio \
-             for {raw} ({reasons}: a host speed change stays in)."
+            "For {both} operations both runs timed the same yardstick object, so {BOTH}; \
+             for {raw} the raw ratio decides ({reasons}: a host speed change stays in)."
         ),
     }
 }
@@ -109,10 +110,23 @@ fn basis_text(b: &Basis) -> String {
     }
 }
 
-fn verdict_cell(r: &CompareRow) -> String {
+fn verdict_cell(r: &CompareRow, band: f64) -> String {
     match r.estimates.verdict {
-        Some((c, Used::Adjusted)) => c.name().to_string(),
         Some((c, Used::Raw)) => format!("{} (raw)", c.name()),
+        Some((c, Used::Both)) => match (&r.estimates.raw, &r.estimates.adjusted) {
+            (Some(raw), Ok(adj)) if c == Change::Undecided => {
+                let (rv, av) = (
+                    band_verdict(&raw.ratio, band),
+                    band_verdict(&adj.ratio, band),
+                );
+                if rv == av {
+                    c.name().to_string()
+                } else {
+                    format!("{} (raw {}, adjusted {})", c.name(), rv.name(), av.name())
+                }
+            }
+            _ => c.name().to_string(),
+        },
         None => "no usable rounds".to_string(),
     }
 }
@@ -181,7 +195,7 @@ fn instructions_line(c: &Comparison) -> String {
             .filter(|r| r.code_verdict() == Some(v))
             .count()
     };
-    let moved = c.rows.iter().filter(|r| r.host_moved()).count();
+    let moved = c.rows.iter().filter(|r| r.host_moved(c.band)).count();
     format!(
         "Instructions B/A: mean instructions per operation counted by callgrind \
          (`count` step) on both sides; deterministic, so exact, with a verdict of its own: \
@@ -241,10 +255,10 @@ fn compare_table(c: &Comparison, counted: bool) -> Table {
             Ok(a) => cells.extend([format!("{:.3}", a.host_ratio), ratio_ci_text(&a.ratio)]),
             Err(_) => cells.extend(["–".into(), "–".into()]),
         }
-        cells.push(verdict_cell(r));
+        cells.push(verdict_cell(r, c.band));
         if counted {
             cells.push(match (r.instruction_ratio(), r.code_verdict()) {
-                (Some(x), Some(v)) if r.host_moved() => {
+                (Some(x), Some(v)) if r.host_moved(c.band) => {
                     format!("{x:.4} ({}: the host moved)", v.name())
                 }
                 (Some(x), Some(v)) => format!("{x:.4} ({})", v.name()),
@@ -257,8 +271,8 @@ fn compare_table(c: &Comparison, counted: bool) -> Table {
 }
 
 /// The comparison as CSV: one line per operation; ratios with six decimals, cycles with
-/// one; `verdict_from` is `adjusted` or `raw`, `no_adjustment` why there is no adjusted
-/// ratio.
+/// one; `verdict_from` is `raw and adjusted` or `raw`, `no_adjustment` why there
+/// is no adjusted ratio.
 pub fn compare_csv(c: &Comparison) -> String {
     let mut o = String::from(
         "system_a,system_b,submission,instance,op,rounds_a,rounds_b,used_a,used_b,\
@@ -322,7 +336,7 @@ pub fn compare_csv(c: &Comparison) -> String {
                 .map(|v| v.name().to_string())
                 .unwrap_or_default(),
             if r.code_verdict().is_some() {
-                r.host_moved().to_string()
+                r.host_moved(c.band).to_string()
             } else {
                 String::new()
             },

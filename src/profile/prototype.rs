@@ -187,6 +187,11 @@ fn strip_preprocessor(code: &str) -> (String, BTreeMap<String, String>) {
     (out, aliases)
 }
 
+/// The brace characters, named so that `split_declarations`'s match reads as code, not as
+/// unbalanced braces to a line-based reader.
+const OPEN: char = '{';
+const CLOSE: char = '}';
+
 /// Split file-scope code into declarations (text before each `;` at brace depth 0), with
 /// the line each starts on. Brace bodies (struct definitions, inline functions) are
 /// replaced by `{}`; an inline function definition ends at its closing brace.
@@ -203,7 +208,7 @@ fn split_declarations(code: &str) -> Vec<(usize, String)> {
         }
         let depth = stack.iter().filter(|t| !**t).count();
         match c {
-            '{' => {
+            OPEN => {
                 let transparent = depth == 0 && cur.trim() == "extern \"C\"";
                 if transparent {
                     cur.clear();
@@ -212,7 +217,7 @@ fn split_declarations(code: &str) -> Vec<(usize, String)> {
                 }
                 stack.push(transparent);
             }
-            '}' => {
+            CLOSE => {
                 let transparent = stack.pop().unwrap_or(true);
                 let is_definition = cur
                     .trim_end()

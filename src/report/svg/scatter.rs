@@ -5,15 +5,125 @@ use std::fmt::Write;
 
 use super::*;
 
+/// One instance's point.
+struct Pt {
+    /// Index of its submission in the legend.
+    sub: usize,
+    label: String,
+    bytes: f64,
+    cycles: f64,
+}
+
+/// The plot area and its log-scale axes (decades `x0..=x1`, `y0..=y1`).
+struct Frame {
+    left: f64,
+    top: f64,
+    w: f64,
+    h: f64,
+    x: (i32, i32),
+    y: (i32, i32),
+}
+
+impl Frame {
+    fn px(&self, v: f64) -> f64 {
+        let (x0, x1) = self.x;
+        self.left + self.w * (v.log10() - x0 as f64) / (x1 - x0) as f64
+    }
+
+    fn py(&self, v: f64) -> f64 {
+        let (y0, y1) = self.y;
+        self.top + self.h * (1.0 - (v.log10() - y0 as f64) / (y1 - y0) as f64)
+    }
+
+    fn contains(&self, b: &[f64; 4]) -> bool {
+        b[0] >= self.left
+            && b[2] <= self.left + self.w
+            && b[1] >= self.top
+            && b[3] <= self.top + self.h
+    }
+}
+
+/// A label's baseline start and its leader line, once placed.
+type Placed = (f64, f64, Option<[f64; 4]>);
+
 /// Scatter of pk+ct bytes against decapsulation cycles (the value `spread` names); `None`
 /// when no instance has both.
 pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option<String> {
-    struct Pt {
-        sub: usize,
-        label: String,
-        bytes: f64,
-        cycles: f64,
+    let (pts, subs) = points(results, spread);
+    if pts.is_empty() {
+        return None;
     }
+    let fold = |f: fn(&Pt) -> f64| {
+        let lo = pts.iter().map(f).fold(f64::INFINITY, f64::min);
+        let hi = pts.iter().map(f).fold(0.0, f64::max);
+        decades(lo, hi)
+    };
+    let statistic = match spread {
+        Spread::MedianCi => "median",
+        Spread::MeanMinMax => "mean",
+    };
+    // every category in one chart: each point's label names its category
+    let title = format!(
+        "pk + ct bytes against decapsulation {statistic} cycles; labels give the NIST category"
+    );
+    let titles = title_lines(&title, layout);
+    let (left, top) = (64.0, 26.0 + 18.0 * titles.len() as f64);
+    let (w, h, width, legend_at) = legend_layout(&subs, layout, left, top);
+    let frame = Frame {
+        left,
+        top,
+        w,
+        h,
+        x: fold(|p| p.bytes),
+        y: fold(|p| p.cycles),
+    };
+    let height = (top + h + 58.0)
+        .max(legend_at.last().map_or(0.0, |(_, y)| y + 14.0))
+        .ceil();
+    let mut s = String::new();
+    svg_open(
+        &mut s,
+        layout,
+        width,
+        height,
+        "public key plus ciphertext bytes against decapsulation cycles",
+    );
+    for (i, t) in titles.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<text x="8" y="{:.0}" class="ct" font-size="{TITLE_PX}">{}</text>"#,
+            18.0 + 18.0 * i as f64,
+            esc(t)
+        );
+    }
+    axes(
+        &mut s,
+        &frame,
+        layout,
+        &format!("decapsulation, {statistic} cycles (log scale)"),
+    );
+    let mut taken = draw_points(&mut s, &frame, &pts, &subs);
+    let placed = place_labels(&frame, &pts, &mut taken);
+    draw_labels(&mut s, &pts, &placed);
+    for (i, sub) in subs.iter().enumerate() {
+        let (lx, ly) = legend_at[i];
+        let _ = write!(
+            s,
+            r#"<circle cx="{:.1}" cy="{ly:.1}" r="5" fill="{}"/><text x="{:.1}" y="{:.1}" class="tick" font-size="{TICK_PX}">{}</text>"#,
+            lx + 5.0,
+            PALETTE[i % PALETTE.len()],
+            lx + 14.0,
+            ly + 4.0,
+            esc(sub)
+        );
+    }
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// Every instance with sizes and a decapsulation figure, and the submissions in the order
+/// they first appear.
+fn points(results: &Results, spread: Spread) -> (Vec<Pt>, Vec<&str>) {
     let mut pts = Vec::new();
     let mut subs: Vec<&str> = Vec::new();
     for sub in &results.submissions {
@@ -45,38 +155,18 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
             });
         }
     }
-    if pts.is_empty() {
-        return None;
-    }
-    let fold = |f: fn(&Pt) -> f64| {
-        let lo = pts.iter().map(f).fold(f64::INFINITY, f64::min);
-        let hi = pts.iter().map(f).fold(0.0, f64::max);
-        decades(lo, hi)
-    };
-    let (x0, x1) = fold(|p| p.bytes);
-    let (y0, y1) = fold(|p| p.cycles);
-    // every category in one chart: each point's label names its category
-    let title = format!(
-        "pk + ct bytes against decapsulation {} cycles; labels give the NIST category",
-        match spread {
-            Spread::MedianCi => "median",
-            Spread::MeanMinMax => "mean",
-        }
-    );
-    let y_title = format!(
-        "decapsulation, {} cycles (log scale)",
-        match spread {
-            Spread::MedianCi => "median",
-            Spread::MeanMinMax => "mean",
-        }
-    );
-    let titles: Vec<String> = match layout {
-        Layout::Wide => vec![title.clone()],
+    (pts, subs)
+}
+
+/// The title on one line (wide), or on as many as it takes (narrow), with a margin for the
+/// browser's font being wider than the estimate (scripts/site-check.sh measures the drawn
+/// text).
+fn title_lines(title: &str, layout: Layout) -> Vec<String> {
+    match layout {
+        Layout::Wide => vec![title.to_string()],
         Layout::Narrow => {
-            // As many lines as it takes, with a margin for the browser's font being wider
-            // than the estimate (scripts/site-check.sh measures the drawn text).
             let mut lines = Vec::new();
-            let mut rest = Some(title.clone());
+            let mut rest = Some(title.to_string());
             while let Some(t) = rest.take() {
                 let (a, b) = split_to_fit(&t, TITLE_PX, NARROW_W - 48.0);
                 lines.push(a);
@@ -84,11 +174,19 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
             }
             lines
         }
-    };
-    // legend: a column on the right (wide), rows under the plot (narrow)
+    }
+}
+
+/// The plot's width and height, the drawing's width, and each legend item's place: a
+/// column on the right (wide), rows under the plot (narrow).
+fn legend_layout(
+    subs: &[&str],
+    layout: Layout,
+    left: f64,
+    top: f64,
+) -> (f64, f64, f64, Vec<(f64, f64)>) {
     let legend_item = |s: &str| text_width(s, TICK_PX) + 30.0;
-    let (left, top) = (64.0, 26.0 + 18.0 * titles.len() as f64);
-    let (w, h, width, legend_at): (f64, f64, f64, Vec<(f64, f64)>) = match layout {
+    match layout {
         Layout::Wide => {
             let (w, h) = (540.0, 300.0);
             let legend_w = subs.iter().map(|s| legend_item(s)).fold(150.0, f64::max);
@@ -101,7 +199,7 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
             let (w, h) = (NARROW_W - left - 14.0, 340.0);
             let (mut lx, mut ly) = (8.0, top + h + 62.0);
             let mut at = Vec::new();
-            for sub in &subs {
+            for sub in subs {
                 if lx + legend_item(sub) > NARROW_W - 8.0 && lx > 8.0 {
                     lx = 8.0;
                     ly += 20.0;
@@ -111,38 +209,23 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
             }
             (w, h, NARROW_W, at)
         }
-    };
-    let height = (top + h + 58.0)
-        .max(legend_at.last().map_or(0.0, |(_, y)| y + 14.0))
-        .ceil();
-    let px = |v: f64| left + w * (v.log10() - x0 as f64) / (x1 - x0) as f64;
-    let py = |v: f64| top + h * (1.0 - (v.log10() - y0 as f64) / (y1 - y0) as f64);
-    let mut s = String::new();
-    svg_open(
-        &mut s,
-        layout,
-        width,
-        height,
-        "public key plus ciphertext bytes against decapsulation cycles",
-    );
-    for (i, t) in titles.iter().enumerate() {
-        let _ = write!(
-            s,
-            r#"<text x="8" y="{:.0}" class="ct" font-size="{TITLE_PX}">{}</text>"#,
-            18.0 + 18.0 * i as f64,
-            esc(t)
-        );
     }
+}
+
+/// Axis titles, decade grid lines and their labels.
+fn axes(s: &mut String, f: &Frame, layout: Layout, y_title: &str) {
+    let (left, top, w, h) = (f.left, f.top, f.w, f.h);
     let (tx, ty) = (16.0, top + h / 2.0);
     let _ = write!(
         s,
         r#"<text x="{tx:.1}" y="{ty:.1}" class="tick" font-size="{TICK_PX}" text-anchor="middle" transform="rotate(-90 {tx:.1} {ty:.1})">{}</text><text x="{:.1}" y="{:.1}" class="tick" font-size="{TICK_PX}" text-anchor="middle">public key + ciphertext, bytes (log scale)</text>"#,
-        esc(&y_title),
+        esc(y_title),
         left + w / 2.0,
         top + h + 44.0
     );
+    let (x0, x1) = f.x;
     for k in x0..=x1 {
-        let xx = px(10f64.powi(k));
+        let xx = f.px(10f64.powi(k));
         let anchor = if k == x1 && layout == Layout::Narrow {
             "end"
         } else {
@@ -156,8 +239,9 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
             decade_label(k)
         );
     }
+    let (y0, y1) = f.y;
     for k in y0..=y1 {
-        let yy = py(10f64.powi(k));
+        let yy = f.py(10f64.powi(k));
         let _ = write!(
             s,
             r#"<line x1="{left:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" class="grid"/><text x="{:.1}" y="{:.1}" class="tick" font-size="{TICK_PX}" text-anchor="end">{}</text>"#,
@@ -167,12 +251,14 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
             decade_label(k)
         );
     }
-    // every label beside its point if it overlaps nothing there, else further out with a
-    // leader line, else left out (the point keeps its hover title)
-    let mut taken: Vec<[f64; 4]> = Vec::new();
-    for p in &pts {
+}
+
+/// The points with their hover titles; returns the boxes they take.
+fn draw_points(s: &mut String, f: &Frame, pts: &[Pt], subs: &[&str]) -> Vec<[f64; 4]> {
+    let mut taken = Vec::new();
+    for p in pts {
         let colour = PALETTE[p.sub % PALETTE.len()];
-        let (cx, cy) = (px(p.bytes), py(p.cycles));
+        let (cx, cy) = (f.px(p.bytes), f.py(p.cycles));
         let _ = write!(
             s,
             r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="4.5" fill="{colour}"><title>{} {}: pk+ct {} bytes, dec {} cycles</title></circle>"#,
@@ -183,87 +269,99 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
         );
         taken.push([cx - 5.5, cy - 5.5, cx + 5.5, cy + 5.5]);
     }
-    // label boxes (with a little room around them) and leader lines, placed round by
-    // round: first every label that fits beside its point, then further out, and so on
-    let (asc, desc) = (LABEL_PX * 0.95, LABEL_PX * 0.25);
-    // per point: the label's baseline start and its leader line, once placed
-    type Placed = (f64, f64, Option<[f64; 4]>);
-    let mut placed: Vec<Option<Placed>> = vec![None; pts.len()];
-    let npts = pts.len(); // `taken` holds the points' boxes, then the labels'
+    taken
+}
 
+/// Label ascent and descent below the baseline.
+const ASC: f64 = LABEL_PX * 0.95;
+const DESC: f64 = LABEL_PX * 0.25;
+
+/// Every label beside its point if it overlaps nothing there, else further out with a
+/// leader line, else left out (the point keeps its hover title). Placed round by round:
+/// first every label that fits beside its point, then further out, and so on. `taken`
+/// holds the points' boxes on entry; the labels' are added.
+fn place_labels(f: &Frame, pts: &[Pt], taken: &mut Vec<[f64; 4]>) -> Vec<Option<Placed>> {
+    let mut placed: Vec<Option<Placed>> = vec![None; pts.len()];
+    let npts = pts.len();
     for r in [0.0, 10.0, 20.0, 30.0, 40.0, 55.0, 70.0, 90.0, 115.0, 140.0] {
         for (i, p) in pts.iter().enumerate() {
             if placed[i].is_some() {
                 continue;
             }
-            let (cx, cy) = (px(p.bytes), py(p.cycles));
+            let (cx, cy) = (f.px(p.bytes), f.py(p.cycles));
             let tw = text_width(&p.label, LABEL_PX);
-            let mid = (asc - desc) / 2.0;
-            // sixteen directions, right and left first; the box's nearest side or corner
-            // at distance 7 + r from the point
-            let spots = [0, 8, 12, 4, 14, 2, 10, 6, 15, 1, 9, 7, 13, 3, 11, 5].map(|k| {
-                let a = k as f64 * std::f64::consts::PI / 8.0;
-                let (dx, dy) = (a.cos(), -a.sin());
-                let (ax, ay) = (cx + dx * (7.0 + r), cy + dy * (7.0 + r));
-                let x = if dx > 0.3 {
-                    ax
-                } else if dx < -0.3 {
-                    ax - tw
-                } else {
-                    ax - tw / 2.0
-                };
-                let y = if dy < -0.3 {
-                    ay - desc
-                } else if dy > 0.3 {
-                    ay + asc
-                } else {
-                    ay + mid
-                };
-                (x, y)
-            });
-            let found = spots.iter().find_map(|&(x, y)| {
-                let b = [x - 1.5, y - asc - 1.0, x + tw + 1.5, y + desc + 1.0];
-                let inside = b[0] >= left && b[2] <= left + w && b[1] >= top && b[3] <= top + h;
-                if !inside || taken.iter().any(|t| overlaps(t, &b)) {
+            let found = spots(cx, cy, tw, r).iter().find_map(|&(x, y)| {
+                let b = [x - 1.5, y - ASC - 1.0, x + tw + 1.5, y + DESC + 1.0];
+                if !f.contains(&b) || taken.iter().any(|t| overlaps(t, &b)) {
                     return None;
                 }
                 if r == 0.0 {
                     return Some((x, y, None));
                 }
-                // a leader from the point's edge to the nearest point of the label's box,
-                // crossing no other label
-                let (nx, ny) = (cx.clamp(b[0], b[2]), cy.clamp(b[1], b[3]));
-                let len = ((nx - cx).powi(2) + (ny - cy).powi(2)).sqrt().max(1.0);
-                let seg = [
-                    cx + (nx - cx) * 5.0 / len,
-                    cy + (ny - cy) * 5.0 / len,
-                    nx,
-                    ny,
-                ];
-                let steps = (len / 2.0).ceil() as usize;
-                let crosses = (1..steps).any(|k| {
-                    let f = k as f64 / steps as f64;
-                    let (qx, qy) = (cx + (nx - cx) * f, cy + (ny - cy) * f);
-                    taken[npts..]
-                        .iter()
-                        .any(|t| t[0] < qx && qx < t[2] && t[1] < qy && qy < t[3])
-                });
-                (!crosses).then_some((x, y, Some(seg)))
+                leader(cx, cy, &b, &taken[npts..]).map(|seg| (x, y, Some(seg)))
             });
             if let Some((x, y, seg)) = found {
-                taken.push([
-                    x - 1.5,
-                    y - asc - 1.0,
-                    x + text_width(&p.label, LABEL_PX) + 1.5,
-                    y + desc + 1.0,
-                ]);
+                taken.push([x - 1.5, y - ASC - 1.0, x + tw + 1.5, y + DESC + 1.0]);
                 placed[i] = Some((x, y, seg));
             }
         }
     }
+    placed
+}
+
+/// Sixteen candidate baselines for a label `tw` wide, right and left first: the box's
+/// nearest side or corner at distance 7 + r from the point.
+fn spots(cx: f64, cy: f64, tw: f64, r: f64) -> [(f64, f64); 16] {
+    let mid = (ASC - DESC) / 2.0;
+    [0, 8, 12, 4, 14, 2, 10, 6, 15, 1, 9, 7, 13, 3, 11, 5].map(|k| {
+        let a = k as f64 * std::f64::consts::PI / 8.0;
+        let (dx, dy) = (a.cos(), -a.sin());
+        let (ax, ay) = (cx + dx * (7.0 + r), cy + dy * (7.0 + r));
+        let x = if dx > 0.3 {
+            ax
+        } else if dx < -0.3 {
+            ax - tw
+        } else {
+            ax - tw / 2.0
+        };
+        let y = if dy < -0.3 {
+            ay - DESC
+        } else if dy > 0.3 {
+            ay + ASC
+        } else {
+            ay + mid
+        };
+        (x, y)
+    })
+}
+
+/// A leader from the point's edge to the nearest point of the label's box `b`, if it
+/// crosses none of the `labels` already placed.
+fn leader(cx: f64, cy: f64, b: &[f64; 4], labels: &[[f64; 4]]) -> Option<[f64; 4]> {
+    let (nx, ny) = (cx.clamp(b[0], b[2]), cy.clamp(b[1], b[3]));
+    let len = ((nx - cx).powi(2) + (ny - cy).powi(2)).sqrt().max(1.0);
+    let seg = [
+        cx + (nx - cx) * 5.0 / len,
+        cy + (ny - cy) * 5.0 / len,
+        nx,
+        ny,
+    ];
+    let steps = (len / 2.0).ceil() as usize;
+    let crosses = (1..steps).any(|k| {
+        let f = k as f64 / steps as f64;
+        let (qx, qy) = (cx + (nx - cx) * f, cy + (ny - cy) * f);
+        labels
+            .iter()
+            .any(|t| t[0] < qx && qx < t[2] && t[1] < qy && qy < t[3])
+    });
+    (!crosses).then_some(seg)
+}
+
+/// The leader lines, then the labels over them.
+fn draw_labels(s: &mut String, pts: &[Pt], placed: &[Option<Placed>]) {
     let mut leaders = String::new();
     let mut labels = String::new();
-    for (p, at) in pts.iter().zip(&placed) {
+    for (p, at) in pts.iter().zip(placed) {
         let Some((x, y, seg)) = at else { continue };
         if let Some([x1, y1, x2, y2]) = seg {
             let _ = write!(
@@ -279,18 +377,4 @@ pub fn size_scatter(results: &Results, spread: Spread, layout: Layout) -> Option
     }
     s.push_str(&leaders);
     s.push_str(&labels);
-    for (i, sub) in subs.iter().enumerate() {
-        let (lx, ly) = legend_at[i];
-        let _ = write!(
-            s,
-            r#"<circle cx="{:.1}" cy="{ly:.1}" r="5" fill="{}"/><text x="{:.1}" y="{:.1}" class="tick" font-size="{TICK_PX}">{}</text>"#,
-            lx + 5.0,
-            PALETTE[i % PALETTE.len()],
-            lx + 14.0,
-            ly + 4.0,
-            esc(sub)
-        );
-    }
-    s.push_str("</svg>");
-    Some(s)
 }

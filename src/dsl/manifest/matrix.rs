@@ -153,8 +153,6 @@ pub(super) fn expand_instances(
     m: &Matrix,
     shared: &Shared<'_, '_>,
 ) -> (Vec<Instance>, bool) {
-    let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
-    let nist = shared.wide.api == Api::Nist;
     if nodes.is_empty() {
         cx.missing_node(shared.sub_span, "instance", shared.what);
     }
@@ -165,6 +163,71 @@ pub(super) fn expand_instances(
         },
         None => None,
     };
+    let tpls = instance_templates(cx, nodes, m, shared.wide.api == Api::Nist);
+    let whens: Vec<When> = whens.iter().filter_map(|w| lower_when(cx, w, m)).collect();
+    let combos = combinations(m);
+    let mut out: Vec<Instance> = Vec::new();
+    // For duplicate detection: id -> (template index, combination).
+    let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut reported: Vec<String> = Vec::new();
+    let mut self_reported: Vec<usize> = Vec::new();
+    let mut bad_ids: Vec<usize> = Vec::new();
+    // Positions of `dir` values already reported as leaving the source.
+    let mut bad_dirs: Vec<usize> = Vec::new();
+    for (ti, t) in tpls.iter().enumerate() {
+        for (ci, vars) in combos.iter().enumerate() {
+            // Variables were checked above, so expansion cannot fail here.
+            let Ok(id) = t.id.expand(vars) else { continue };
+            if let Some(&(pti, pci)) = seen.get(&id) {
+                // One report per duplicated id, and one per template that repeats itself.
+                let same_tpl = pti == ti;
+                if !(reported.contains(&id) || same_tpl && self_reported.contains(&ti)) {
+                    reported.push(id.clone());
+                    if same_tpl {
+                        self_reported.push(ti);
+                    }
+                    duplicate_instance(cx, &id, &tpls, (pti, pci), (ti, ci), &combos, m);
+                }
+                continue;
+            }
+            seen.insert(id.clone(), (ti, ci));
+            // One report per template (it is the same mistake in every combination).
+            if id_problem(&id).is_some() {
+                if !bad_ids.contains(&ti) {
+                    bad_ids.push(ti);
+                    let s = cx.value_span(t.id_entry);
+                    check_id(cx, &id, s, "instance id");
+                }
+                continue;
+            }
+            let combo = Combo {
+                id,
+                vars,
+                whens: &whens,
+                kat_submitted: kat_submitted.as_ref(),
+            };
+            out.extend(instance(cx, t, combo, shared, &mut bad_dirs));
+        }
+    }
+    // Every declared id expanded (so catalog keys can be checked against them).
+    let complete = tpls.len() == nodes.len()
+        && tpls
+            .iter()
+            .all(|t| t.dir.is_some() && t.namespace.is_some())
+        && bad_ids.is_empty()
+        && bad_dirs.is_empty()
+        && reported.is_empty();
+    (out, complete)
+}
+
+/// The `instance` nodes as templates over the matrix's variables (broken parts reported).
+fn instance_templates<'n>(
+    cx: &mut NodeReader<'_>,
+    nodes: &[&'n KdlNode],
+    m: &Matrix,
+    nist: bool,
+) -> Vec<InstanceTpl<'n>> {
+    let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
     let mut tpls = Vec::new();
     for n in nodes {
         cx.no_children(n, "instance");
@@ -214,126 +277,101 @@ pub(super) fn expand_instances(
             });
         }
     }
-    let whens: Vec<When> = whens.iter().filter_map(|w| lower_when(cx, w, m)).collect();
+    tpls
+}
 
-    let combos = combinations(m);
-    let mut out: Vec<Instance> = Vec::new();
-    // For duplicate detection: id -> (template index, combination).
-    let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let mut reported: Vec<String> = Vec::new();
-    let mut self_reported: Vec<usize> = Vec::new();
-    let mut bad_ids: Vec<usize> = Vec::new();
-    // Positions of `dir` values already reported as leaving the source.
-    let mut bad_dirs: Vec<usize> = Vec::new();
-    for (ti, t) in tpls.iter().enumerate() {
-        for (ci, vars) in combos.iter().enumerate() {
-            // Variables were checked above, so expansion cannot fail here.
-            let Ok(id) = t.id.expand(vars) else { continue };
-            if let Some(&(pti, pci)) = seen.get(&id) {
-                // One report per duplicated id, and one per template that repeats itself.
-                let same_tpl = pti == ti;
-                if !(reported.contains(&id) || same_tpl && self_reported.contains(&ti)) {
-                    reported.push(id.clone());
-                    if same_tpl {
-                        self_reported.push(ti);
-                    }
-                    duplicate_instance(cx, &id, &tpls, (pti, pci), (ti, ci), &combos, m);
-                }
-                continue;
-            }
-            seen.insert(id.clone(), (ti, ci));
-            // One report per template (it is the same mistake in every combination).
-            if id_problem(&id).is_some() {
-                if !bad_ids.contains(&ti) {
-                    bad_ids.push(ti);
-                    let s = cx.value_span(t.id_entry);
-                    check_id(cx, &id, s, "instance id");
-                }
-                continue;
-            }
-            let expand = |t: &Option<Template>| t.as_ref().and_then(|t| t.expand(vars).ok());
-            let applying: Vec<&When> = whens
+/// One combination of the matrix's values for one template, with its unique, valid id.
+struct Combo<'c> {
+    id: String,
+    vars: &'c BTreeMap<String, String>,
+    whens: &'c [When],
+    kat_submitted: Option<&'c Template>,
+}
+
+/// The instance of template `t` at one combination, with the `when` blocks that apply;
+/// `None` when its parts are broken (reported) or its folder leaves the source (reported
+/// once per position, kept in `bad_dirs`).
+fn instance(
+    cx: &mut NodeReader<'_>,
+    t: &InstanceTpl<'_>,
+    c: Combo<'_>,
+    shared: &Shared<'_, '_>,
+    bad_dirs: &mut Vec<usize>,
+) -> Option<Instance> {
+    let vars = c.vars;
+    let expand = |t: &Option<Template>| t.as_ref().and_then(|t| t.expand(vars).ok());
+    let applying: Vec<&When> = c
+        .whens
+        .iter()
+        .filter(|w| {
+            w.cond
                 .iter()
-                .filter(|w| {
-                    w.cond
-                        .iter()
-                        .all(|(k, accepted)| vars.get(k).is_some_and(|v| accepted.contains(v)))
-                })
-                .collect();
-            let mut origin = t.origin.clone();
-            // A `when`'s `dir` replaces the template's (the last one that applies).
-            let by_when = applying.iter().rev().find_map(|w| w.dir.as_ref());
-            let dir = match by_when {
-                Some((d, at)) => {
-                    origin.dir = *at;
-                    d.expand(vars).ok()
-                }
-                None => expand(&t.dir),
-            };
-            let (Some(dir), Some(namespace)) = (dir, expand(&t.namespace)) else {
-                continue;
-            };
-            if let Some(problem) = root_path_problem(&dir) {
-                let p = origin.dir;
-                if !bad_dirs.contains(&p.offset) {
-                    bad_dirs.push(p.offset);
-                    let d = cx
-                        .diag(format!("instance folder `{dir}` {problem}"))
-                        .label(
-                            SourceSpan::new(p.offset.into(), p.len),
-                            "outside the source",
-                        )
-                        .help(if by_when.is_some() {
-                            "`dir` in a `when` block is relative to the source root and stays inside it"
-                        } else {
-                            "`dir=` is relative to the source root and stays inside it"
-                        });
-                    cx.push(d);
-                }
-                continue;
+                .all(|(k, accepted)| vars.get(k).is_some_and(|v| accepted.contains(v)))
+        })
+        .collect();
+    let mut origin = t.origin.clone();
+    // A `when`'s `dir` replaces the template's (the last one that applies).
+    let by_when = applying.iter().rev().find_map(|w| w.dir.as_ref());
+    let dir = match by_when {
+        Some((d, at)) => {
+            origin.dir = *at;
+            d.expand(vars).ok()
+        }
+        None => expand(&t.dir),
+    };
+    let (Some(dir), Some(namespace)) = (dir, expand(&t.namespace)) else {
+        return None;
+    };
+    if let Some(problem) = root_path_problem(&dir) {
+        let p = origin.dir;
+        if !bad_dirs.contains(&p.offset) {
+            bad_dirs.push(p.offset);
+            let d = cx
+                .diag(format!("instance folder `{dir}` {problem}"))
+                .label(
+                    SourceSpan::new(p.offset.into(), p.len),
+                    "outside the source",
+                )
+                .help(if by_when.is_some() {
+                    "`dir` in a `when` block is relative to the source root and stays inside it"
+                } else {
+                    "`dir=` is relative to the source root and stays inside it"
+                });
+            cx.push(d);
+        }
+        return None;
+    }
+    origin.links = shared.wide.libraries.clone();
+    let mut inst = Instance {
+        id: c.id,
+        dir,
+        namespace,
+        cflags: Vec::new(),
+        extra_sources: Vec::new(),
+        requires_cpu: Vec::new(),
+        exclude: shared.wide.exclude.clone(),
+        libraries: Vec::new(),
+        kat_submitted: c.kat_submitted.map(|k| k.expand_keeping(vars)),
+        vars: vars.clone(),
+        nist_category: None,
+        origin,
+    };
+    for w in applying {
+        inst.cflags.extend(w.cflags.iter().cloned());
+        inst.extra_sources.extend(w.sources.iter().cloned());
+        inst.requires_cpu.extend(w.requires_cpu.iter().cloned());
+        inst.exclude.extend(w.exclude.iter().cloned());
+        for l in &w.libraries {
+            if !inst.origin.links.iter().any(|(x, _)| *x == l.0) {
+                inst.origin.links.push(l.clone());
             }
-            origin.links = shared.wide.libraries.clone();
-            let mut inst = Instance {
-                id,
-                dir,
-                namespace,
-                cflags: Vec::new(),
-                extra_sources: Vec::new(),
-                requires_cpu: Vec::new(),
-                exclude: shared.wide.exclude.clone(),
-                libraries: Vec::new(),
-                kat_submitted: kat_submitted.as_ref().map(|k| k.expand_keeping(vars)),
-                vars: vars.clone(),
-                nist_category: None,
-                origin,
-            };
-            for w in applying {
-                inst.cflags.extend(w.cflags.iter().cloned());
-                inst.extra_sources.extend(w.sources.iter().cloned());
-                inst.requires_cpu.extend(w.requires_cpu.iter().cloned());
-                inst.exclude.extend(w.exclude.iter().cloned());
-                for l in &w.libraries {
-                    if !inst.origin.links.iter().any(|(x, _)| *x == l.0) {
-                        inst.origin.links.push(l.clone());
-                    }
-                }
-                if let Some(k) = &w.kat_submitted {
-                    inst.kat_submitted = Some(k.expand_keeping(vars));
-                }
-            }
-            inst.libraries = inst.origin.links.iter().map(|(l, _)| l.clone()).collect();
-            out.push(inst);
+        }
+        if let Some(k) = &w.kat_submitted {
+            inst.kat_submitted = Some(k.expand_keeping(vars));
         }
     }
-    // Every declared id expanded (so catalog keys can be checked against them).
-    let complete = tpls.len() == nodes.len()
-        && tpls
-            .iter()
-            .all(|t| t.dir.is_some() && t.namespace.is_some())
-        && bad_ids.is_empty()
-        && bad_dirs.is_empty()
-        && reported.is_empty();
-    (out, complete)
+    inst.libraries = inst.origin.links.iter().map(|(l, _)| l.clone()).collect();
+    Some(inst)
 }
 
 fn describe_combo(c: &BTreeMap<String, String>, m: &Matrix) -> String {

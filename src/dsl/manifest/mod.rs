@@ -83,11 +83,49 @@ pub(crate) fn lower_manifest(
     }
 }
 
-fn lower_doc(
-    cx: &mut NodeReader<'_>,
-    loader: &mut Loader<'_>,
-    doc: &KdlDocument,
-) -> Option<(Submission, SourceSpan)> {
+/// A `submission` node's children sorted by name, with the names a misspelt node probably
+/// meant (not reported again as missing).
+struct Children<'a> {
+    nodes: BTreeMap<&'a str, Vec<&'a KdlNode>>,
+    typos: Vec<&'a str>,
+}
+
+impl<'a> Children<'a> {
+    /// Sort `children` by name; report unknown and repeated ones.
+    fn sort(cx: &mut NodeReader<'_>, children: &'a KdlDocument, what: &str) -> Self {
+        let mut nodes: BTreeMap<&str, Vec<&KdlNode>> = BTreeMap::new();
+        let mut typos = Vec::new();
+        for c in children.nodes() {
+            let nm = name(c);
+            if !SUBMISSION_NODES.contains(&nm) {
+                typos.extend(cx.unknown_node(c, what, &SUBMISSION_NODES));
+                continue;
+            }
+            let list = nodes.entry(nm).or_default();
+            if !REPEATABLE.contains(&nm) && !list.is_empty() {
+                cx.duplicate_node(list[0], c, what);
+                continue;
+            }
+            list.push(c);
+        }
+        Children { nodes, typos }
+    }
+
+    fn one(&self, k: &str) -> Option<&'a KdlNode> {
+        self.nodes.get(k).and_then(|v| v.first().copied())
+    }
+
+    fn all(&self, k: &str) -> Vec<&'a KdlNode> {
+        self.nodes.get(k).cloned().unwrap_or_default()
+    }
+
+    fn misspelt(&self, k: &str) -> bool {
+        self.typos.contains(&k)
+    }
+}
+
+/// The manifest's one `submission` node (others and unknown nodes reported).
+fn submission_node<'a>(cx: &mut NodeReader<'_>, doc: &'a KdlDocument) -> Option<&'a KdlNode> {
     let mut sub: Option<&KdlNode> = None;
     for n in doc.nodes() {
         if name(n) != "submission" {
@@ -98,10 +136,18 @@ fn lower_doc(
             sub = Some(n);
         }
     }
-    let Some(n) = sub else {
+    if sub.is_none() {
         cx.missing_node(SourceSpan::new(0.into(), 0), "submission", "the manifest");
-        return None;
-    };
+    }
+    sub
+}
+
+fn lower_doc(
+    cx: &mut NodeReader<'_>,
+    loader: &mut Loader<'_>,
+    doc: &KdlDocument,
+) -> Option<(Submission, SourceSpan)> {
+    let n = submission_node(cx, doc)?;
     cx.props(n, "`submission`", &[]);
     let id = cx.one_string_arg(n, "submission");
     let what = match &id {
@@ -119,117 +165,36 @@ fn lower_doc(
         .parent()
         .unwrap_or(Path::new("/"))
         .to_path_buf();
-
-    // Sort children by name; report unknown and repeated ones.
-    let mut nodes: BTreeMap<&str, Vec<&KdlNode>> = BTreeMap::new();
-    // Names that a misspelt node probably meant: not reported again as missing.
-    let mut typos: Vec<&str> = Vec::new();
-    for c in children.nodes() {
-        let nm = name(c);
-        if !SUBMISSION_NODES.contains(&nm) {
-            typos.extend(cx.unknown_node(c, &what, &SUBMISSION_NODES));
-            continue;
-        }
-        let list = nodes.entry(nm).or_default();
-        if !REPEATABLE.contains(&nm) && !list.is_empty() {
-            cx.duplicate_node(list[0], c, &what);
-            continue;
-        }
-        list.push(c);
-    }
-    let one = |k: &str| nodes.get(k).and_then(|v| v.first().copied());
-    let all = |k: &str| nodes.get(k).cloned().unwrap_or_default();
+    let ch = Children::sort(cx, children, &what);
     let sub_span = name_span(n);
-
-    let mut meta = ReportMeta::default();
-    match one("algorithm") {
-        Some(a) => {
-            meta.algorithm = simple_string(cx, a).unwrap_or_default();
-        }
-        None if typos.contains(&"algorithm") => {}
-        None => cx.missing_node(sub_span, "algorithm", &what),
-    }
-    meta.category = one("category").and_then(|c| simple_string(cx, c));
-    meta.function = one("function").and_then(|c| simple_string(cx, c));
-    if let Some(v) = one("versions") {
-        plain_node(cx, v);
-        meta.versions = cx
-            .string_args(v, "versions", 1)
-            .into_iter()
-            .map(|(s, _)| s)
-            .collect();
-    }
-    for note in all("note") {
-        if let Some(s) = simple_string(cx, note) {
-            meta.notes.push(s);
-        }
-    }
-    let mut wide = Wide::default();
-    for link in all("link") {
-        lower_link(cx, link, &mut wide.libraries, &mut meta.links);
-    }
-    for ex in all("exclude") {
-        lower_exclude(cx, ex, &mut wide.exclude);
-    }
-    let api = match one("api") {
-        Some(a) => lower_api(cx, a),
-        None => Some(Api::Namespaced),
-    };
-    wide.api = api.unwrap_or_default();
-
-    let source = match one("source") {
+    let (mut meta, wide, api) = lower_meta(cx, &ch, sub_span, &what);
+    let source = match ch.one("source") {
         Some(s) => lower_source(cx, loader, s, &dir),
         None => {
-            if !typos.contains(&"source") {
+            if !ch.misspelt("source") {
                 cx.missing_node(sub_span, "source", &what);
             }
             None
         }
     };
-    let primitives = match one("primitives") {
+    let primitives = match ch.one("primitives") {
         Some(p) => lower_primitives_node(cx, loader, p, &dir),
         None => Some(Primitives::default()),
     };
-    let (kat, kat_submitted) = lower_kat(cx, loader, one("kat"), sub_span, &dir);
-    let ct_benign = ct_benign::lower_ct_benign(cx, &all("ct-benign"));
+    let (kat, kat_submitted) = lower_kat(cx, loader, ch.one("kat"), sub_span, &dir);
+    let ct_benign = ct_benign::lower_ct_benign(cx, &ch.all("ct-benign"));
     let mut size_keys = Vec::new();
-    let sizes = match one("sizes") {
+    let sizes = match ch.one("sizes") {
         Some(s) => lower_sizes(cx, loader, s, &dir, &mut size_keys),
         None => BTreeMap::new(),
     };
-    let matrix = match one("matrix") {
-        Some(m) => lower_matrix(cx, m),
-        None => Some(Vec::new()),
+    let shared = Shared {
+        sub_span,
+        what: &what,
+        wide: &wide,
+        kat_submitted,
     };
-    let instances = match &matrix {
-        Some(matrix) => {
-            if meta.versions.is_empty() {
-                if let Some((_, vals)) = matrix.iter().find(|(k, _)| k == "impl") {
-                    meta.versions = vals.clone();
-                }
-            }
-            if typos.contains(&"instance") {
-                (Vec::new(), false)
-            } else {
-                let mut instances = expand_instances(
-                    cx,
-                    &all("instance"),
-                    &all("when"),
-                    matrix,
-                    &Shared {
-                        sub_span,
-                        what: &what,
-                        wide: &wide,
-                        kat_submitted,
-                    },
-                );
-                crate::dsl::category::apply(cx, &all("nist-category"), matrix, &mut instances.0);
-                instances
-            }
-        }
-        None => (Vec::new(), false),
-    };
-    let (instances, ids_complete) = instances;
+    let (instances, ids_complete) = lower_instances(cx, &ch, &shared, &mut meta);
     // `when ... { kat-submitted ... }` alone also makes the package's files the answer.
     let mut kat = kat;
     if let Some(k) = &mut kat {
@@ -242,13 +207,12 @@ fn lower_doc(
         }
         check_size_keys(loader, &size_keys, &instances);
     }
-
     if let (Some(crate::model::Source::Path { path }), Some(p)) = (&source, &primitives) {
         let nodes = confine::Nodes {
-            source: one("source"),
-            primitives: one("primitives"),
-            kat: one("kat"),
-            whens: all("when"),
+            source: ch.one("source"),
+            primitives: ch.one("primitives"),
+            kat: ch.one("kat"),
+            whens: ch.all("when"),
         };
         if !confine::check_links(cx, loader, path, &nodes, p, &instances) {
             return None;
@@ -272,6 +236,82 @@ fn lower_doc(
         },
         id_span,
     ))
+}
+
+/// The report metadata (`algorithm`, `category`, `function`, `versions`, `note`, `link`),
+/// what applies to every instance (`link`, `exclude`, `api`) and the API (`None` when
+/// wrong, reported).
+fn lower_meta(
+    cx: &mut NodeReader<'_>,
+    ch: &Children<'_>,
+    sub_span: SourceSpan,
+    what: &str,
+) -> (ReportMeta, Wide, Option<Api>) {
+    let mut meta = ReportMeta::default();
+    match ch.one("algorithm") {
+        Some(a) => {
+            meta.algorithm = simple_string(cx, a).unwrap_or_default();
+        }
+        None if ch.misspelt("algorithm") => {}
+        None => cx.missing_node(sub_span, "algorithm", what),
+    }
+    meta.category = ch.one("category").and_then(|c| simple_string(cx, c));
+    meta.function = ch.one("function").and_then(|c| simple_string(cx, c));
+    if let Some(v) = ch.one("versions") {
+        plain_node(cx, v);
+        meta.versions = cx
+            .string_args(v, "versions", 1)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+    }
+    for note in ch.all("note") {
+        if let Some(s) = simple_string(cx, note) {
+            meta.notes.push(s);
+        }
+    }
+    let mut wide = Wide::default();
+    for link in ch.all("link") {
+        lower_link(cx, link, &mut wide.libraries, &mut meta.links);
+    }
+    for ex in ch.all("exclude") {
+        lower_exclude(cx, ex, &mut wide.exclude);
+    }
+    let api = match ch.one("api") {
+        Some(a) => lower_api(cx, a),
+        None => Some(Api::Namespaced),
+    };
+    wide.api = api.clone().unwrap_or_default();
+    (meta, wide, api)
+}
+
+/// The `matrix` expanded over the `instance` templates and `when` blocks, with their NIST
+/// categories; whether every instance expanded (so that catalog keys can be checked). The
+/// matrix's `impl` values are the versions when the manifest names none.
+fn lower_instances(
+    cx: &mut NodeReader<'_>,
+    ch: &Children<'_>,
+    shared: &Shared<'_, '_>,
+    meta: &mut ReportMeta,
+) -> (Vec<crate::model::Instance>, bool) {
+    let matrix = match ch.one("matrix") {
+        Some(m) => lower_matrix(cx, m),
+        None => Some(Vec::new()),
+    };
+    let Some(matrix) = matrix else {
+        return (Vec::new(), false);
+    };
+    if meta.versions.is_empty() {
+        if let Some((_, vals)) = matrix.iter().find(|(k, _)| k == "impl") {
+            meta.versions = vals.clone();
+        }
+    }
+    if ch.misspelt("instance") {
+        return (Vec::new(), false);
+    }
+    let mut instances = expand_instances(cx, &ch.all("instance"), &ch.all("when"), &matrix, shared);
+    crate::dsl::category::apply(cx, &ch.all("nist-category"), &matrix, &mut instances.0);
+    instances
 }
 
 /// What is wrong with an id, if anything. Ids name folders under the outputs and appear in

@@ -2,7 +2,7 @@
 //! instances they match (flags, sources, CPU needs, excluded files, libraries, the
 //! submitted KAT file) or change (the folder, `dir`).
 
-use kdl::KdlNode;
+use kdl::{KdlEntry, KdlNode};
 
 use super::super::cflags::flag_problem;
 use super::super::cpu_flags;
@@ -43,6 +43,31 @@ pub(super) struct When {
 
 pub(super) fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
     cx.no_args(n, "when");
+    let (cond, mut ok) = conditions(cx, n, m);
+    let mut w = When {
+        cond,
+        cflags: Vec::new(),
+        sources: Vec::new(),
+        requires_cpu: Vec::new(),
+        exclude: Vec::new(),
+        libraries: Vec::new(),
+        kat_submitted: None,
+        dir: None,
+    };
+    let children = cx.expect_children(n, "when")?;
+    for c in children.nodes() {
+        ok &= when_child(cx, c, m, &mut w);
+    }
+    ok.then_some(w)
+}
+
+/// The block's conditions (variable -> accepted values), and whether they were all right
+/// (what was wrong is reported).
+fn conditions(
+    cx: &mut NodeReader<'_>,
+    n: &KdlNode,
+    m: &Matrix,
+) -> (Vec<(String, Vec<String>)>, bool) {
     let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
     let mut ok = true;
     let mut cond = Vec::new();
@@ -95,26 +120,20 @@ pub(super) fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Op
         }
         cond.push((k.to_string(), accepted));
     }
-    let mut w = When {
-        cond,
-        cflags: Vec::new(),
-        sources: Vec::new(),
-        requires_cpu: Vec::new(),
-        exclude: Vec::new(),
-        libraries: Vec::new(),
-        kat_submitted: None,
-        dir: None,
-    };
-    let children = cx.expect_children(n, "when")?;
-    for c in children.nodes() {
-        let nm = name(c);
-        if !WHEN_NODES.contains(&nm) {
-            cx.unknown_node(c, "`when`", &WHEN_NODES);
-            ok = false;
-            continue;
-        }
-        plain_node(cx, c);
-        if nm == "link" {
+    (cond, ok)
+}
+
+/// One node inside a `when` block, added to `w`; whether it was right (else reported).
+fn when_child(cx: &mut NodeReader<'_>, c: &KdlNode, m: &Matrix, w: &mut When) -> bool {
+    let nm = name(c);
+    if !WHEN_NODES.contains(&nm) {
+        cx.unknown_node(c, "`when`", &WHEN_NODES);
+        return false;
+    }
+    plain_node(cx, c);
+    match nm {
+        "link" => {
+            let mut ok = true;
             for e in c.entries().iter().filter(|e| e.name().is_none()) {
                 match library(cx, e) {
                     Some(l) if !w.libraries.iter().any(|(x, _)| *x == l.0) => w.libraries.push(l),
@@ -122,77 +141,95 @@ pub(super) fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Op
                     None => ok = false,
                 }
             }
-            continue;
+            return ok;
         }
-        if nm == "kat-submitted" {
+        "kat-submitted" => {
             let Some((_, e)) = cx.one_string_arg(c, nm) else {
-                ok = false;
-                continue;
+                return false;
             };
-            match kat_template(cx, e, "kat-submitted", m) {
-                Some(t) => w.kat_submitted = Some(t),
-                None => ok = false,
-            }
-            continue;
+            return match kat_template(cx, e, "kat-submitted", m) {
+                Some(t) => {
+                    w.kat_submitted = Some(t);
+                    true
+                }
+                None => false,
+            };
         }
-        if nm == "dir" {
+        "dir" => {
             let Some((_, e)) = cx.one_string_arg(c, nm) else {
-                ok = false;
-                continue;
+                return false;
             };
-            match template_value(cx, e, "dir", &vars) {
-                Some(t) => w.dir = Some((t, pos_of(cx, cx.value_span(e)))),
-                None => ok = false,
-            }
-            continue;
+            let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+            return match template_value(cx, e, "dir", &vars) {
+                Some(t) => {
+                    w.dir = Some((t, pos_of(cx, cx.value_span(e))));
+                    true
+                }
+                None => false,
+            };
         }
-        let args = cx.string_args(c, nm, 1);
-        if nm == "sources" {
+        _ => {}
+    }
+    let args = cx.string_args(c, nm, 1);
+    let mut ok = true;
+    match nm {
+        "sources" => {
             for (p, e) in &args {
                 ok &= check_root_path(cx, p, e, "source");
             }
         }
-        if nm == "cflags" {
-            let mut prev: Option<&str> = None;
-            for (flag, e) in &args {
-                if let Some(p) = flag_problem(flag, prev) {
-                    let s = cx.value_span(e);
-                    let d = cx
-                        .diag(format!("compiler option refused: {p}"))
-                        .label(s, "refused")
-                        .help("`cflags` may change code generation, warnings, definitions and include folders, not run programs, load plugins or write elsewhere");
-                    cx.push(d);
-                    ok = false;
-                }
-                prev = Some(flag);
-            }
-        }
-        if nm == "requires-cpu" {
-            for (flag, e) in &args {
-                if cpu_flags::known(flag) {
-                    continue;
-                }
-                let s = cx.value_span(e);
-                let d = cx
-                    .diag(format!(
-                        "`{flag}` is not a CPU feature name that /proc/cpuinfo uses"
-                    ))
-                    .label(s, "unknown CPU feature")
-                    .help(match cpu_flags::suggestion(flag) {
-                        Some(g) => format!("did you mean `{g}`? (`requires-cpu` takes the names of /proc/cpuinfo's `flags`, not gcc's `-m` names)"),
-                        None => "`requires-cpu` takes the names of /proc/cpuinfo's `flags` (x86) or `Features` (Arm)".to_string(),
-                    });
-                cx.push(d);
-                ok = false;
-            }
-        }
-        let vals = args.into_iter().map(|(s, _)| s);
-        match nm {
-            "cflags" => w.cflags.extend(vals),
-            "sources" => w.sources.extend(vals),
-            "requires-cpu" => w.requires_cpu.extend(vals),
-            _ => w.exclude.extend(vals),
-        }
+        "cflags" => ok &= check_cflags(cx, &args),
+        "requires-cpu" => ok &= check_cpu_features(cx, &args),
+        _ => {}
     }
-    ok.then_some(w)
+    let vals = args.into_iter().map(|(s, _)| s);
+    match nm {
+        "cflags" => w.cflags.extend(vals),
+        "sources" => w.sources.extend(vals),
+        "requires-cpu" => w.requires_cpu.extend(vals),
+        _ => w.exclude.extend(vals),
+    }
+    ok
+}
+
+/// Every compiler option allowed (each refused one reported).
+fn check_cflags(cx: &mut NodeReader<'_>, args: &[(String, &KdlEntry)]) -> bool {
+    let mut ok = true;
+    let mut prev: Option<&str> = None;
+    for (flag, e) in args {
+        if let Some(p) = flag_problem(flag, prev) {
+            let s = cx.value_span(e);
+            let d = cx
+                .diag(format!("compiler option refused: {p}"))
+                .label(s, "refused")
+                .help("`cflags` may change code generation, warnings, definitions and include folders, not run programs, load plugins or write elsewhere");
+            cx.push(d);
+            ok = false;
+        }
+        prev = Some(flag);
+    }
+    ok
+}
+
+/// Every CPU feature a name /proc/cpuinfo uses (each unknown one reported).
+fn check_cpu_features(cx: &mut NodeReader<'_>, args: &[(String, &KdlEntry)]) -> bool {
+    let mut ok = true;
+    for (flag, e) in args {
+        if cpu_flags::known(flag) {
+            continue;
+        }
+        let s = cx.value_span(e);
+        let d = cx
+            .diag(format!(
+                "`{flag}` is not a CPU feature name that /proc/cpuinfo uses"
+            ))
+            .label(s, "unknown CPU feature")
+            .help(match cpu_flags::suggestion(flag) {
+                Some(g) => format!("did you mean `{g}`? (`requires-cpu` takes the names of /proc/cpuinfo's `flags`, not gcc's `-m` names)"),
+                None => "`requires-cpu` takes the names of /proc/cpuinfo's `flags` (x86) or `Features` (Arm)".to_string(),
+            });
+        cx.push(d);
+        ok = false;
+    }
+    ok
 }

@@ -281,7 +281,7 @@ fn lower_meta(
         Some(a) => lower_api(cx, a),
         None => Some(Api::Namespaced),
     };
-    wide.api = api.clone().unwrap_or_default();
+    wide.api = api.unwrap_or_default();
     (meta, wide, api)
 }
 

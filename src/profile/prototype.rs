@@ -200,7 +200,7 @@ fn split_declarations(code: &str) -> Vec<(usize, String)> {
     let mut cur = String::new();
     let mut start_line = 1;
     let mut line = 1;
-    // One entry per open brace: whether it is a see-through `extern "C" {`.
+    // One entry per open brace: whether it opens a see-through `extern "C"` block.
     let mut stack: Vec<bool> = Vec::new();
     for c in code.chars() {
         if c == '\n' {

@@ -121,13 +121,16 @@ pub fn history_row(key: &super::compare::Key, series: &[Option<&Series>], band: 
         .iter()
         .map(|v| v.as_ref().and_then(|v| stats::median(v)).map(|m| m * scale))
         .collect();
-    let raws: Vec<Option<Vec<f64>>> = series.iter().map(|s| s.map(|s| s.values.clone())).collect();
+    let raws: Vec<Option<&[f64]>> = series
+        .iter()
+        .map(|s| s.map(|s| s.values.as_slice()))
+        .collect();
     let step = |from: usize, to: usize| {
         let (f, t) = (vals[from].as_deref()?, vals[to].as_deref()?);
         let ratio = ratio_ci(f, t, SEED, stats::BOOTSTRAP_RESAMPLES)?;
         let mut change = band_verdict(&ratio, band);
         if used == Used::Both {
-            let (rf, rt) = (raws[from].as_deref()?, raws[to].as_deref()?);
+            let (rf, rt) = (raws[from]?, raws[to]?);
             let raw = ratio_ci(rf, rt, SEED, stats::BOOTSTRAP_RESAMPLES)?;
             change = both(band_verdict(&raw, band), change);
         }

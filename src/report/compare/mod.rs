@@ -50,6 +50,8 @@ pub struct Raw {
     pub median_a: f64,
     pub median_b: f64,
     pub ratio: Estimate,
+    /// The band verdict of this ratio's interval alone.
+    pub change: Change,
 }
 
 /// The ratio with the host's speed taken out.
@@ -59,6 +61,8 @@ pub struct Adjusted {
     pub host_ratio: f64,
     /// Median of (cycles / yardstick cycles) per round, B over A, with its 95% CI.
     pub ratio: Estimate,
+    /// The band verdict of this ratio's interval alone.
+    pub change: Change,
 }
 
 /// Why a row has no adjusted ratio.
@@ -123,6 +127,7 @@ pub fn estimate(a: &Series, b: &Series, band: f64) -> Estimates {
     let raw = ratio_ci(&a.values, &b.values, SEED, resamples).map(|ratio| Raw {
         median_a: stats::median(&a.values).unwrap_or(0.0),
         median_b: stats::median(&b.values).unwrap_or(0.0),
+        change: band_verdict(&ratio, band),
         ratio,
     });
     let adjusted = match (&a.yardstick, &b.yardstick) {
@@ -142,6 +147,7 @@ pub fn estimate(a: &Series, b: &Series, band: f64) -> Estimates {
             ) {
                 (Some(ma), Some(mb), Some(ratio)) if ma > 0.0 => Ok(Adjusted {
                     host_ratio: mb / ma,
+                    change: band_verdict(&ratio, band),
                     ratio,
                 }),
                 _ => Err(NoAdjustment::MissingBoth),
@@ -149,14 +155,8 @@ pub fn estimate(a: &Series, b: &Series, band: f64) -> Estimates {
         }
     };
     let verdict = match (&adjusted, &raw) {
-        (Ok(adj), Some(raw)) => Some((
-            both(
-                band_verdict(&raw.ratio, band),
-                band_verdict(&adj.ratio, band),
-            ),
-            Used::Both,
-        )),
-        (Err(_), Some(raw)) => Some((band_verdict(&raw.ratio, band), Used::Raw)),
+        (Ok(adj), Some(raw)) => Some((both(raw.change, adj.change), Used::Both)),
+        (Err(_), Some(raw)) => Some((raw.change, Used::Raw)),
         (_, None) => None,
     };
     Estimates {
@@ -229,14 +229,14 @@ impl CompareRow {
 
     /// Whether the time moved beyond the band — on the raw or the adjusted ratio — while the
     /// instructions did not: the host moved, not the code.
-    pub fn host_moved(&self, band: f64) -> bool {
-        let moved = |e: &Estimate| matches!(band_verdict(e, band), Change::Slower | Change::Faster);
-        let raw = self.estimates.raw.as_ref().is_some_and(|r| moved(&r.ratio));
+    pub fn host_moved(&self) -> bool {
+        let moved = |c: Change| matches!(c, Change::Slower | Change::Faster);
+        let raw = self.estimates.raw.as_ref().is_some_and(|r| moved(r.change));
         let adjusted = self
             .estimates
             .adjusted
             .as_ref()
-            .is_ok_and(|a| moved(&a.ratio));
+            .is_ok_and(|a| moved(a.change));
         (raw || adjusted) && self.code_verdict() == Some(CodeVerdict::SameCode)
     }
 
@@ -395,11 +395,11 @@ mod tests {
         let e = estimate(&a, &b, 0.02);
         let raw = e.raw.as_ref().unwrap();
         assert!((raw.ratio.median - 1.08).abs() < 0.005, "{e:?}");
-        assert_eq!(band_verdict(&raw.ratio, 0.02), Change::Slower);
+        assert_eq!(raw.change, Change::Slower);
         let adj = e.adjusted.as_ref().unwrap();
         assert!((adj.host_ratio - 1.08).abs() < 1e-9, "{adj:?}");
         assert!((adj.ratio.median - 1.0).abs() < 0.002, "{adj:?}");
-        assert_eq!(band_verdict(&adj.ratio, 0.02), Change::Same);
+        assert_eq!(adj.change, Change::Same);
         assert_eq!(e.verdict, Some((Change::Undecided, Used::Both)));
         // Code 5% slower on a host 6% faster: raw sees nothing beyond the band, adjusted
         // sees the code: undecided again (the instruction ratio tells the two apart).

@@ -6,7 +6,7 @@ use super::super::csv::field;
 use super::super::doc::{code, Doc, Table};
 use super::super::format;
 use super::{Basis, CodeVerdict, CompareRow, Comparison, NoAdjustment, Used, CODE_CHANGE};
-use crate::measure::stats::{self, band_verdict, Change, Estimate};
+use crate::measure::stats::{self, Change, Estimate};
 
 /// `1.023 (1.011–1.035)`.
 pub fn ratio_ci_text(e: &Estimate) -> String {
@@ -110,24 +110,17 @@ fn basis_text(b: &Basis) -> String {
     }
 }
 
-fn verdict_cell(r: &CompareRow, band: f64) -> String {
-    match r.estimates.verdict {
-        Some((c, Used::Raw)) => format!("{} (raw)", c.name()),
-        Some((c, Used::Both)) => match (&r.estimates.raw, &r.estimates.adjusted) {
-            (Some(raw), Ok(adj)) if c == Change::Undecided => {
-                let (rv, av) = (
-                    band_verdict(&raw.ratio, band),
-                    band_verdict(&adj.ratio, band),
-                );
-                if rv == av {
-                    c.name().to_string()
-                } else {
-                    format!("{} (raw {}, adjusted {})", c.name(), rv.name(), av.name())
-                }
-            }
-            _ => c.name().to_string(),
-        },
-        None => "no usable rounds".to_string(),
+fn verdict_cell(r: &CompareRow) -> String {
+    match (r.estimates.verdict, &r.estimates.raw, &r.estimates.adjusted) {
+        (Some((c, Used::Raw)), _, _) => format!("{} (raw)", c.name()),
+        (Some((c, Used::Both)), Some(raw), Ok(adj)) if raw.change != adj.change => format!(
+            "{} (raw {}, adjusted {})",
+            c.name(),
+            raw.change.name(),
+            adj.change.name()
+        ),
+        (Some((c, Used::Both)), _, _) => c.name().to_string(),
+        (None, _, _) => "no usable rounds".to_string(),
     }
 }
 
@@ -195,7 +188,7 @@ fn instructions_line(c: &Comparison) -> String {
             .filter(|r| r.code_verdict() == Some(v))
             .count()
     };
-    let moved = c.rows.iter().filter(|r| r.host_moved(c.band)).count();
+    let moved = c.rows.iter().filter(|r| r.host_moved()).count();
     format!(
         "Instructions B/A: mean instructions per operation counted by callgrind \
          (`count` step) on both sides; deterministic, so exact, with a verdict of its own: \
@@ -255,10 +248,10 @@ fn compare_table(c: &Comparison, counted: bool) -> Table {
             Ok(a) => cells.extend([format!("{:.3}", a.host_ratio), ratio_ci_text(&a.ratio)]),
             Err(_) => cells.extend(["–".into(), "–".into()]),
         }
-        cells.push(verdict_cell(r, c.band));
+        cells.push(verdict_cell(r));
         if counted {
             cells.push(match (r.instruction_ratio(), r.code_verdict()) {
-                (Some(x), Some(v)) if r.host_moved(c.band) => {
+                (Some(x), Some(v)) if r.host_moved() => {
                     format!("{x:.4} ({}: the host moved)", v.name())
                 }
                 (Some(x), Some(v)) => format!("{x:.4} ({})", v.name()),
@@ -336,7 +329,7 @@ pub fn compare_csv(c: &Comparison) -> String {
                 .map(|v| v.name().to_string())
                 .unwrap_or_default(),
             if r.code_verdict().is_some() {
-                r.host_moved(c.band).to_string()
+                r.host_moved().to_string()
             } else {
                 String::new()
             },

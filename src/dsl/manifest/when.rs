@@ -43,7 +43,8 @@ pub(super) struct When {
 
 pub(super) fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Option<When> {
     cx.no_args(n, "when");
-    let (cond, mut ok) = conditions(cx, n, m);
+    let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+    let (cond, mut ok) = conditions(cx, n, m, &vars);
     let mut w = When {
         cond,
         cflags: Vec::new(),
@@ -56,7 +57,7 @@ pub(super) fn lower_when(cx: &mut NodeReader<'_>, n: &KdlNode, m: &Matrix) -> Op
     };
     let children = cx.expect_children(n, "when")?;
     for c in children.nodes() {
-        ok &= when_child(cx, c, m, &mut w);
+        ok &= when_child(cx, c, m, &vars, &mut w);
     }
     ok.then_some(w)
 }
@@ -67,8 +68,8 @@ fn conditions(
     cx: &mut NodeReader<'_>,
     n: &KdlNode,
     m: &Matrix,
+    vars: &[&str],
 ) -> (Vec<(String, Vec<String>)>, bool) {
-    let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
     let mut ok = true;
     let mut cond = Vec::new();
     if n.entries().iter().all(|e| e.name().is_none()) {
@@ -124,7 +125,13 @@ fn conditions(
 }
 
 /// One node inside a `when` block, added to `w`; whether it was right (else reported).
-fn when_child(cx: &mut NodeReader<'_>, c: &KdlNode, m: &Matrix, w: &mut When) -> bool {
+fn when_child(
+    cx: &mut NodeReader<'_>,
+    c: &KdlNode,
+    m: &Matrix,
+    vars: &[&str],
+    w: &mut When,
+) -> bool {
     let nm = name(c);
     if !WHEN_NODES.contains(&nm) {
         cx.unknown_node(c, "`when`", &WHEN_NODES);
@@ -159,8 +166,7 @@ fn when_child(cx: &mut NodeReader<'_>, c: &KdlNode, m: &Matrix, w: &mut When) ->
             let Some((_, e)) = cx.one_string_arg(c, nm) else {
                 return false;
             };
-            let vars: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
-            return match template_value(cx, e, "dir", &vars) {
+            return match template_value(cx, e, "dir", vars) {
                 Some(t) => {
                     w.dir = Some((t, pos_of(cx, cx.value_span(e))));
                     true

@@ -85,6 +85,7 @@ pub fn plan(instances: usize, repeats: usize) -> Result<String, Error> {
     let pipeline = generate(&dir, subs, a, b).map_err(Error::io(dir.display()))?;
     let facts = keys::Facts {
         cc_version: "bench".into(),
+        compilers: Default::default(),
         env_fingerprint: "bench".into(),
         libraries: Default::default(),
     };

@@ -33,6 +33,21 @@ pub trait SourceFs {
     fn sha256(&self, _path: &Path) -> Option<String> {
         None
     }
+    /// The program a command names: a path as it is when it is a file, else the first
+    /// `PATH` folder holding it; `None` when there is none.
+    fn program(&self, command: &str) -> Option<PathBuf>;
+}
+
+/// `command` on this machine: a path (holding `/`) when it is a file, else the first `PATH`
+/// folder holding a file of that name.
+pub fn find_program(command: &str) -> Option<PathBuf> {
+    if command.contains('/') {
+        let p = PathBuf::from(command);
+        return p.is_file().then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(command))
+        .find(|f| f.is_file())
 }
 
 /// The real file system, relative paths taken from the working directory.
@@ -57,6 +72,9 @@ impl Default for RealFs {
 }
 
 impl SourceFs for RealFs {
+    fn program(&self, command: &str) -> Option<PathBuf> {
+        find_program(command)
+    }
     fn sha256(&self, path: &Path) -> Option<String> {
         use sha2::{Digest, Sha256};
         let mut f = std::fs::File::open(path).ok()?;
@@ -123,10 +141,12 @@ impl SourceFs for RealFs {
 }
 
 /// An in-memory file system: files with their text, and folders (implied by files or added).
+/// Every program is installed (`/usr/bin/<name>`) unless [`MemFs::without_program`] says not.
 #[derive(Debug, Clone, Default)]
 pub struct MemFs {
     files: BTreeMap<PathBuf, String>,
     dirs: BTreeSet<PathBuf>,
+    missing_programs: BTreeSet<String>,
 }
 
 impl MemFs {
@@ -152,6 +172,12 @@ impl MemFs {
         self
     }
 
+    /// Makes a program missing (a compiler `check` must refuse).
+    pub fn without_program(&mut self, command: &str) -> &mut Self {
+        self.missing_programs.insert(command.to_string());
+        self
+    }
+
     fn add_parents(&mut self, p: &Path) {
         let mut cur = p.parent();
         while let Some(d) = cur {
@@ -164,6 +190,9 @@ impl MemFs {
 }
 
 impl SourceFs for MemFs {
+    fn program(&self, command: &str) -> Option<PathBuf> {
+        (!self.missing_programs.contains(command)).then(|| Path::new("/usr/bin").join(command))
+    }
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         self.files
             .get(path)

@@ -5,12 +5,12 @@ use std::path::Path;
 
 use miette::SourceSpan;
 
+use super::cells::expand_cells;
 use super::diag::{Diagnostic, Diagnostics};
 use super::fs::SourceFs;
 use super::loader::Loader;
 use super::manifest::lower_manifest;
 use super::pipeline::lower_pipeline;
-use super::profiles::expand_profiles;
 use super::reader::NodeReader;
 use crate::model::{Campaign, StepKind};
 
@@ -100,7 +100,7 @@ fn load_into(loader: &mut Loader<'_>, pipeline: &Path) -> Result<Campaign, Diagn
     match (draft.system, draft.outputs) {
         (Some(system), Some(outputs)) => {
             let mut submissions: Vec<_> = submissions.into_iter().map(|((s, _), _)| s).collect();
-            expand_profiles(&draft.steps, &mut submissions);
+            expand_cells(&system, &draft.steps, &mut submissions);
             Ok(Campaign {
                 pipeline_path: path,
                 system,

@@ -11,7 +11,9 @@
 #![deny(missing_docs)]
 
 mod category;
+mod cells;
 mod cflags;
+mod compilers;
 mod cpu_flags;
 pub use cpu_flags::cpuinfo_name_of_gcc_flag;
 mod deep;
@@ -24,7 +26,6 @@ mod loader;
 mod manifest;
 pub(crate) use manifest::{id_problem, library_problem};
 mod pipeline;
-mod profiles;
 mod reader;
 mod step;
 mod template;
@@ -36,7 +37,7 @@ pub use deep::{deep_check, DeepReport};
 pub use deep_link::{LinkOutcome, Linker, NoLinker, Unresolved};
 pub use diag::{Diagnostic, Diagnostics, Location};
 pub use duration::{format_duration, parse_duration};
-pub use fs::{MemFs, RealFs, SourceFs};
+pub use fs::{find_program, MemFs, RealFs, SourceFs};
 pub use template::{expand_template, parse_template, Filter, Piece, Template, TemplateError};
 
 use crate::model::Campaign;

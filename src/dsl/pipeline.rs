@@ -12,7 +12,7 @@ use super::cflags::flag_problem;
 use super::cpu_flags;
 use super::fs::SourceFs;
 use super::reader::{args, name, name_span, NodeReader};
-use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
+use super::step::{check_best_cells, check_cycles, lower_step, resolve_needs, StepDraft};
 use super::values::{duration_value, words};
 use crate::model::{
     host_arch, Executor, FlagProfile, Isolation, Role, SandboxPolicy, SlurmOptions, StepSpec,
@@ -31,12 +31,13 @@ const TOP_NODES: [&str; 7] = [
     "step",
 ];
 /// Children of `system`.
-const SYSTEM_NODES: [&str; 9] = [
+const SYSTEM_NODES: [&str; 10] = [
     "sandbox",
     "role",
     "arch",
     "bench-cpu",
     "cc",
+    "compilers",
     "isolation",
     "emulator",
     "cpu-features",
@@ -99,7 +100,7 @@ pub(crate) fn lower_pipeline(
             seen.insert(nm, n);
         }
         match nm {
-            "system" => draft.system = lower_system(cx, n),
+            "system" => draft.system = lower_system(cx, n, fs),
             "flags" => {
                 if let Some(p) = lower_flags(cx, n) {
                     if let Some(first) = flag_nodes.get(&p.name) {
@@ -192,17 +193,19 @@ pub(crate) fn lower_pipeline(
     }
     resolve_needs(cx, &mut steps);
     check_cycles(cx, &steps);
+    check_best_cells(cx, &steps);
     draft.steps = steps.into_iter().map(|s| s.spec).collect();
     draft
 }
 
-fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
+fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode, fs: &dyn SourceFs) -> Option<System> {
     cx.props(n, "`system`", &[]);
     let sys_name = cx.one_string_arg(n, "system").map(|(s, _)| s);
     let children = cx.expect_children(n, "system")?;
     let mut arch = None;
     let mut bench_cpu = None;
     let mut cc = None;
+    let mut compilers = Vec::new();
     let mut isolation = Isolation::Core;
     let mut target = Target::default();
     let mut executor = Executor::Local;
@@ -319,7 +322,13 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
                 }
                 target.cpu_features = Some(features);
             }
-            _ => cc = cx.one_string_arg(c, "cc").map(|(s, _)| s),
+            "compilers" => compilers = super::compilers::lower_compilers(cx, c, fs),
+            _ => {
+                if let Some((s, e)) = cx.one_string_arg(c, "cc") {
+                    super::compilers::check_compiler(cx, fs, &s, e);
+                    cc = Some(s);
+                }
+            }
         }
     }
     if !seen.contains_key("bench-cpu") && !bench_typo {
@@ -329,7 +338,10 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<System> {
         name: sys_name?,
         arch: arch.unwrap_or_else(host_arch),
         bench_cpu: bench_cpu?,
-        cc: cc.unwrap_or_else(|| "cc".to_string()),
+        cc: cc
+            .or_else(|| compilers.first().cloned())
+            .unwrap_or_else(|| "cc".to_string()),
+        compilers,
         isolation,
         target,
         executor,

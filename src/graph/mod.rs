@@ -286,6 +286,7 @@ pub(crate) mod tests {
                 arch: "x86-64".into(),
                 bench_cpu: 1,
                 cc: "cc".into(),
+                compilers: vec![],
                 isolation: Isolation::Core,
                 sandbox: SandboxPolicy::Preferred,
                 role: Default::default(),

@@ -95,6 +95,7 @@ impl KindFacts for StepKind {
             "min-iters",
             "samples",
             "layouts",
+            "cells",
             "memory",
         ]);
         static PROFILE: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);

@@ -35,8 +35,13 @@ pub struct System {
     pub arch: String,
     /// Core that exclusive (timing, profile) steps are pinned to (`bench-cpu 1`).
     pub bench_cpu: usize,
-    /// C compiler command (`cc "gcc"`).
+    /// C compiler command (`cc "gcc"`); with `compilers`, the first of them unless `cc` is
+    /// given too. The yardstick, library lookup and cross linking use it.
     pub cc: String,
+    /// The compilers every instance is built with (`compilers "gcc" "clang-16"`), in
+    /// declaration order; empty: `cc` alone. See [`System::compilers`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compilers: Vec<String>,
     /// What an exclusive step has to itself (`isolation "core"` or `"machine"`).
     pub isolation: Isolation,
     /// How target binaries run when `arch` is not this machine's (`emulator`,
@@ -105,6 +110,15 @@ pub fn host_arch() -> String {
 }
 
 impl System {
+    /// The compilers instances are built with: `compilers`, else `cc` alone.
+    pub fn compilers(&self) -> Vec<&str> {
+        if self.compilers.is_empty() {
+            vec![self.cc.as_str()]
+        } else {
+            self.compilers.iter().map(String::as_str).collect()
+        }
+    }
+
     /// Whether the system's architecture differs from this machine's: kem-runner and the
     /// objects are then built for the target and run under the `emulator`.
     pub fn foreign(&self) -> bool {
@@ -258,6 +272,10 @@ pub struct StepParams {
     pub layouts: u32,
     /// profile: iterations per operation (`iters=20`).
     pub iters: u64,
+    /// time: which cells of an implementation built several ways are timed (`cells="best"`:
+    /// the one with the fewest counted instructions, see `run/steps/cells.rs`).
+    #[serde(default, skip_serializing_if = "Cells::is_all")]
+    pub cells: Cells,
     /// kat: which KAT modes to generate (`modes="single all"`).
     pub kat_modes: Vec<KatMode>,
     /// build, kat, time, profile: address-space limit of the sandboxed processes, bytes
@@ -363,11 +381,29 @@ impl Default for StepParams {
             min_iters: 20,
             samples: 101,
             layouts: 1,
+            cells: Cells::All,
             iters: 20,
             kat_modes: vec![KatMode::Single],
             memory: None,
             instances: Vec::new(),
         }
+    }
+}
+
+/// `time cells="all"` (the default) or `cells="best"`: which cells of an implementation
+/// built with several compilers or flag profiles are timed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cells {
+    #[default]
+    All,
+    /// Only the cell with the fewest counted instructions (enc + dec) per implementation.
+    Best,
+}
+
+impl Cells {
+    pub fn is_all(&self) -> bool {
+        *self == Cells::All
     }
 }
 
@@ -575,6 +611,35 @@ pub struct Instance {
 /// (`flags="guide harness-default"`); absent with one profile.
 pub const PROFILE_VAR: &str = "flags";
 
+/// The matrix variable holding an instance's compiler command when the system names several
+/// (`compilers "gcc" "clang-16"`); absent with one compiler.
+pub const COMPILER_VAR: &str = "cc";
+
+/// How a compiler command is named in instance ids and reports: its file name
+/// (`/usr/bin/clang-16` -> `clang-16`).
+pub fn compiler_label(command: &str) -> &str {
+    command.rsplit('/').next().unwrap_or(command)
+}
+
+/// The id the manifest declares from an instance id and its matrix variables: without the
+/// `@<compiler>` and `@<profile>` of its cell (see `dsl/profiles.rs`).
+pub fn manifest_id_of<'a>(id: &'a str, vars: &BTreeMap<String, String>) -> &'a str {
+    let mut base = id;
+    if let Some(p) = vars.get(PROFILE_VAR) {
+        base = base
+            .strip_suffix(p.as_str())
+            .and_then(|s| s.strip_suffix('@'))
+            .unwrap_or(base);
+    }
+    if let Some(c) = vars.get(COMPILER_VAR) {
+        base = base
+            .strip_suffix(compiler_label(c))
+            .and_then(|s| s.strip_suffix('@'))
+            .unwrap_or(base);
+    }
+    base
+}
+
 impl Instance {
     /// The flag profile this instance is built with when the pipeline builds several
     /// (its id then ends in `@<profile>`); `None` with one profile.
@@ -582,13 +647,17 @@ impl Instance {
         self.vars.get(PROFILE_VAR).map(String::as_str)
     }
 
-    /// The id the manifest declares (without `@<profile>`): the key of `kat.sha256`,
-    /// `sizes.csv` and reference `.rsp` files.
+    /// The compiler command this instance is built with when the system names several (its
+    /// id then holds `@<compiler>`); `None` with one compiler.
+    pub fn compiler(&self) -> Option<&str> {
+        self.vars.get(COMPILER_VAR).map(String::as_str)
+    }
+
+    /// The id the manifest declares (without `@<compiler>` and `@<profile>`): the key of
+    /// `kat.sha256`, `sizes.csv` and reference `.rsp` files, and the implementation whose
+    /// cells the instance is one of.
     pub fn manifest_id(&self) -> &str {
-        self.profile()
-            .and_then(|p| self.id.strip_suffix(p))
-            .and_then(|s| s.strip_suffix('@'))
-            .unwrap_or(&self.id)
+        manifest_id_of(&self.id, &self.vars)
     }
 }
 

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Campaign, KindFacts, Op, ReportMeta, Role, StepKind, StepScope, PROFILE_VAR};
+use crate::model::{
+    Campaign, KindFacts, Op, ReportMeta, Role, StepKind, StepScope, COMPILER_VAR, PROFILE_VAR,
+};
 use crate::record::{
     self, BuildData, CampaignRecord, CountData, Environment, KatData, ProfileData, SizesData,
     SourceData, StepData, StepRecord, SurveyData, TimeData,
@@ -405,13 +407,15 @@ impl InstanceView {
             .or_else(|| build_flags.clone())
     }
 
-    /// The id without `@<profile>` (see [`crate::model::Instance::manifest_id`]).
+    /// The id without `@<compiler>` and `@<profile>` (see
+    /// [`crate::model::Instance::manifest_id`]): the implementation this cell is one of.
     pub fn manifest_id(&self) -> &str {
-        self.vars
-            .get(PROFILE_VAR)
-            .and_then(|p| self.id.strip_suffix(p.as_str()))
-            .and_then(|s| s.strip_suffix('@'))
-            .unwrap_or(&self.id)
+        crate::model::manifest_id_of(&self.id, &self.vars)
+    }
+
+    /// Whether this instance is one cell of an implementation built several ways.
+    pub fn is_cell(&self) -> bool {
+        self.vars.contains_key(PROFILE_VAR) || self.vars.contains_key(COMPILER_VAR)
     }
 
     /// The record of a per-instance kind, if any.

@@ -37,6 +37,12 @@ impl Ctx {
         };
         let facts = keys::Facts {
             cc_version: cc_version(&campaign.system.cc),
+            compilers: campaign
+                .system
+                .compilers()
+                .into_iter()
+                .map(|c| (c.to_string(), compiler_id(c)))
+                .collect(),
             env_fingerprint: env::fingerprint(&env),
             libraries: super::libs::resolve_all(&campaign),
         };
@@ -119,6 +125,19 @@ pub fn cc_version(cc: &str) -> String {
             .to_string(),
         Ok(o) => format!("unknown (`{cc} --version`: {})", o.status),
         Err(e) => format!("unknown (`{cc}`: {e})"),
+    }
+}
+
+/// A compiler's identity on this machine ([`keys::CompilerId`]).
+pub fn compiler_id(cc: &str) -> keys::CompilerId {
+    let target = match Command::new(cc).arg("-dumpmachine").output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        _ => "unknown target".to_string(),
+    };
+    keys::CompilerId {
+        path: crate::dsl::find_program(cc).map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
+        version: cc_version(cc),
+        target,
     }
 }
 

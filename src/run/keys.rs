@@ -23,12 +23,38 @@ pub const STEP_LOGIC_VERSION: &str = "4";
 /// Facts about the machine and tools that feed into keys.
 #[derive(Debug, Clone)]
 pub struct Facts {
-    /// First line of `cc --version`.
+    /// First line of `cc --version` (the system's `cc`).
     pub cc_version: String,
+    /// Each compiler instances are built with, by command: what build keys take of it.
+    pub compilers: BTreeMap<String, CompilerId>,
     /// Environment fingerprint (CPU model, governor, kernel, ...).
     pub env_fingerprint: String,
     /// The system libraries instances link (`link "crypto"`), resolved once (`run/libs.rs`).
     pub libraries: BTreeMap<String, Result<crate::record::LinkedLibrary, String>>,
+}
+
+/// A compiler as found on this machine: its file, the first line of its `--version` and
+/// its `-dumpmachine` target. A build's key holds all three (an upgraded compiler, another
+/// one of the same name earlier on `PATH`, or a cross compiler builds again).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompilerId {
+    pub path: Option<std::path::PathBuf>,
+    pub version: String,
+    pub target: String,
+}
+
+impl CompilerId {
+    /// The text a build's key takes: `<path>; <version>; <target>`.
+    pub fn key_text(&self) -> String {
+        format!(
+            "{}; {}; {}",
+            self.path
+                .as_deref()
+                .map_or("not found".into(), |p| p.display().to_string()),
+            self.version,
+            self.target
+        )
+    }
 }
 
 /// Lower-case hex SHA-256.
@@ -192,6 +218,7 @@ mod tests {
         Facts {
             libraries: BTreeMap::new(),
             cc_version: "gcc 12".into(),
+            compilers: BTreeMap::new(),
             env_fingerprint: "fp".into(),
         }
     }

@@ -16,6 +16,7 @@ pub(crate) fn ctx(mut campaign: Campaign, out: &Path) -> Ctx {
     campaign.outputs = out.to_path_buf();
     let facts = keys::Facts {
         cc_version: "gcc 12".into(),
+        compilers: Default::default(),
         env_fingerprint: "fp".into(),
         libraries: Default::default(),
     };

@@ -143,6 +143,7 @@ pub(crate) fn campaign(system: &str, arch: &str, subs: Vec<Submission>) -> Campa
             arch: arch.into(),
             bench_cpu: 2,
             cc: "gcc".into(),
+            compilers: vec![],
             isolation: ngcc_pipe::model::Isolation::Core,
             target: Default::default(),
             executor: Default::default(),

@@ -163,12 +163,24 @@ pub struct BuildData {
     /// Variant valgrind can run (`count`, `ct`): `valgrind_flags`, same sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valgrind_object: Option<PathBuf>,
-    /// The valgrind object's flags: `flags`, `-g`, and `-mno-<ext>` for each extension
+    /// The valgrind object's flags: `flags`, `-g` or `-gdwarf-4`, and `-mno-<ext>` for each extension
     /// valgrind cannot run that `flags` would enable (`-mno-avx512f`, `-mno-avxvnni`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub valgrind_flags: Vec<String>,
+    /// The compiler command (`gcc`, `clang-16`).
     pub cc: String,
+    /// First line of its `--version`.
     pub cc_version: String,
+    /// The file the command ran, links resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_path: Option<PathBuf>,
+    /// Its `-dumpmachine` target (`x86_64-linux-gnu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_target: Option<String>,
+    /// Why the valgrind object has the debug-information flag it has (`-gdwarf-4: valgrind
+    /// 3.19.0 reads DWARF 4 only`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valgrind_debug: Option<String>,
     pub flags_profile: String,
     /// The profile's flags and the instance's `cflags`, as given.
     pub flags: Vec<String>,

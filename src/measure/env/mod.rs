@@ -320,6 +320,7 @@ mod tests {
             arch: "x86-64".into(),
             bench_cpu,
             cc: "gcc".into(),
+            compilers: vec![],
             isolation: crate::model::Isolation::Core,
             sandbox: crate::model::SandboxPolicy::Preferred,
             role: Default::default(),

@@ -65,6 +65,7 @@ pub fn local_env(bench_cpu: usize, cc: &str) -> Environment {
         arch: String::new(),
         bench_cpu,
         cc: cc.to_string(),
+        compilers: vec![],
         isolation: crate::model::Isolation::Core,
         sandbox: crate::model::SandboxPolicy::Preferred,
         role: Default::default(),

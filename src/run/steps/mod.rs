@@ -10,6 +10,7 @@
 //! payload also adds its variant to [`StepData`].
 
 pub mod build;
+mod build_job;
 mod compiler;
 mod count;
 pub mod ct;
@@ -24,6 +25,7 @@ pub mod link;
 mod profile;
 mod report;
 pub mod runner_job;
+mod shared;
 mod sizes;
 pub mod source;
 mod survey;

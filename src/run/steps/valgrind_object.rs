@@ -1,6 +1,6 @@
 //! The valgrind object: the instance's sources and primitives compiled again with the build's
-//! flags plus `-gdwarf-4` ([`DEBUG_FLAG`]: function and line names in callgrind's output, in
-//! the format valgrind reads; it does not change the generated code) and, for each instruction-set extension valgrind cannot execute that the
+//! flags plus debug information (function and line names in callgrind's output; it does not
+//! change the generated code) in a format the installed valgrind reads ([`debug_flag`]) and, for each instruction-set extension valgrind cannot execute that the
 //! compiler would use with those flags ([`UNRUNNABLE`]), the flag that turns it off. Built by
 //! the `build` step when a step that runs under valgrind (`count`, `ct`) is declared; those
 //! steps run this object, not the plain one, and their reports say which flags it had.
@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::compiler::Compiler;
+use super::shared::{shared_key, shared_objects, stem};
 use super::StepError;
 use crate::model::Campaign;
 use crate::run::exec::Exit;
@@ -30,12 +31,38 @@ pub fn generated_key() -> String {
 /// Step kinds that run the valgrind object (by name: `ct` is added by its own change).
 pub const VALGRIND_KINDS: &[&str] = &["count", "ct"];
 
-/// Added to the build's flags for the valgrind object: debug information in DWARF 4, which
-/// every valgrind since 3.x reads. Compilers that default to DWARF 5 write forms valgrind
-/// 3.19 (Debian 12's) cannot read from clang 16's output ("Possibly corrupted debuginfo
-/// file … I can't recover": every ct and count step fails); gcc 12's DWARF 5 it reads, and
-/// DWARF 4 changes nothing for it. Debug information does not change the generated code.
-pub const DEBUG_FLAG: &str = "-gdwarf-4";
+/// Added to the build's flags for the valgrind object when this valgrind reads the
+/// compilers' default debug information (3.20 and later read DWARF 5).
+pub const DEBUG_FLAG: &str = "-g";
+
+/// Added instead when valgrind is older than 3.20: it reads DWARF 4 only, and gcc 11+ and
+/// clang 14+ write DWARF 5 by default. Measured: valgrind 3.19 on a clang-16 `-g` object
+/// stops with "debuginfo reader: Possibly corrupted debuginfo file ... I can't recover".
+pub const DWARF4_FLAG: &str = "-gdwarf-4";
+
+/// The debug-information flag for a valgrind whose `--version` is `version`
+/// (`valgrind-3.19.0`): [`DWARF4_FLAG`] before 3.20 or when the version cannot be read,
+/// else [`DEBUG_FLAG`].
+pub fn debug_flag_for(version: &str) -> &'static str {
+    let numbers: Vec<u32> = version
+        .trim_start_matches("valgrind-")
+        .split(|c: char| !c.is_ascii_digit())
+        .take(2)
+        .map_while(|n| n.parse().ok())
+        .collect();
+    match numbers[..] {
+        [major, minor] if (major, minor) >= (3, 20) => DEBUG_FLAG,
+        _ => DWARF4_FLAG,
+    }
+}
+
+/// The debug-information flag for this machine's valgrind ([`debug_flag_for`]); DWARF 4
+/// when there is none (the object is then never run under valgrind here).
+pub fn debug_flag() -> &'static str {
+    valgrind()
+        .map(|v| debug_flag_for(&v.version))
+        .unwrap_or(DWARF4_FLAG)
+}
 
 /// Extensions valgrind 3.19 cannot execute: the compiler's macro saying it may use one, and
 /// the flag that turns it off. Evidence, on this project's AVX-512 VM with
@@ -105,10 +132,11 @@ pub fn exclusions(macros: &str) -> Vec<String> {
         .collect()
 }
 
-/// The valgrind object's flags: `flags`, [`DEBUG_FLAG`], then `exclusions`.
-pub fn valgrind_flags(flags: &[String], exclusions: &[String]) -> Vec<String> {
+/// The valgrind object's flags: `flags`, the debug flag (`-g` or `-gdwarf-4`, see
+/// [`debug_flag`]), then `exclusions`.
+pub fn valgrind_flags(flags: &[String], debug: &str, exclusions: &[String]) -> Vec<String> {
     let mut f = flags.to_vec();
-    f.push(DEBUG_FLAG.to_string());
+    f.push(debug.to_string());
     f.extend(exclusions.iter().cloned());
     f
 }
@@ -163,8 +191,9 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
     let dir = i.build_dir.join("valgrind");
     std::fs::create_dir_all(&dir).map_err(StepError::io(&dir))?;
     let excluded = exclusions_for(c, i.flags, &dir)?;
-    let flags = valgrind_flags(i.flags, &excluded);
-    let profile_flags = valgrind_flags(i.profile_flags, &excluded);
+    let debug = debug_flag();
+    let flags = valgrind_flags(i.flags, debug, &excluded);
+    let profile_flags = valgrind_flags(i.profile_flags, debug, &excluded);
 
     let mut objects = Vec::new();
     for (n, src) in i.sources.iter().enumerate() {
@@ -175,46 +204,21 @@ pub(super) fn build(c: &mut Compiler, i: &Inputs) -> Result<Built, StepError> {
         objects.push(obj);
     }
 
-    let mut prim_flags = flags.clone();
-    prim_flags.extend(i.prim_includes.iter().cloned());
-    let prim_key = sha256_hex(
-        format!(
-            "{}|{}|{:?}|{:?}",
-            i.root.display(),
-            c.cc,
-            prim_flags,
-            i.prim_sources
-        )
-        .as_bytes(),
-    );
+    let prim_key = shared_key(i.root, &c.cc, &flags, i.prim_includes, i.prim_sources);
     let ctx = c.step.ctx;
     let prim_dir = ctx.out.join("build").join("_shared").join(&prim_key[..16]);
     std::fs::create_dir_all(&prim_dir).map_err(StepError::io(&prim_dir))?;
     c.jail.write.push(prim_dir.clone());
-    let mut failure = None;
-    let prims = ctx.shared_objects.get(&prim_key, || {
-        let mut objs = Vec::new();
-        for (n, src) in i.prim_sources.iter().enumerate() {
-            let obj = prim_dir.join(format!("{n:03}-{}.o", stem(src)));
-            if let Err(e) = c.compile(src, &obj, &prim_flags) {
-                let reason = e.to_string();
-                failure = Some(e);
-                return Err(reason);
-            }
-            objs.push(obj);
-        }
-        Ok(objs)
-    });
-    let prims = match (prims, failure) {
-        (Ok(o), _) => o,
-        (Err(_), Some(d)) => return Err(d),
-        (Err(reason), None) => {
-            return Err(StepError::SharedFailed {
-                what: "valgrind object's primitives",
-                reason,
-            })
-        }
-    };
+    let mut prim_flags = flags.clone();
+    prim_flags.extend(i.prim_includes.iter().cloned());
+    let prims = shared_objects(
+        c,
+        &prim_key,
+        &prim_dir,
+        i.prim_sources,
+        &prim_flags,
+        "valgrind object's primitives",
+    )?;
 
     let shim_obj = dir.join("ngcc_shim.o");
     c.compile(i.shim, &shim_obj, &profile_flags)?;
@@ -274,12 +278,6 @@ fn exclusions_for(
     }
 }
 
-fn stem(p: &Path) -> String {
-    p.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,12 +292,22 @@ mod tests {
     #[test]
     fn adds_debug_info_then_the_exclusions() {
         let f = vec!["-O3".to_string(), "-march=native".to_string()];
-        let v = valgrind_flags(&f, &["-mno-avx512f".to_string()]);
-        assert_eq!(v, ["-O3", "-march=native", "-gdwarf-4", "-mno-avx512f"]);
+        let v = valgrind_flags(&f, "-g", &["-mno-avx512f".to_string()]);
+        assert_eq!(v, ["-O3", "-march=native", "-g", "-mno-avx512f"]);
         assert_eq!(excluded_in(&v), ["-mno-avx512f"]);
         assert_eq!(
-            valgrind_flags(&f, &[]),
-            ["-O3", "-march=native", "-gdwarf-4"]
+            valgrind_flags(&f, "-g", &[]),
+            ["-O3", "-march=native", "-g"]
         );
+    }
+
+    #[test]
+    fn dwarf_4_before_valgrind_3_20() {
+        assert_eq!(debug_flag_for("valgrind-3.19.0"), "-gdwarf-4");
+        assert_eq!(debug_flag_for("valgrind-3.9.0"), "-gdwarf-4");
+        assert_eq!(debug_flag_for("valgrind-3.20.0"), "-g");
+        assert_eq!(debug_flag_for("valgrind-3.22.0.GIT"), "-g");
+        assert_eq!(debug_flag_for("valgrind-4.0"), "-g");
+        assert_eq!(debug_flag_for("something else"), "-gdwarf-4");
     }
 }

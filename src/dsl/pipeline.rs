@@ -12,7 +12,7 @@ use super::cflags::flag_problem;
 use super::cpu_flags;
 use super::fs::SourceFs;
 use super::reader::{args, name, name_span, NodeReader};
-use super::step::{check_best_cells, check_cycles, lower_step, resolve_needs, StepDraft};
+use super::step::{check_cycles, lower_step, resolve_needs, StepDraft};
 use super::values::{duration_value, words};
 use crate::model::{
     host_arch, Executor, FlagProfile, Isolation, Role, SandboxPolicy, SlurmOptions, StepSpec,
@@ -193,7 +193,6 @@ pub(crate) fn lower_pipeline(
     }
     resolve_needs(cx, &mut steps);
     check_cycles(cx, &steps);
-    check_best_cells(cx, &steps);
     draft.steps = steps.into_iter().map(|s| s.spec).collect();
     draft
 }

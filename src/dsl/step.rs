@@ -13,7 +13,7 @@ use super::diag::{backticked, closest, did_you_mean};
 use super::reader::{args, name, name_span, NodeReader};
 use super::values::{duration_value, parse_bytes, words};
 use crate::model::{
-    Cells, FlagProfile, InstanceSettings, KatMode, KindFacts, Op, StepKind, StepParams, StepSpec,
+    FlagProfile, InstanceSettings, KatMode, KindFacts, Op, StepKind, StepParams, StepSpec,
 };
 
 /// Properties every step takes.
@@ -23,8 +23,6 @@ pub(super) struct StepDraft<'n> {
     pub kind: StepKind,
     pub kind_span: SourceSpan,
     pub needs: Option<&'n KdlEntry>,
-    /// The `cells=` value, for [`check_best_cells`].
-    pub cells: Option<&'n KdlEntry>,
     pub spec: StepSpec,
 }
 
@@ -203,22 +201,6 @@ pub(super) fn lower_step<'n>(
             None => {}
         }
     }
-    if let Some(e) = props.get("cells") {
-        if let Some(w) = cx.expect_string(e, "cells") {
-            match w.as_str() {
-                "all" => params.cells = Cells::All,
-                "best" => params.cells = Cells::Best,
-                other => {
-                    let span = cx.value_span(e);
-                    cx.error(
-                        span,
-                        "not a cell choice",
-                        format!("unknown `cells` value `{other}`, expected one of `all`, `best`"),
-                    );
-                }
-            }
-        }
-    }
     if let Some(v) = props
         .get("iters")
         .and_then(|e| cx.expect_int_as::<u64>(e, "iters", 1))
@@ -241,7 +223,6 @@ pub(super) fn lower_step<'n>(
         kind,
         kind_span,
         needs: props.get("needs").copied(),
-        cells: props.get("cells").copied(),
         spec: StepSpec {
             kind,
             needs: Vec::new(),
@@ -464,34 +445,6 @@ fn word_list(
         }
     }
     ok.then_some(out)
-}
-
-/// `time cells="best"` chooses the timed cell by its counted instructions (enc + dec): the
-/// pipeline must count both.
-pub(super) fn check_best_cells(cx: &mut NodeReader<'_>, steps: &[StepDraft<'_>]) {
-    let Some((time, e)) = steps
-        .iter()
-        .find_map(|s| Some((s, s.cells?)))
-        .filter(|(s, _)| s.spec.params.cells == Cells::Best)
-    else {
-        return;
-    };
-    let counted = steps
-        .iter()
-        .find(|s| s.kind == StepKind::Count)
-        .map(|s| &s.spec.params.ops);
-    let has = |op| counted.is_some_and(|ops| ops.contains(&op));
-    if !has(Op::Enc) || !has(Op::Dec) {
-        let span = cx.value_span(e);
-        let d = cx
-            .diag(format!(
-                "`cells=\"best\"` on step `{}` needs a `count` step counting `enc` and `dec`",
-                time.kind
-            ))
-            .label(span, "chosen by counted instructions")
-            .help("the best cell of an implementation is the one with the fewest counted instructions of enc + dec; declare `step \"count\" needs=\"build\" ops=\"keygen enc dec\"`, or time every cell (`cells=\"all\"`)");
-        cx.push(d);
-    }
 }
 
 pub(super) fn resolve_needs(cx: &mut NodeReader<'_>, steps: &mut [StepDraft<'_>]) {

@@ -2,6 +2,7 @@
 //! records share (rounds, interference, the host's states).
 
 pub mod env;
+pub mod inputs;
 pub mod interference;
 pub mod rounds;
 pub mod states;

@@ -95,7 +95,6 @@ impl KindFacts for StepKind {
             "min-iters",
             "samples",
             "layouts",
-            "cells",
             "memory",
         ]);
         static PROFILE: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);

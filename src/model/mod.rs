@@ -272,10 +272,6 @@ pub struct StepParams {
     pub layouts: u32,
     /// profile: iterations per operation (`iters=20`).
     pub iters: u64,
-    /// time: which cells of an implementation built several ways are timed (`cells="best"`:
-    /// the one with the fewest counted instructions, see `run/steps/cells.rs`).
-    #[serde(default, skip_serializing_if = "Cells::is_all")]
-    pub cells: Cells,
     /// kat: which KAT modes to generate (`modes="single all"`).
     pub kat_modes: Vec<KatMode>,
     /// build, kat, time, profile: address-space limit of the sandboxed processes, bytes
@@ -381,29 +377,11 @@ impl Default for StepParams {
             min_iters: 20,
             samples: 101,
             layouts: 1,
-            cells: Cells::All,
             iters: 20,
             kat_modes: vec![KatMode::Single],
             memory: None,
             instances: Vec::new(),
         }
-    }
-}
-
-/// `time cells="all"` (the default) or `cells="best"`: which cells of an implementation
-/// built with several compilers or flag profiles are timed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Cells {
-    #[default]
-    All,
-    /// Only the cell with the fewest counted instructions (enc + dec) per implementation.
-    Best,
-}
-
-impl Cells {
-    pub fn is_all(&self) -> bool {
-        *self == Cells::All
     }
 }
 

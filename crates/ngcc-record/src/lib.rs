@@ -422,6 +422,11 @@ pub struct TimeSummary {
     /// (for the TSC, the rate of reference cycles).
     #[serde(default)]
     pub counter_ghz: Option<f64>,
+    /// When the single-call samples fall into three or more separate groups (the time depends
+    /// on the inputs: a retrying key generation, say), the median of each group in counter
+    /// ticks, smallest first; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_groups: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

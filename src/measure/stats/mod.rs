@@ -217,6 +217,7 @@ pub fn summarize(out: &TimeOutput) -> TimeSummary {
         interfered_rounds: None,
         off_target_trials: off_target(out),
         counter_ghz: (total_ns > 0.0).then(|| total_cycles / total_ns),
+        input_groups: super::inputs::groups(&out.samples),
     }
 }
 

@@ -308,7 +308,16 @@ pub fn from_session(
     let mut notes = Vec::new();
     // A flagged figure says why first: its interval is no promise then.
     notes.extend(rounds.flags.iter().cloned());
-    if rounds.flags.is_empty() && !rounds.reached {
+    if rounds.flags.is_empty() && !rounds.reached && !summary.input_groups.is_empty() {
+        notes.push(format!(
+            "time depends on the inputs: single calls fall into {} groups ({} cycles); every \
+             batch draws fresh inputs, so the interval (±{:.1}%) measures the inputs drawn, \
+             not the host",
+            summary.input_groups.len(),
+            crate::measure::inputs::describe(&summary.input_groups),
+            rounds.estimate.rel_half_width() * 100.0
+        ));
+    } else if rounds.flags.is_empty() && !rounds.reached {
         notes.push(format!(
             "precision not reached: CI half-width {:.1}% > {:.1}% when the budget ran out \
              (a larger `trials` x `trial` on the time step narrows it)",

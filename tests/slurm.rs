@@ -183,12 +183,15 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
             // Which of the host's states a run saw (one, two, how many batches in each)
             // is measured too: the figures of a state the other run did not see are null.
             // So are the flags on a figure (most batches interfered, too few uncontended):
-            // they name what the host did during that run's batches.
+            // they name what the host did during that run's batches. And the changes of how
+            // often a member was visited: a member is visited less once its interval reached
+            // the precision, which happens in one run and not in the other.
             if let Some(r) = shaped.pointer_mut("/rounds").and_then(Value::as_object_mut) {
                 if r.get("host").is_some_and(Value::is_object) {
                     r.insert("host".into(), Value::from("<measured>"));
                 }
                 r.insert("flags".into(), Value::from("<measured>"));
+                r.insert("visits".into(), Value::from("<measured>"));
             }
             *d = shaped.as_object().cloned().unwrap_or_default();
         }

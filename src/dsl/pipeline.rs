@@ -247,53 +247,42 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode, fs: &dyn SourceFs) -> Opti
             }
             "arch" => arch = cx.one_string_arg(c, "arch").map(|(s, _)| s),
             "sandbox" => {
-                if let Some((v, e)) = cx.one_string_arg(c, "sandbox") {
-                    match v.as_str() {
-                        "preferred" => sandbox = SandboxPolicy::Preferred,
-                        "required" => sandbox = SandboxPolicy::Required,
-                        other => {
-                            let s = cx.value_span(e);
-                            cx.error(
-                                s,
-                                "not a sandbox policy",
-                                format!("unknown sandbox policy `{other}`, expected one of `required`, `preferred`"),
-                            );
-                        }
-                    }
+                if let Some(v) = choice(
+                    cx,
+                    c,
+                    "sandbox",
+                    "not a sandbox policy",
+                    "sandbox policy",
+                    &[
+                        ("required", SandboxPolicy::Required),
+                        ("preferred", SandboxPolicy::Preferred),
+                    ],
+                ) {
+                    sandbox = v;
                 }
             }
             "role" => {
-                if let Some((v, e)) = cx.one_string_arg(c, "role") {
-                    match v.as_str() {
-                        "measure" => role = Role::Measure,
-                        "smoke" => role = Role::Smoke,
-                        other => {
-                            let s = cx.value_span(e);
-                            cx.error(
-                                s,
-                                "not a campaign role",
-                                format!(
-                                    "unknown role `{other}`, expected one of `measure`, `smoke`"
-                                ),
-                            );
-                        }
-                    }
+                if let Some(v) = choice(
+                    cx,
+                    c,
+                    "role",
+                    "not a campaign role",
+                    "role",
+                    &[("measure", Role::Measure), ("smoke", Role::Smoke)],
+                ) {
+                    role = v;
                 }
             }
             "isolation" => {
-                if let Some((v, e)) = cx.one_string_arg(c, "isolation") {
-                    match v.as_str() {
-                        "core" => isolation = Isolation::Core,
-                        "machine" => isolation = Isolation::Machine,
-                        other => {
-                            let s = cx.value_span(e);
-                            cx.error(
-                                s,
-                                "not an isolation level",
-                                format!("unknown isolation `{other}`, expected one of `core`, `machine`"),
-                            );
-                        }
-                    }
+                if let Some(v) = choice(
+                    cx,
+                    c,
+                    "isolation",
+                    "not an isolation level",
+                    "isolation",
+                    &[("core", Isolation::Core), ("machine", Isolation::Machine)],
+                ) {
+                    isolation = v;
                 }
             }
             "emulator" => {
@@ -347,6 +336,30 @@ fn lower_system(cx: &mut NodeReader<'_>, n: &KdlNode, fs: &dyn SourceFs) -> Opti
         sandbox,
         role,
     })
+}
+
+/// The one string argument of `c`, one of `options` (by name); an error at the value naming
+/// them otherwise ("unknown isolation `x`, expected one of `core`, `machine`").
+fn choice<T: Copy>(
+    cx: &mut NodeReader<'_>,
+    c: &KdlNode,
+    key: &str,
+    label: &str,
+    what: &str,
+    options: &[(&str, T)],
+) -> Option<T> {
+    let (v, e) = cx.one_string_arg(c, key)?;
+    if let Some(&(_, t)) = options.iter().find(|(n, _)| *n == v) {
+        return Some(t);
+    }
+    let names: Vec<String> = options.iter().map(|(n, _)| format!("`{n}`")).collect();
+    let s = cx.value_span(e);
+    cx.error(
+        s,
+        label,
+        format!("unknown {what} `{v}`, expected one of {}", names.join(", ")),
+    );
+    None
 }
 
 /// `executor "local"` or `executor "slurm" { partition "..."; ... }`.

@@ -172,6 +172,16 @@ impl Job {
         })
     }
 
+    /// The primitives' sources, under the source root: compiled for the plain object and
+    /// again for the valgrind object.
+    fn primitive_sources(&self, sub: &Submission) -> Vec<PathBuf> {
+        sub.primitives
+            .sources
+            .iter()
+            .map(|s| self.root.join(s))
+            .collect()
+    }
+
     /// Every object and link of the build, and its record.
     pub(super) fn compile_and_link(self, c: &mut Compiler) -> Result<Done, StepError> {
         let ctx = c.step.ctx;
@@ -290,12 +300,7 @@ impl Job {
             compiled.push((src.clone(), ctx.rel(&obj)));
             kem.push(obj);
         }
-        let sources: Vec<PathBuf> = sub
-            .primitives
-            .sources
-            .iter()
-            .map(|s| self.root.join(s))
-            .collect();
+        let sources = self.primitive_sources(sub);
         let mut prim_flags = self.flags.clone();
         prim_flags.extend(self.prim_includes.iter().cloned());
         let primitives = shared_objects(
@@ -430,12 +435,7 @@ impl Job {
         l: &Linked,
     ) -> Result<super::valgrind_object::Built, StepError> {
         let sub = c.step.submission();
-        let prim_sources: Vec<PathBuf> = sub
-            .primitives
-            .sources
-            .iter()
-            .map(|s| self.root.join(s))
-            .collect();
+        let prim_sources = self.primitive_sources(sub);
         let lib_files: Vec<PathBuf> = self.libraries.iter().map(|l| l.file.clone()).collect();
         let id = c.step.instance().id.clone();
         let inputs = super::valgrind_object::Inputs {

@@ -246,6 +246,8 @@ impl Results {
                         let [pk, sk, ct, ss] = shown_sizes(inst);
                         ResultInstance {
                             id: inst.id.clone(),
+                            implementation: inst.is_cell().then(|| inst.manifest_id().to_string()),
+                            compiler: inst.compiler().map(str::to_string),
                             level: inst.level,
                             nist_category: inst.nist_category,
                             kat: kat_word(inst),

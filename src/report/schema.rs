@@ -29,6 +29,8 @@ are counter ticks per operation; times are nanoseconds per operation.
     "id": "ml-kem", "algorithm": "ML-KEM",
     "instances": [ {
       "id": "ML-KEM-512-clean", "level": 512 | null, "nist_category": 1 | null,
+      "implementation": "ML-KEM-512-clean" (the one this is a cell of) | absent,
+      "compiler": "clang-16" (when the pipeline names several) | absent,
       "kat": "PASS" | "MISMATCH" | "NOKAT" | "FAIL" | "skipped" | "failed" | ... | null,
       "kat_modes": [ { "mode": "single", "status": "PASS" } ],
       "build_flags": "guide" | null, "static_bytes": 12345 | null,
@@ -111,6 +113,14 @@ pub struct KatModeStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultInstance {
     pub id: String,
+    /// The implementation (manifest id) this instance is one cell of, when the pipeline
+    /// builds each implementation several ways (compilers, flag profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
+    /// The compiler this cell is built with, by its file name, when the pipeline names
+    /// several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
     pub level: Option<u64>,
     /// NIST security category from the manifest (absent in older results files).
     #[serde(default)]

@@ -413,6 +413,14 @@ impl InstanceView {
         crate::model::manifest_id_of(&self.id, &self.vars)
     }
 
+    /// The compiler this cell is built with, by its file name, when the pipeline names
+    /// several (matrix variable [`COMPILER_VAR`]).
+    pub fn compiler(&self) -> Option<&str> {
+        self.vars
+            .get(COMPILER_VAR)
+            .map(|c| crate::model::compiler_label(c))
+    }
+
     /// Whether this instance is one cell of an implementation built several ways.
     pub fn is_cell(&self) -> bool {
         self.vars.contains_key(PROFILE_VAR) || self.vars.contains_key(COMPILER_VAR)

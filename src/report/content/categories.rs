@@ -108,6 +108,81 @@ pub(crate) struct SchemeBest<'a> {
     pub ml_kem: bool,
     pub inst: &'a ResultInstance,
     pub enc_dec: Option<f64>,
+    /// When the best implementation is one cell of several (compilers, flag profiles):
+    /// every cell of that implementation in this category, by its cell name (`gcc`,
+    /// `clang-16@O2`), with its enc + dec.
+    pub cells: Vec<(&'a str, Option<f64>)>,
+}
+
+/// The cells of `inst`'s implementation among `insts`, each by the part of its id after
+/// the implementation's (`clang-16@O2`); empty when `inst` is not a cell.
+fn cells_of<'a>(
+    inst: &ResultInstance,
+    insts: &[&'a ResultInstance],
+) -> Vec<(&'a str, Option<f64>)> {
+    let Some(imp) = &inst.implementation else {
+        return Vec::new();
+    };
+    insts
+        .iter()
+        .filter(|i| i.implementation.as_ref() == Some(imp))
+        .map(|i| {
+            let name =
+                i.id.strip_prefix(imp.as_str())
+                    .and_then(|s| s.strip_prefix('@'))
+                    .unwrap_or(&i.id);
+            (name, enc_dec(i))
+        })
+        .collect()
+}
+
+/// Per implementation built several ways: its best cell (lowest enc + dec) and how many
+/// cells it has, keyed by the best cell's id.
+pub(super) fn best_cells(insts: &[ResultInstance]) -> BTreeMap<&str, usize> {
+    let mut by_imp: BTreeMap<&str, Vec<&ResultInstance>> = BTreeMap::new();
+    for i in insts {
+        if let Some(imp) = &i.implementation {
+            by_imp.entry(imp).or_default().push(i);
+        }
+    }
+    by_imp
+        .values()
+        .filter_map(|cells| {
+            cells
+                .iter()
+                .filter_map(|i| enc_dec(i).map(|c| (c, i.id.as_str())))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, id)| (id, cells.len()))
+        })
+        .collect()
+}
+
+/// The best-implementation cell of the category table: the instance, and for a cell the
+/// others it was chosen from ("best of 2 cells: `gcc` 61.2 k, `clang-16` 64.0 k").
+fn best_cell(r: &SchemeBest<'_>) -> String {
+    let id = code(&r.inst.id);
+    if r.enc_dec.is_none() {
+        return format!("none timed ({id})");
+    }
+    if r.cells.len() < 2 {
+        return id;
+    }
+    let each: Vec<String> = r
+        .cells
+        .iter()
+        .map(|(name, c)| {
+            format!(
+                "{} {}",
+                code(name),
+                c.map(fmt::cycles).unwrap_or_else(|| "not timed".into())
+            )
+        })
+        .collect();
+    format!(
+        "{id} (best of {} cells by enc + dec: {})",
+        r.cells.len(),
+        each.join(", ")
+    )
 }
 
 /// Per NIST category (instances without one under `u8::MAX`): one entry per submission
@@ -126,11 +201,13 @@ pub(crate) fn best_per_category(results: &Results) -> BTreeMap<u8, Vec<SchemeBes
                 .iter()
                 .filter_map(|i| enc_dec(i).map(|c| (c, *i)))
                 .min_by(|a, b| a.0.total_cmp(&b.0));
+            let inst = best.map_or(insts[0], |(_, i)| i);
             out.entry(cat).or_default().push(SchemeBest {
                 sub: &sub.id,
                 ml_kem: is_ml_kem(&sub.algorithm, &sub.id),
-                inst: best.map_or(insts[0], |(_, i)| i),
+                inst,
                 enc_dec: best.map(|(c, _)| c),
+                cells: cells_of(inst, &insts),
             });
         }
     }
@@ -153,6 +230,13 @@ pub(super) fn by_category(doc: &mut Doc, view: &CampaignView, results: &Results)
          category's ML-KEM one (above ×1 slower); pk + ct are the bytes on the wire for one \
          key exchange.",
     );
+    if groups.values().flatten().any(|r| r.cells.len() > 1) {
+        doc.p(
+            "Where an implementation is built several ways (compilers, flag profiles), the \
+             row gives its best cell by enc + dec and the cells it was chosen from, as eBACS \
+             keeps the best compiler line.",
+        );
+    }
     for (cat, rows) in groups {
         doc.h(
             3,
@@ -179,14 +263,9 @@ pub(super) fn by_category(doc: &mut Doc, view: &CampaignView, results: &Results)
                     .map(fmt::cycles)
                     .unwrap_or_else(|| DASH.into())
             };
-            let timed = r.enc_dec.is_some();
             t.row(vec![
                 link(r.sub, &format!("{}.md", r.sub)),
-                if timed {
-                    code(&r.inst.id)
-                } else {
-                    format!("none timed ({})", code(&r.inst.id))
-                },
+                best_cell(&r),
                 cyc(Op::Keygen),
                 cyc(Op::Enc),
                 cyc(Op::Dec),
@@ -252,5 +331,43 @@ mod tests {
         assert!(
             is_ml_kem("ML-KEM", "x") && is_ml_kem("Kyber", "ml-kem") && !is_ml_kem("HQC", "hqc")
         );
+    }
+
+    /// Issue #39 item 3: with an implementation built by two compilers, the category row
+    /// and the index pick its cell with the lowest enc + dec and name the cells it was
+    /// chosen from.
+    #[test]
+    fn best_cell_of_a_compiler_matrix_is_named() {
+        let mut r = arm_results();
+        let sub = &mut r.submissions[0];
+        sub.instances.truncate(1);
+        let mut slow = sub.instances[0].clone();
+        let imp = slow.id.clone();
+        for o in &mut slow.ops {
+            o.median_cycles = o.median_cycles.map(|c| c * 2.0);
+            o.mean_cycles = o.mean_cycles.map(|c| c * 2.0);
+        }
+        slow.id = format!("{imp}@gcc");
+        slow.implementation = Some(imp.clone());
+        let mut fast = sub.instances[0].clone();
+        fast.id = format!("{imp}@clang-16");
+        fast.implementation = Some(imp.clone());
+        sub.instances = vec![slow, fast];
+        let best = best_cells(&sub.instances);
+        assert_eq!(best.len(), 1);
+        assert_eq!(best.get(format!("{imp}@clang-16").as_str()), Some(&2));
+        let groups = best_per_category(&r);
+        let row = &groups[&1][0];
+        assert_eq!(row.inst.id, format!("{imp}@clang-16"));
+        let names: Vec<&str> = row.cells.iter().map(|c| c.0).collect();
+        assert_eq!(names, ["gcc", "clang-16"]);
+        let text = best_cell(row);
+        assert!(
+            text.starts_with(&format!(
+                "`{imp}@clang-16` (best of 2 cells by enc + dec: `gcc` "
+            )),
+            "{text}"
+        );
+        assert!(text.contains(", `clang-16` "), "{text}");
     }
 }

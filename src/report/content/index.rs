@@ -72,7 +72,12 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
     }
     let mut t = Table::new(&head);
     for sub in &results.submissions {
+        let best = super::categories::best_cells(&sub.instances);
         for inst in &sub.instances {
+            let id = match best.get(inst.id.as_str()) {
+                Some(n) => format!("{} (best of {n} cells)", code(&inst.id)),
+                None => code(&inst.id),
+            };
             let cyc = |op: Op| match inst.op(op) {
                 Some(o) => match (o.cycles(), super::status::precision_cell(o)) {
                     (Some(c), _) if o.untrusted.is_some() => {
@@ -98,7 +103,7 @@ fn index_table(results: &Results, link_ext: &str, prefix: &str) -> Table {
             };
             t.row(vec![
                 link(&sub.id, &format!("{prefix}{}.{link_ext}", sub.id)),
-                code(&inst.id),
+                id,
                 kat_evidence(inst),
                 cyc(Op::Keygen),
                 cyc(Op::Enc),
@@ -313,6 +318,8 @@ mod tests {
     fn inst(modes: &[(&str, KatStatus)]) -> ResultInstance {
         ResultInstance {
             id: "K".into(),
+            implementation: None,
+            compiler: None,
             level: None,
             nist_category: None,
             kat: None,

@@ -76,7 +76,13 @@ pub(super) fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &Submi
     }
     doc.p(compared_sentence(sub));
     let modes = kat_mode_names(sub);
-    let mut head = vec!["instance".to_string(), "build flags".to_string()];
+    let compilers = listed(sub).any(|i| i.compiler().is_some());
+    let build_head = if compilers {
+        "build (compiler · flags)"
+    } else {
+        "build flags"
+    };
+    let mut head = vec!["instance".to_string(), build_head.to_string()];
     if modes.len() == 1 {
         head.push("KAT".into());
     } else {
@@ -105,6 +111,10 @@ pub(super) fn functional_testing(doc: &mut Doc, view: &CampaignView, sub: &Submi
             None => inst
                 .flags_profile(&view.build_flags)
                 .unwrap_or_else(|| DASH.into()),
+        };
+        let flags = match inst.compiler() {
+            Some(c) => format!("{c} · {flags}"),
+            None => flags,
         };
         let mut row = vec![code(&inst.id), flags];
         for mode in &modes {

@@ -44,6 +44,7 @@ have pkg-config || need+=(libssl-dev)
 have dot || need+=(graphviz)
 have bwrap || need+=(bubblewrap)
 have valgrind || need+=(valgrind)
+have clang-16 || need+=(clang-16)
 if [ "$host" != aarch64 ]; then
     have aarch64-linux-gnu-gcc || need+=(gcc-aarch64-linux-gnu)
     [ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || need+=(libc6-dev-arm64-cross)

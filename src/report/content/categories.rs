@@ -95,6 +95,14 @@ fn enc_dec(inst: &ResultInstance) -> Option<f64> {
     Some(op_cycles(inst, Op::Enc)? + op_cycles(inst, Op::Dec)?)
 }
 
+/// The instance with the lowest enc + dec among `insts` (those with both timed), with it.
+fn lowest_enc_dec<'a>(insts: &[&'a ResultInstance]) -> Option<(f64, &'a ResultInstance)> {
+    insts
+        .iter()
+        .filter_map(|i| enc_dec(i).map(|c| (c, *i)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+}
+
 /// Whether a submission is the category's yardstick (its algorithm is ML-KEM).
 fn is_ml_kem(algorithm: &str, id: &str) -> bool {
     let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_', ' '], "");
@@ -147,13 +155,7 @@ pub(super) fn best_cells(insts: &[ResultInstance]) -> BTreeMap<&str, usize> {
     }
     by_imp
         .values()
-        .filter_map(|cells| {
-            cells
-                .iter()
-                .filter_map(|i| enc_dec(i).map(|c| (c, i.id.as_str())))
-                .min_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, id)| (id, cells.len()))
-        })
+        .filter_map(|cells| lowest_enc_dec(cells).map(|(_, i)| (i.id.as_str(), cells.len())))
         .collect()
 }
 
@@ -197,10 +199,7 @@ pub(crate) fn best_per_category(results: &Results) -> BTreeMap<u8, Vec<SchemeBes
                 .push(inst);
         }
         for (cat, insts) in cats {
-            let best = insts
-                .iter()
-                .filter_map(|i| enc_dec(i).map(|c| (c, *i)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let best = lowest_enc_dec(&insts);
             let inst = best.map_or(insts[0], |(_, i)| i);
             out.entry(cat).or_default().push(SchemeBest {
                 sub: &sub.id,

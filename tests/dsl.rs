@@ -512,3 +512,27 @@ mod instances;
 mod robust;
 #[path = "dsl/valid.rs"]
 mod valid;
+
+/// Issue #39 item 4: `time cells="best"` measures each implementation's best cell only; the
+/// choice reads the counted instructions, so it needs a `count` step of enc and dec.
+#[test]
+fn best_cell_needs_a_count_of_enc_and_dec() {
+    let best = edit(PIPELINE, "trial=\"1s\"", "trial=\"1s\" cells=\"best\"");
+    let text = errors_of(&campaign_fs(&best, MANIFEST), 1);
+    assert!(
+        text.contains("no `count` step counts enc and dec") && text.contains("p.kdl:9:"),
+        "{text}"
+    );
+    let bad = edit(PIPELINE, "trial=\"1s\"", "trial=\"1s\" cells=\"fastest\"");
+    let text = errors_of(&campaign_fs(&bad, MANIFEST), 1);
+    assert!(text.contains("expected `all` or `best`"), "{text}");
+
+    let counted = format!("{best}step \"count\" needs=\"build\" ops=\"keygen enc dec\"\n");
+    let c = load_campaign_with(
+        Path::new("/c/pipelines/p.kdl"),
+        &campaign_fs(&counted, MANIFEST),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let time = c.steps.iter().find(|s| s.kind.name() == "time").unwrap();
+    assert!(time.params.best_cell);
+}

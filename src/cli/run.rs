@@ -33,7 +33,7 @@ pub(super) fn exec(args: RunArgs, outputs: Option<&Path>) -> Result<(), Error> {
     let selected = ctx.plan.select(&only).map_err(Error::Input)?;
     let force = graph::matchers(&force).map_err(Error::Input)?;
     if dry_run {
-        return super::print(&run::decide::dry_run(&ctx, &selected, &force));
+        return super::print(&run::dry_run::dry_run(&ctx, &selected, &force));
     }
     let verbosity = match (quiet, verbose) {
         (true, _) => Verbosity::Quiet,

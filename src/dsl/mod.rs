@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+mod best_cell;
 mod category;
 mod cells;
 mod cflags;

@@ -193,6 +193,7 @@ pub(crate) fn lower_pipeline(
     }
     resolve_needs(cx, &mut steps);
     check_cycles(cx, &steps);
+    super::best_cell::check_best_cell(cx, &steps);
     draft.steps = steps.into_iter().map(|s| s.spec).collect();
     draft
 }

@@ -23,6 +23,8 @@ pub(super) struct StepDraft<'n> {
     pub kind: StepKind,
     pub kind_span: SourceSpan,
     pub needs: Option<&'n KdlEntry>,
+    /// `cells=`, for [`super::best_cell::check_best_cell`].
+    pub cells: Option<&'n KdlEntry>,
     pub spec: StepSpec,
 }
 
@@ -218,11 +220,15 @@ pub(super) fn lower_step<'n>(
             }
         }
     }
+    if let Some(e) = props.get("cells") {
+        params.best_cell = super::best_cell::lower_cells(cx, e);
+    }
     // A broken step still takes part in duplicate/needs checks; the campaign fails anyway.
     Some(StepDraft {
         kind,
         kind_span,
         needs: props.get("needs").copied(),
+        cells: props.get("cells").copied(),
         spec: StepSpec {
             kind,
             needs: Vec::new(),

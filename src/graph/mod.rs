@@ -150,6 +150,7 @@ impl Plan {
                 }
             }
         }
+        cell_edges(campaign, &graph, &nodes_of, &mut edges);
         for (s, t) in edges {
             graph.add_edge(s, t, ());
         }
@@ -220,6 +221,37 @@ impl Plan {
 
 /// Whether an edge between these two nodes of related kinds belongs in the graph: same
 /// submission, same instance where both have one, same op where both have one.
+/// `cells="best"` (time, profile): a node waits for the `count` of every cell of its
+/// implementation, whose records choose the cell to measure. These edges only order: an
+/// edge between two instances never blocks (a cell's failed count leaves that cell out of
+/// the choice; see `run::scheduler`).
+fn cell_edges(
+    campaign: &Campaign,
+    graph: &DiGraph<Node, ()>,
+    nodes_of: &HashMap<(usize, StepKind), Vec<NodeIndex>>,
+    edges: &mut BTreeSet<(NodeIndex, NodeIndex)>,
+) {
+    for spec in campaign.steps.iter().filter(|s| s.params.best_cell) {
+        for (si, sub) in campaign.submissions.iter().enumerate() {
+            let (Some(targets), Some(counts)) = (
+                nodes_of.get(&(si, spec.kind)),
+                nodes_of.get(&(si, StepKind::Count)),
+            ) else {
+                continue;
+            };
+            let implementation = |n: &Node| n.instance.map(|i| sub.instances[i].manifest_id());
+            for &t in targets {
+                for &c in counts {
+                    let (tn, cn) = (&graph[t], &graph[c]);
+                    if tn.instance != cn.instance && implementation(tn) == implementation(cn) {
+                        edges.insert((c, t));
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn related(a: &Node, b: &Node) -> bool {
     a.submission == b.submission
         && (a.instance.is_none() || b.instance.is_none() || a.instance == b.instance)

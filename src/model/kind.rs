@@ -96,8 +96,11 @@ impl KindFacts for StepKind {
             "samples",
             "layouts",
             "memory",
+            "cells",
         ]);
-        static PROFILE: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);
+        static PROFILE: KindTable = KindTable::new(Operation)
+            .needs(BUILT)
+            .props(&["ops", "iters", "memory", "cells"]);
         static COUNT: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);
         static SURVEY: KindTable = KindTable::new(Instance).needs(BUILT);
         static CT: KindTable = KindTable::new(Operation).needs(BUILT).props(OP_PROPS);

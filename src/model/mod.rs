@@ -272,6 +272,10 @@ pub struct StepParams {
     pub layouts: u32,
     /// profile: iterations per operation (`iters=20`).
     pub iters: u64,
+    /// time, profile: measure only each implementation's best cell, the one with the fewest
+    /// counted instructions for enc + dec (`cells="best"`); the others are skipped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub best_cell: bool,
     /// kat: which KAT modes to generate (`modes="single all"`).
     pub kat_modes: Vec<KatMode>,
     /// build, kat, time, profile: address-space limit of the sandboxed processes, bytes
@@ -378,6 +382,7 @@ impl Default for StepParams {
             samples: 101,
             layouts: 1,
             iters: 20,
+            best_cell: false,
             kat_modes: vec![KatMode::Single],
             memory: None,
             instances: Vec::new(),
@@ -598,6 +603,9 @@ pub const COMPILER_VAR: &str = "cc";
 pub fn compiler_label(command: &str) -> &str {
     command.rsplit('/').next().unwrap_or(command)
 }
+
+/// How the reason of a measurement left to another cell (`cells="best"`) begins.
+pub const NOT_BEST_CELL: &str = "not the best cell";
 
 /// The id the manifest declares from an instance id and its matrix variables: without the
 /// `@<compiler>` and `@<profile>` of its cell (see `dsl/profiles.rs`).

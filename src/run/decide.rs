@@ -4,14 +4,13 @@
 //! ran), [`decide_all`] for a whole selection in execution order (with what it decided).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write;
 use std::time::Duration;
 
 use globset::GlobMatcher;
 use petgraph::graph::NodeIndex;
 
 use super::{keys, Ctx};
-use crate::model::StepKind;
+
 use crate::record::{Status, StepData};
 
 /// Why a step would run.
@@ -129,110 +128,13 @@ pub fn estimate(ctx: &Ctx, ix: NodeIndex) -> Option<Duration> {
     super::steps::behaviour(ctx.node(ix).kind).estimate(ctx, ix)
 }
 
-fn fmt_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s >= 3600.0 {
-        format!("{:.1} h", s / 3600.0)
-    } else if s >= 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
-}
-
-/// The dry-run text: every selected step in execution order with its decision, the
-/// estimated bench-lane time, then a count table per step kind.
-pub fn dry_run(ctx: &Ctx, selected: &BTreeSet<NodeIndex>, force: &[GlobMatcher]) -> String {
-    let mut out = String::new();
-    let decisions = decide_all(ctx, selected, force);
-    let mut counts: BTreeMap<StepKind, (usize, usize, usize)> = BTreeMap::new();
-    let mut bench_total = Duration::ZERO;
-    let mut bench_unknown = 0usize;
-    let mut per_instance: BTreeMap<String, Duration> = BTreeMap::new();
-    let _ = writeln!(
-        out,
-        "plan for system `{}` ({} steps selected; outputs in {})",
-        ctx.campaign.system.name,
-        selected.len(),
-        ctx.out.display()
-    );
-    for ix in ctx.plan.execution_order() {
-        let Some(decision) = decisions.get(&ix) else {
-            continue;
-        };
-        let node = ctx.node(ix);
-        let entry = counts.entry(node.kind).or_default();
-        entry.0 += 1;
-        let lane = if node.exclusive {
-            "exclusive"
-        } else {
-            "parallel"
-        };
-        match decision {
-            Decision::Run(why) => {
-                entry.1 += 1;
-                let mut line = format!("  run        {:<60} {lane:<9}  {why}", node.id);
-                if node.exclusive {
-                    match estimate(ctx, ix) {
-                        Some(d) => {
-                            bench_total += d;
-                            let inst = format!(
-                                "{}/{}",
-                                ctx.submission(node).id,
-                                ctx.instance(node).map_or("-", |i| i.id.as_str())
-                            );
-                            *per_instance.entry(inst).or_default() += d;
-                            let _ = write!(line, "  (~{})", fmt_duration(d));
-                        }
-                        None => {
-                            bench_unknown += 1;
-                            line.push_str("  (time unknown until timed once)");
-                        }
-                    }
-                }
-                out.push_str(&line);
-                out.push('\n');
-            }
-            Decision::UpToDate(status) => {
-                entry.2 += 1;
-                let _ = writeln!(
-                    out,
-                    "  up-to-date {:<60} {lane:<9}  last run {}",
-                    node.id,
-                    status.name()
-                );
-            }
-        }
-    }
-    if !per_instance.is_empty() {
-        let _ = writeln!(out, "\nestimated bench-lane (exclusive) time per instance:");
-        for (inst, d) in &per_instance {
-            let _ = writeln!(out, "  {inst:<50} {}", fmt_duration(*d));
-        }
-    }
-    let _ = write!(
-        out,
-        "\nestimated bench-lane time in total: {}",
-        fmt_duration(bench_total)
-    );
-    if bench_unknown > 0 {
-        let _ = write!(out, " + {bench_unknown} exclusive steps of unknown length");
-    }
-    out.push_str("\n\nstep kind   steps   run   up-to-date\n");
-    for (kind, (n, r, u)) in &counts {
-        let _ = writeln!(out, "{:<10} {n:>6} {r:>5} {u:>12}", kind.name());
-    }
-    out.push_str("(dry run: nothing was built, fetched or run)\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::graph::tests::campaign;
     use crate::model::KatMode;
     use crate::record::{KatData, KatModeResult, KatStatus};
-    use crate::run::test_ctx::{ctx, ix, write};
+    use crate::run::test_ctx::{ctx, ix, write, write_all};
 
     fn glob(p: &str) -> GlobMatcher {
         globset::Glob::new(p).unwrap().compile_matcher()
@@ -245,12 +147,6 @@ mod tests {
             .into_iter()
             .map(|(ix, d)| (ctx.node(ix).id.clone(), d))
             .collect()
-    }
-
-    fn write_all(ctx: &Ctx, status: Status) {
-        for node in ctx.plan.graph.node_weights() {
-            write(ctx, &node.id, status, None);
-        }
     }
 
     fn kat_data(statuses: &[KatStatus]) -> Option<StepData> {
@@ -473,112 +369,5 @@ mod tests {
             Why::UpstreamRuns("s/K-0/kat".into()).to_string(),
             "upstream runs: s/K-0/kat"
         );
-    }
-
-    #[test]
-    fn the_dry_run_counts_what_runs_and_what_is_up_to_date() {
-        let tmp = tempfile::tempdir().unwrap();
-        let c = ctx(campaign(1), tmp.path());
-        write_all(&c, Status::Ok);
-        write(&c, "s/K-0/kat", Status::Failed, None);
-        let all: BTreeSet<NodeIndex> = c.plan.graph.node_indices().collect();
-        let text = dry_run(&c, &all, &[]);
-        let line = |id: &str| {
-            text.lines()
-                .find(|l| l.split_whitespace().nth(1) == Some(id))
-                .unwrap_or_else(|| panic!("{id} not listed:\n{text}"))
-                .to_string()
-        };
-        assert!(line("s/K-0/kat").trim_start().starts_with("run"), "{text}");
-        assert!(line("s/K-0/kat").ends_with("last run failed"), "{text}");
-        assert!(line("s/K-0/build").contains("up-to-date"), "{text}");
-        // kat: 1 step, 1 to run, 0 up to date; build: 1, 0, 1.
-        let counts = |kind: &str| {
-            text.lines()
-                .find(|l| l.split_whitespace().next() == Some(kind))
-                .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
-        };
-        assert_eq!(counts("kat").as_deref(), Some("1 1 0"), "{text}");
-        assert_eq!(counts("build").as_deref(), Some("1 0 1"), "{text}");
-        assert!(text.ends_with("(dry run: nothing was built, fetched or run)\n"));
-    }
-
-    #[test]
-    fn the_dry_run_adds_up_the_bench_lane_time_per_instance() {
-        let tmp = tempfile::tempdir().unwrap();
-        let c = ctx(campaign(2), tmp.path());
-        write_all(&c, Status::Ok);
-        // Nothing runs: no per-instance lines, nothing to add up.
-        let all: BTreeSet<NodeIndex> = c.plan.graph.node_indices().collect();
-        let text = dry_run(&c, &all, &[]);
-        assert!(!text.contains("time per instance"), "{text}");
-        assert!(
-            text.contains("\nestimated bench-lane time in total: 0.0 s\n"),
-            "{text}"
-        );
-        // K-0's KAT failed: its two `time` steps (exclusive) run again. Without a timing
-        // or KAT record to give the call's time, each is estimated at its budget, trials x
-        // trial = 5 x 1 s, plus warm-up and calibration, 1.5 batches of 20 ms: 5.03 s.
-        write(&c, "s/K-0/kat", Status::Failed, None);
-        let text = dry_run(&c, &all, &[]);
-        for id in ["s/K-0/time:keygen", "s/K-0/time:dec"] {
-            let line = text
-                .lines()
-                .find(|l| l.split_whitespace().nth(1) == Some(id))
-                .unwrap_or_else(|| panic!("{id} not listed:\n{text}"));
-            assert!(line.ends_with("(~5.0 s)"), "{line}");
-        }
-        let per_instance: Vec<&str> = text
-            .lines()
-            .skip_while(|l| !l.contains("time per instance"))
-            .skip(1)
-            .take_while(|l| !l.is_empty())
-            .collect();
-        assert_eq!(per_instance.len(), 1, "{text}");
-        assert_eq!(
-            per_instance[0].split_whitespace().collect::<Vec<_>>(),
-            ["s/K-0", "10.1", "s"]
-        );
-        assert!(
-            text.contains("\nestimated bench-lane time in total: 10.1 s\n"),
-            "{text}"
-        );
-        assert!(!text.contains("unknown length"), "{text}");
-    }
-
-    #[test]
-    fn an_exclusive_step_without_an_estimate_is_counted_as_unknown() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut camp = campaign(1);
-        // `kat` has no estimate of its own; made exclusive, the dry run cannot time it.
-        for step in camp.steps.iter_mut().filter(|s| s.kind == StepKind::Kat) {
-            step.exclusive = true;
-        }
-        let c = ctx(camp, tmp.path());
-        let all: BTreeSet<NodeIndex> = c.plan.graph.node_indices().collect();
-        let text = dry_run(&c, &all, &[]);
-        let kat = text
-            .lines()
-            .find(|l| l.split_whitespace().nth(1) == Some("s/K-0/kat"))
-            .unwrap_or_else(|| panic!("kat not listed:\n{text}"));
-        assert!(kat.ends_with("(time unknown until timed once)"), "{kat}");
-        assert!(
-            text.contains(
-                "estimated bench-lane time in total: 10.1 s + 1 exclusive steps of unknown length\n"
-            ),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn durations_read_in_seconds_minutes_or_hours() {
-        let secs = |s: f64| fmt_duration(Duration::from_secs_f64(s));
-        assert_eq!(secs(0.0), "0.0 s");
-        assert_eq!(secs(59.9), "59.9 s");
-        assert_eq!(secs(60.0), "1.0 min");
-        assert_eq!(secs(90.0), "1.5 min");
-        assert_eq!(secs(3599.0), "60.0 min");
-        assert_eq!(secs(3600.0), "1.0 h");
-        assert_eq!(secs(5400.0), "1.5 h");
     }
 }

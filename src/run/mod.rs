@@ -5,6 +5,7 @@ pub mod bench_lock;
 pub mod campaign;
 pub mod ctx;
 pub mod decide;
+pub mod dry_run;
 pub mod exec;
 pub mod keys;
 pub mod libs;

@@ -57,3 +57,10 @@ pub(crate) fn write(ctx: &Ctx, id: &str, status: Status, data: Option<StepData>)
     record::write_json(&ctx.record_path(ctx.node(ix)), &rec).expect("record written");
     rec
 }
+
+/// Write every node's record with `status`.
+pub(crate) fn write_all(ctx: &Ctx, status: Status) {
+    for node in ctx.plan.graph.node_weights() {
+        write(ctx, &node.id, status, None);
+    }
+}

@@ -33,6 +33,7 @@ use super::Ctx;
 use crate::model::Isolation;
 use crate::record::{Status, StepRecord};
 
+mod best_cell;
 mod single;
 use single::*;
 
@@ -325,9 +326,11 @@ impl<'a> Scheduler<'a> {
             let deps: Vec<NodeIndex> = ctx
                 .plan
                 .deps(ix)
-                .filter(|d| self.selected.contains(d))
+                .filter(|d| self.selected.contains(d) && best_cell::blocks(ctx, ix, *d))
                 .collect();
-            let outcome = match blocked_by(ctx, &deps, &self.outcomes, node.kind) {
+            let blocked = blocked_by(ctx, &deps, &self.outcomes, node.kind)
+                .or_else(|| best_cell::not_best(ctx, ix).map(|why| (Status::Skipped, why)));
+            let outcome = match blocked {
                 Some((status, reason)) => {
                     let rec = steps::not_run(ctx, ix, status, reason);
                     Some(finish_record(ctx, ix, rec, false))

@@ -168,3 +168,67 @@ fn only_exclusive_time_steps_join_the_session() {
     let c = ctx(shared, tmp.path());
     assert!(!in_session(&c, ix(&c, "s/K-0/time:keygen")));
 }
+
+/// Issue #39 item 4: `time cells="best"` — one implementation built by two compilers, the
+/// time steps wait for both cells' counts, and only the cell with fewer counted
+/// instructions for enc + dec is timed; a sibling's failed count orders but never blocks.
+#[test]
+fn only_the_cell_with_fewest_counted_instructions_is_timed() {
+    use crate::model::{Op, StepSpec, COMPILER_VAR};
+    use crate::record::{Status, StepData};
+    let mut camp = campaign(1);
+    let cell = |c: &str| {
+        let mut i = camp.submissions[0].instances[0].clone();
+        i.id = format!("K-0@{c}");
+        i.vars.insert(COMPILER_VAR.into(), c.into());
+        i
+    };
+    camp.submissions[0].instances = vec![cell("gcc"), cell("clang-16")];
+    let mut count: StepSpec = camp.steps[3].clone();
+    count.kind = StepKind::Count;
+    count.exclusive = false;
+    count.params.ops = vec![Op::Enc, Op::Dec];
+    camp.steps.insert(3, count);
+    let time = camp.steps.iter_mut().find(|s| s.kind == StepKind::Time);
+    let time = time.unwrap();
+    time.params.ops = vec![Op::Enc, Op::Dec];
+    time.params.best_cell = true;
+    let tmp = tempfile::tempdir().unwrap();
+    let c = ctx(camp, tmp.path());
+    let gcc_time = ix(&c, "s/K-0@gcc/time:enc");
+    let clang_count = ix(&c, "s/K-0@clang-16/count:dec");
+    assert!(c.plan.deps(gcc_time).any(|d| d == clang_count));
+    assert!(!best_cell::blocks(&c, gcc_time, clang_count));
+    assert!(best_cell::blocks(&c, gcc_time, ix(&c, "s/K-0@gcc/kat")));
+
+    let counted = |id: &str, n: f64| {
+        let data = serde_json::json!({
+            "output": {"op": "enc", "iters": 3, "rng": "nist", "seed": ""},
+            "valgrind": "valgrind-3.19.0", "tool_options": [], "object": "x.so",
+            "flags": [], "excluded": [], "per_call": [],
+            "instructions_mean": n, "instructions_min": 0, "instructions_max": 0,
+            "hash_share": 0.0, "drng_share": 0.0, "family_shares": [], "calls_per_op": [],
+            "profiles": [],
+        });
+        let data = StepData::Count(Box::new(serde_json::from_value(data).unwrap()));
+        crate::run::test_ctx::write(&c, id, Status::Ok, Some(data));
+    };
+    // No count yet: both are timed (nothing to compare).
+    assert_eq!(best_cell::not_best(&c, gcc_time), None);
+    counted("s/K-0@gcc/count:enc", 100_000.0);
+    counted("s/K-0@gcc/count:dec", 120_000.0);
+    counted("s/K-0@clang-16/count:enc", 90_000.0);
+    // clang's dec not counted: gcc has nothing to lose against, both are timed.
+    assert_eq!(best_cell::not_best(&c, gcc_time), None);
+    counted("s/K-0@clang-16/count:dec", 110_000.0);
+    let why = best_cell::not_best(&c, gcc_time).expect("gcc is not the best cell");
+    assert_eq!(
+        why,
+        "not the best cell (`cells=\"best\"`): `K-0@clang-16` counted fewer instructions \
+         for enc + dec, 200000 against 220000 here"
+    );
+    assert_eq!(
+        best_cell::not_best(&c, ix(&c, "s/K-0@clang-16/time:dec")),
+        None
+    );
+}

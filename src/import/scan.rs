@@ -196,6 +196,9 @@ fn param(
     if let Some(text) = build_file.as_deref().and_then(|b| pkg.read_text(b)) {
         cflags.extend(d_flags(&text));
     }
+    if let Some(b) = build_file.as_deref() {
+        cflags.extend(i_flags(pkg, b, dir, &includes));
+    }
     let build_libs = libraries(&words);
     let mut source_libs = Vec::new();
     let mut left_out = Vec::new();
@@ -323,6 +326,27 @@ fn d_flags(text: &str) -> Vec<String> {
     out
 }
 
+/// The build file `build`'s `-I` folders (`includes`), relative to its folder, as `-I`
+/// options relative to the package root; those outside the package, missing, or the
+/// instance's folder `dir` (always included) are left out.
+fn i_flags(pkg: &Package, build: &str, dir: &str, includes: &[String]) -> Vec<String> {
+    let base = Path::new(build).parent().unwrap_or(Path::new(""));
+    let mut out: Vec<String> = Vec::new();
+    for i in includes
+        .iter()
+        .filter(|i| !i.is_empty() && !i.contains('$'))
+    {
+        let p = crate::safe_fs::normalize(&base.join(i));
+        let rel = p.display().to_string();
+        let inside = p.is_relative() && !rel.starts_with("..");
+        let flag = format!("-I{rel}");
+        if inside && rel != dir && pkg.is_dir(&rel) && !out.contains(&flag) {
+            out.push(flag);
+        }
+    }
+    out
+}
+
 /// Libraries a build file links: `-lcrypto`, CMake's `OpenSSL::Crypto`.
 fn libraries(words: &[String]) -> Vec<String> {
     let mut out: BTreeSet<String> = BTreeSet::new();
@@ -360,5 +384,17 @@ mod tests {
         assert_eq!(libraries(&words), ["crypto", "m"]);
         let text = "CFLAGS=-O3 -DNDEBUG -DKYBER_K=3 -D$(X) \\\n -DN=1\nt2: -DN=2 -DKYBER_K=3";
         assert_eq!(d_flags(text), ["-DNDEBUG", "-DKYBER_K=3"]);
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("R/crypto_kem/k")).unwrap();
+        std::fs::create_dir_all(d.path().join("R/common")).unwrap();
+        let pkg = Package::new(d.path()).unwrap();
+        let inc: Vec<String> = [".", "../../common", "../../../..", "nope", "$(X)"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            i_flags(&pkg, "R/crypto_kem/k/Makefile", "R/crypto_kem/k", &inc),
+            ["-IR/common"]
+        );
     }
 }

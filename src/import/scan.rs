@@ -192,7 +192,13 @@ fn param(
         .map(str::to_string)
         .collect();
     let found = probe.api(pkg, dir, &includes)?;
-    let cflags = m_flags(&words);
+    let mut cflags = m_flags(&words);
+    if let Some(text) = build_file.as_deref().and_then(|b| pkg.read_text(b)) {
+        cflags.extend(d_flags(&text));
+    }
+    if let Some(b) = build_file.as_deref() {
+        cflags.extend(i_flags(pkg, b, dir, &includes));
+    }
     let build_libs = libraries(&words);
     let mut source_libs = Vec::new();
     let mut left_out = Vec::new();
@@ -294,6 +300,53 @@ fn m_flags(words: &[String]) -> Vec<String> {
     out
 }
 
+/// `-D` definitions of a build file's text (`-DKYBER_K=3`), in order; one with a make or
+/// shell variable, or defined with different values (several targets), is left out.
+fn d_flags(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut clash: Vec<String> = Vec::new();
+    let text = text.replace("\\\n", " ");
+    for w in text.split(|c: char| c.is_whitespace() || "\"'()".contains(c)) {
+        let Some(def) = w
+            .strip_prefix("-D")
+            .filter(|d| !d.is_empty() && !d.contains('$'))
+        else {
+            continue;
+        };
+        let name = def.split('=').next().unwrap_or(def);
+        let ok = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        match out.iter().find(|o| o[2..].split('=').next() == Some(name)) {
+            Some(o) if o != w => clash.push(name.to_string()),
+            Some(_) => {}
+            None if ok => out.push(w.to_string()),
+            None => {}
+        }
+    }
+    out.retain(|o| !clash.iter().any(|c| o[2..].split('=').next() == Some(c)));
+    out
+}
+
+/// The build file `build`'s `-I` folders (`includes`), relative to its folder, as `-I`
+/// options relative to the package root; those outside the package, missing, or the
+/// instance's folder `dir` (always included) are left out.
+fn i_flags(pkg: &Package, build: &str, dir: &str, includes: &[String]) -> Vec<String> {
+    let base = Path::new(build).parent().unwrap_or(Path::new(""));
+    let mut out: Vec<String> = Vec::new();
+    for i in includes
+        .iter()
+        .filter(|i| !i.is_empty() && !i.contains('$'))
+    {
+        let p = crate::safe_fs::normalize(&base.join(i));
+        let rel = p.display().to_string();
+        let inside = p.is_relative() && !rel.starts_with("..");
+        let flag = format!("-I{rel}");
+        if inside && rel != dir && pkg.is_dir(&rel) && !out.contains(&flag) {
+            out.push(flag);
+        }
+    }
+    out
+}
+
 /// Libraries a build file links: `-lcrypto`, CMake's `OpenSSL::Crypto`.
 fn libraries(words: &[String]) -> Vec<String> {
     let mut out: BTreeSet<String> = BTreeSet::new();
@@ -329,5 +382,19 @@ mod tests {
             .collect();
         assert_eq!(m_flags(&words), ["-mavx2", "-mbmi2"]);
         assert_eq!(libraries(&words), ["crypto", "m"]);
+        let text = "CFLAGS=-O3 -DNDEBUG -DKYBER_K=3 -D$(X) \\\n -DN=1\nt2: -DN=2 -DKYBER_K=3";
+        assert_eq!(d_flags(text), ["-DNDEBUG", "-DKYBER_K=3"]);
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("R/crypto_kem/k")).unwrap();
+        std::fs::create_dir_all(d.path().join("R/common")).unwrap();
+        let pkg = Package::new(d.path()).unwrap();
+        let inc: Vec<String> = [".", "../../common", "../../../..", "nope", "$(X)"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            i_flags(&pkg, "R/crypto_kem/k/Makefile", "R/crypto_kem/k", &inc),
+            ["-IR/common"]
+        );
     }
 }

@@ -186,7 +186,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
             let flags: Vec<String> = p.param.cflags.iter().map(|f| kdl_str(f)).collect();
             let _ = writeln!(body, "        cflags {}", flags.join(" "));
             let mut cpu = Vec::new();
-            for f in &p.param.cflags {
+            for f in p.param.cflags.iter().filter(|f| f.starts_with("-m")) {
                 match crate::dsl::cpuinfo_name_of_gcc_flag(f) {
                     Some(c) if !cpu.contains(&c) => cpu.push(c),
                     Some(_) => {}

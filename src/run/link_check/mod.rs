@@ -67,7 +67,11 @@ impl EngineLinker {
 
 /// The flags the build compiles `inst` with: its profile's (the instance's `flags`
 /// variable, else the build step's `flags=`), then its `cflags`.
-fn build_flags(c: &Campaign, inst: &Instance) -> Result<(Vec<String>, Vec<String>), String> {
+fn build_flags(
+    c: &Campaign,
+    inst: &Instance,
+    root: &Path,
+) -> Result<(Vec<String>, Vec<String>), String> {
     let spec = c
         .steps
         .iter()
@@ -82,7 +86,7 @@ fn build_flags(c: &Campaign, inst: &Instance) -> Result<(Vec<String>, Vec<String
         .get(name)
         .ok_or_else(|| format!("the flag profile `{name}` is not defined"))?;
     let mut flags = profile.flags.clone();
-    flags.extend(inst.cflags.iter().cloned());
+    flags.extend(crate::run::steps::build::instance_cflags(root, inst));
     Ok((profile.flags.clone(), flags))
 }
 
@@ -108,12 +112,12 @@ impl Linker for EngineLinker {
                 "bubblewrap is not available, and the package's code is compiled only in the build's jail".into(),
             );
         }
-        let (profile, flags) = match build_flags(c, inst) {
-            Ok(f) => f,
-            Err(e) => return LinkOutcome::Skipped(e),
-        };
         let Ok(root) = std::path::absolute(root) else {
             return LinkOutcome::Skipped("the source root cannot be made absolute".into());
+        };
+        let (profile, flags) = match build_flags(c, inst, &root) {
+            Ok(f) => f,
+            Err(e) => return LinkOutcome::Skipped(e),
         };
         let out = match std::path::absolute(
             c.outputs

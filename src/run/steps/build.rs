@@ -44,7 +44,7 @@ impl SharedObjects {
     }
 }
 
-pub use super::build_job::{compile_reads, load_segments_size};
+pub use super::build_job::{compile_reads, instance_cflags, load_segments_size};
 pub use super::harness::{drng_symbol, shim_source};
 
 /// The `build` kind: per instance.

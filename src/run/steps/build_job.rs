@@ -83,7 +83,7 @@ impl Job {
             .get(&profile_name)
             .ok_or_else(|| StepError::UnknownFlags(profile_name.clone()))?;
         let mut flags = profile.flags.clone();
-        flags.extend(inst.cflags.iter().cloned());
+        flags.extend(instance_cflags(&root, inst));
         // The trees the cache key hashed: a loop cannot make the walk spin (links are not
         // followed), but an absurd depth or size fails here with the walk's reason.
         for dir in std::iter::once(&inst.dir).chain(&sub.primitives.includes) {
@@ -488,14 +488,87 @@ pub fn compile_reads(root: &Path, inst: &Instance, sub: &Submission) -> Vec<Path
         read.extend(root.join(f).parent().map(Path::to_path_buf));
     }
     read.extend(sub.primitives.includes.iter().map(|i| root.join(i)));
+    read.extend(
+        cflag_includes(root, &inst.cflags)
+            .into_iter()
+            .map(|(_, p)| p),
+    );
     read.sort();
     read.dedup();
     read
 }
 
+/// Options whose value is an include folder.
+const INCLUDE_OPTIONS: [&str; 4] = ["-I", "-isystem", "-iquote", "-idirafter"];
+
+/// The relative include folders of `cflags`, resolved against the source root `root`
+/// (the compiler's working folder is the build folder, so a relative folder means one of
+/// the source): (index of the flag holding the folder, folder). A folder that is not there
+/// is left out (the compiler would not find it either).
+fn cflag_includes(root: &Path, cflags: &[String]) -> Vec<(usize, PathBuf)> {
+    let mut out = Vec::new();
+    for (i, f) in cflags.iter().enumerate() {
+        let value = match INCLUDE_OPTIONS.iter().find_map(|o| f.strip_prefix(o)) {
+            Some("") => continue,
+            Some(v) => v,
+            None if i > 0 && INCLUDE_OPTIONS.contains(&cflags[i - 1].as_str()) => f.as_str(),
+            None => continue,
+        };
+        let path = Path::new(value);
+        if path.is_relative() && root.join(path).is_dir() {
+            out.push((i, crate::safe_fs::normalize(&root.join(path))));
+        }
+    }
+    out
+}
+
+/// The instance's `cflags` as the compiler gets them: relative include folders made
+/// absolute under the source root `root` (they are in the jail's read list too, see
+/// [`compile_reads`]).
+pub fn instance_cflags(root: &Path, inst: &Instance) -> Vec<String> {
+    let mut flags = inst.cflags.clone();
+    for (i, dir) in cflag_includes(root, &inst.cflags) {
+        let f = &flags[i];
+        let option = INCLUDE_OPTIONS
+            .iter()
+            .find(|o| f.starts_with(**o) && f.len() > o.len())
+            .map_or("", |o| *o);
+        flags[i] = format!("{option}{}", dir.display());
+    }
+    flags
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_include_folders_of_cflags_are_under_the_source_root() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("R/common")).unwrap();
+        let cflags: Vec<String> = [
+            "-mavx2",
+            "-IR/common",
+            "-isystem",
+            "R/common",
+            "-Imissing",
+            "-I/usr/include",
+            "-DX=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let inc = cflag_includes(d.path(), &cflags);
+        let common = d.path().join("R/common");
+        assert_eq!(inc, [(1, common.clone()), (3, common.clone())]);
+        let mut inst_flags = cflags.clone();
+        for (i, p) in &inc {
+            inst_flags[*i] = format!("{}{}", if *i == 1 { "-I" } else { "" }, p.display());
+        }
+        let mut inst = crate::graph::tests::campaign(1).submissions[0].instances[0].clone();
+        inst.cflags = cflags;
+        assert_eq!(instance_cflags(d.path(), &inst), inst_flags);
+    }
 
     #[test]
     fn sums_load_segments_of_a_real_object() {

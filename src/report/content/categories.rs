@@ -95,6 +95,16 @@ fn enc_dec(inst: &ResultInstance) -> Option<f64> {
     Some(op_cycles(inst, Op::Enc)? + op_cycles(inst, Op::Dec)?)
 }
 
+/// Counted instructions for enc + dec of an instance, when both were counted.
+fn counted_enc_dec(inst: &ResultInstance) -> Option<f64> {
+    let n = |op| {
+        inst.op(op)
+            .and_then(|o| o.instructions)
+            .filter(|n| *n > 0.0)
+    };
+    Some(n(Op::Enc)? + n(Op::Dec)?)
+}
+
 /// The instance with the lowest enc + dec among `insts` (those with both timed), with it.
 fn lowest_enc_dec<'a>(insts: &[&'a ResultInstance]) -> Option<(f64, &'a ResultInstance)> {
     insts
@@ -118,8 +128,8 @@ pub(crate) struct SchemeBest<'a> {
     pub enc_dec: Option<f64>,
     /// When the best implementation is one cell of several (compilers, flag profiles):
     /// every cell of that implementation in this category, by its cell name (`gcc`,
-    /// `clang-16@O2`), with its enc + dec.
-    pub cells: Vec<(&'a str, Option<f64>)>,
+    /// `clang-16@O2`), with its enc + dec cycles and counted instructions.
+    pub cells: Vec<(&'a str, Option<f64>, Option<f64>)>,
 }
 
 /// The cells of `inst`'s implementation among `insts`, each by the part of its id after
@@ -127,7 +137,7 @@ pub(crate) struct SchemeBest<'a> {
 fn cells_of<'a>(
     inst: &ResultInstance,
     insts: &[&'a ResultInstance],
-) -> Vec<(&'a str, Option<f64>)> {
+) -> Vec<(&'a str, Option<f64>, Option<f64>)> {
     let Some(imp) = &inst.implementation else {
         return Vec::new();
     };
@@ -139,7 +149,7 @@ fn cells_of<'a>(
                 i.id.strip_prefix(imp.as_str())
                     .and_then(|s| s.strip_prefix('@'))
                     .unwrap_or(&i.id);
-            (name, enc_dec(i))
+            (name, enc_dec(i), counted_enc_dec(i))
         })
         .collect()
 }
@@ -172,12 +182,14 @@ fn best_cell(r: &SchemeBest<'_>) -> String {
     let each: Vec<String> = r
         .cells
         .iter()
-        .map(|(name, c)| {
-            format!(
-                "{} {}",
-                code(name),
-                c.map(fmt::cycles).unwrap_or_else(|| "not timed".into())
-            )
+        .map(|(name, c, counted)| {
+            let figure = match (c, counted) {
+                (Some(c), _) => fmt::cycles(*c),
+                // `cells="best"` left it out by its counted instructions.
+                (None, Some(n)) => format!("not timed ({} instructions counted)", fmt::cycles(*n)),
+                (None, None) => "not timed".into(),
+            };
+            format!("{} {figure}", code(name))
         })
         .collect();
     format!(
@@ -368,5 +380,20 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(", `clang-16` "), "{text}");
+
+        // Issue #39 item 4: with `cells="best"` the gcc cell was left untimed for its
+        // counted instructions, which the row gives instead of cycles.
+        let gcc = &mut r.submissions[0].instances[0];
+        for o in &mut gcc.ops {
+            o.median_cycles = None;
+            o.mean_cycles = None;
+            o.instructions = Some(150_000.0);
+        }
+        let groups = best_per_category(&r);
+        let text = best_cell(&groups[&1][0]);
+        assert!(
+            text.contains("`gcc` not timed (300.0 k instructions counted)"),
+            "{text}"
+        );
     }
 }

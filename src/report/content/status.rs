@@ -117,6 +117,8 @@ struct Lists {
     untrusted: Vec<String>,
     warnings: Vec<String>,
     skipped: usize,
+    /// Measurements left to another cell of the implementation (`cells="best"`).
+    other_cells: usize,
     /// The kinds of the records read: "nothing failed" claims only what ran.
     ran: Vec<StepKind>,
 }
@@ -253,6 +255,13 @@ fn note(s: &mut Lists, r: &StepRecord) {
                 .or_default()
                 .push(r.id.clone());
         }
+        Status::Skipped
+            if r.reason
+                .as_deref()
+                .is_some_and(|w| w.starts_with(crate::model::NOT_BEST_CELL)) =>
+        {
+            s.other_cells += 1
+        }
         Status::Skipped => s.skipped += 1,
         // a step that succeeded with a warning: the cross-checks of profile and count
         Status::Ok if matches!(r.kind, StepKind::Profile | StepKind::Count) => {
@@ -327,6 +336,13 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         && s.untrusted.is_empty()
         && s.warnings.is_empty()
         && s.skipped == 0;
+    if s.other_cells > 0 {
+        doc.p(format!(
+            "{} left to a better cell of the same implementation (`cells=\"best\"`: only \
+             the cell with the fewest counted instructions for enc + dec is measured).",
+            plural(s.other_cells, "measurement was", "measurements were")
+        ));
+    }
     if clean {
         doc.p(nothing_failed(&s.ran));
         return;

@@ -29,155 +29,15 @@ use std::time::{Duration, Instant};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use crate::run::steps::link;
-
+use super::reference::{build_reference, static_elf_kind, ReferenceSpec};
 use crate::error::Error;
 use crate::measure::stats::{self, Estimate};
 use crate::model::Op;
+use crate::record::BuildData;
 use crate::run::exec::{self, Log, NoLine, Served};
 use crate::run::sandbox::{Jail, Sandbox, DEFAULT_MEMORY};
+use crate::run::steps::link;
 use kem_native::serve::{BatchReply, Ready, BATCH, DONE, READY};
-
-/// The C main of the static reference `bench fidelity` compares kem-runner with.
-const MINIMAL_LOOP_C: &str = include_str!("../../kem-native/c/minimal_loop.c");
-
-/// What the static reference is built from: the instance's sources, the provided
-/// primitives and the build record's flags, nothing of the campaign's object.
-#[derive(Clone)]
-pub struct ReferenceSpec {
-    /// C compiler.
-    pub cc: String,
-    /// The build record's flags (the profile's and the instance's `cflags`) and its
-    /// code-generation flags.
-    pub flags: Vec<String>,
-    /// `-I` options: the instance folder and the primitives' include folders.
-    pub includes: Vec<String>,
-    /// Instance sources, then primitive sources, in the link order wanted (linked after
-    /// the anchor, [`link::ANCHOR_C`]).
-    pub sources: Vec<PathBuf>,
-    /// Namespace of `crypto_kem_*`.
-    pub namespace: String,
-    /// The random-byte function the scheme calls (defined by the reference).
-    pub drng: String,
-    /// Buffer sizes.
-    pub api: kem_native::output::ApiSizes,
-}
-
-/// Compile and link the static reference executable into `dir`; returns its path and the
-/// command line.
-pub fn build_reference(
-    spec: &ReferenceSpec,
-    dir: &Path,
-    sandbox: &Sandbox,
-) -> Result<(PathBuf, Vec<String>), Error> {
-    std::fs::create_dir_all(dir).map_err(Error::io(dir.display()))?;
-    let src = dir.join("minimal_loop.c");
-    let exe = dir.join("minimal_loop");
-    std::fs::write(&src, MINIMAL_LOOP_C).map_err(Error::io(src.display()))?;
-    let anchor = dir.join("ngcc_anchor.c");
-    std::fs::write(&anchor, link::ANCHOR_C).map_err(Error::io(anchor.display()))?;
-    let ns = &spec.namespace;
-    let mut args: Vec<String> = vec!["-static".into()];
-    args.extend(spec.flags.iter().cloned());
-    args.extend(spec.includes.iter().cloned());
-    args.extend([
-        format!("-DNGCC_KEYPAIR={ns}crypto_kem_keypair"),
-        format!("-DNGCC_ENC={ns}crypto_kem_enc"),
-        format!("-DNGCC_DEC={ns}crypto_kem_dec"),
-        format!("-DNGCC_DRNG={}", spec.drng),
-        format!("-DNGCC_PK={}", spec.api.pk),
-        format!("-DNGCC_SK={}", spec.api.sk),
-        format!("-DNGCC_CT={}", spec.api.ct),
-        format!("-DNGCC_SS={}", spec.api.ss),
-        "-o".into(),
-        exe.display().to_string(),
-        src.display().to_string(),
-        anchor.display().to_string(),
-    ]);
-    args.extend(spec.sources.iter().map(|p| p.display().to_string()));
-    // The compiler reads submission-controlled sources and flags: it runs contained, like
-    // the build step's, reading the sources and include folders and writing only `dir`.
-    let mut read: Vec<PathBuf> = spec.sources.clone();
-    read.extend(
-        spec.includes
-            .iter()
-            .filter_map(|i| i.strip_prefix("-I"))
-            .map(PathBuf::from),
-    );
-    let jail = Jail {
-        read,
-        write: vec![dir.to_path_buf()],
-        cwd: dir.to_path_buf(),
-        memory: DEFAULT_MEMORY,
-        cpu: None,
-    };
-    let out = sandbox
-        .command(Path::new(&spec.cc), &args, &jail)
-        .output()
-        .map_err(|e| Error::ToolMissing(format!("cannot run `{}`: {e}", spec.cc)))?;
-    if !out.status.success() {
-        return Err(Error::Tool(format!(
-            "building the static reference failed:\n{}",
-            crate::run::exec::tail(&out.stderr, 12)
-        )));
-    }
-    let mut command = vec![spec.cc.clone()];
-    command.extend(args);
-    Ok((exe, command))
-}
-
-/// Check that `path` is a statically linked ELF executable (no program interpreter, no
-/// `DT_NEEDED`), and say what it is (`ELF64 ET_EXEC, statically linked`).
-pub fn static_elf_kind(path: &Path) -> Result<String, Error> {
-    use object::elf;
-    use object::read::elf::{Dyn, ElfFile64, FileHeader, ProgramHeader};
-    let data = std::fs::read(path).map_err(Error::io(path.display()))?;
-    let file = ElfFile64::<object::Endianness>::parse(&*data)
-        .map_err(|e| Error::Tool(format!("{} is not a 64-bit ELF file: {e}", path.display())))?;
-    let endian = file.endian();
-    let e_type = match file.elf_header().e_type(endian) {
-        elf::ET_EXEC => "ET_EXEC",
-        elf::ET_DYN => "ET_DYN",
-        other => {
-            return Err(Error::Tool(format!(
-                "{}: ELF type {other} is not an executable",
-                path.display()
-            )))
-        }
-    };
-    let mut needed = Vec::new();
-    for ph in file.elf_program_headers() {
-        if ph.p_type(endian) == elf::PT_INTERP {
-            return Err(Error::Tool(format!(
-                "{} has a program interpreter: dynamically linked",
-                path.display()
-            )));
-        }
-        if let Ok(Some(dynamic)) = ph.dynamic(endian, &*data) {
-            needed.extend(
-                dynamic
-                    .iter()
-                    .filter(|d| d.tag(endian) == elf::DT_NEEDED)
-                    .map(|d| d.d_val(endian)),
-            );
-        }
-    }
-    if !needed.is_empty() {
-        return Err(Error::Tool(format!(
-            "{} needs {} shared libraries (DT_NEEDED)",
-            path.display(),
-            needed.len()
-        )));
-    }
-    let pie = if e_type == "ET_DYN" {
-        " (static PIE)"
-    } else {
-        ""
-    };
-    Ok(format!(
-        "ELF64 {e_type}, statically linked{pie}, no DT_NEEDED"
-    ))
-}
 
 /// Longest wait for a runner or the reference to start (warm-up, calibration) or to answer.
 const ANSWER: Duration = Duration::from_secs(120);
@@ -284,6 +144,62 @@ pub fn fidelity(
     batch: Duration,
     no_wait: bool,
 ) -> Result<Fidelity, Error> {
+    let (build, spec) = reference_spec(ctx, instance)?;
+    let dir = ctx.out.join("bench").join(instance.replace('/', "__"));
+    // The campaign's layouts: the object as listed, then the build's other link orders.
+    let object = ctx.out.join(&build.object);
+    let objects: Vec<PathBuf> = std::iter::once(object.clone())
+        .chain(build.layout_objects(&ctx.out))
+        .collect();
+    let layouts: Vec<String> = (0..objects.len()).map(link::name).collect();
+    let (references, reference_kind) = build_references(&spec, &layouts, &dir, &ctx.sandbox)?;
+    let cpu = ctx.campaign.system.bench_cpu;
+    let _lock = crate::run::bench_lock::take_for(cpu, &ctx.out, "bench fidelity", no_wait)?;
+    // Children inherit this thread's affinity: the reference runs on the bench core too.
+    kem_native::sys::set_thread_affinity(&[cpu])
+        .map_err(Error::io(format_args!("pinning to core {cpu}")))?;
+    // Both sides run the submission's code: contained like the campaign's timing steps.
+    let mut jail =
+        Jail::runner(&ctx.runner, &object, &build.api_h, &dir, DEFAULT_MEMORY).on_core(cpu);
+    jail.read.extend(objects.iter().skip(1).cloned());
+    jail.read.extend(references.iter().cloned());
+    let seed = crate::run::session::fresh_seed();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let bench = Bench {
+        ctx,
+        build: &build,
+        objects: &objects,
+        references: &references,
+        jail: &jail,
+        dir: &dir,
+        cpu,
+        rounds,
+        batch,
+    };
+    let mut rows = Vec::new();
+    for op in Op::ALL {
+        rows.push(bench.time_op(op, &mut rng)?);
+    }
+    let values = dir.join("fidelity.csv");
+    write_values(&values, &layouts, &rows)?;
+    Ok(Fidelity {
+        references,
+        layouts,
+        reference_kind,
+        object,
+        cpu,
+        seed,
+        values,
+        rows,
+    })
+}
+
+/// The build record of `instance` and what its static reference is built from: the
+/// instance's sources, the provided primitives, the record's flags.
+fn reference_spec(
+    ctx: &crate::run::Ctx,
+    instance: &str,
+) -> Result<(BuildData, ReferenceSpec), Error> {
     use crate::model::StepKind;
     use crate::record::StepData;
 
@@ -341,13 +257,17 @@ pub fn fidelity(
         drng: crate::run::steps::build::drng_symbol(sub),
         api: build.api.clone(),
     };
-    let dir = ctx.out.join("bench").join(instance.replace('/', "__"));
-    // The campaign's layouts: the object as listed, then the build's other link orders.
-    let object = ctx.out.join(&build.object);
-    let objects: Vec<PathBuf> = std::iter::once(object.clone())
-        .chain(build.layout_objects(&ctx.out))
-        .collect();
-    let layouts: Vec<String> = (0..objects.len()).map(link::name).collect();
+    Ok((build, spec))
+}
+
+/// The static reference built in each of `layouts` (its sources in that link order) under
+/// `dir`, and what kind of executable they are.
+fn build_references(
+    spec: &ReferenceSpec,
+    layouts: &[String],
+    dir: &Path,
+    sandbox: &Sandbox,
+) -> Result<(Vec<PathBuf>, String), Error> {
     let mut references = Vec::new();
     let mut reference_kind = String::new();
     for (j, name) in layouts.iter().enumerate() {
@@ -355,74 +275,42 @@ pub fn fidelity(
             sources: link::order(&spec.sources, j),
             ..spec.clone()
         };
-        let (exe, _) = build_reference(&spec, &dir.join(name), &ctx.sandbox)?;
+        let (exe, _) = build_reference(&spec, &dir.join(name), sandbox)?;
         reference_kind = static_elf_kind(&exe)?;
         references.push(exe);
     }
-    let cpu = ctx.campaign.system.bench_cpu;
-    let _lock = crate::run::bench_lock::take_for(cpu, &ctx.out, "bench fidelity", no_wait)?;
-    // Children inherit this thread's affinity: the reference runs on the bench core too.
-    kem_native::sys::set_thread_affinity(&[cpu])
-        .map_err(Error::io(format_args!("pinning to core {cpu}")))?;
-    // Both sides run the submission's code: contained like the campaign's timing steps.
-    let mut jail =
-        Jail::runner(&ctx.runner, &object, &build.api_h, &dir, DEFAULT_MEMORY).on_core(cpu);
-    jail.read.extend(objects.iter().skip(1).cloned());
-    jail.read.extend(references.iter().cloned());
-    let seed = crate::run::session::fresh_seed();
-    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
-    let mut rows = Vec::new();
-    for op in Op::ALL {
-        let log_path = dir.join(format!("{}.log", op.name()));
+    Ok((references, reference_kind))
+}
+
+/// What every operation is timed with: the campaign's object in its layouts, the
+/// references, the jail both sides run in, the bench core, the rounds and batch length.
+struct Bench<'a> {
+    ctx: &'a crate::run::Ctx,
+    build: &'a BuildData,
+    objects: &'a [PathBuf],
+    references: &'a [PathBuf],
+    jail: &'a Jail,
+    dir: &'a Path,
+    cpu: usize,
+    rounds: usize,
+    batch: Duration,
+}
+
+impl Bench<'_> {
+    /// One operation: kem-runner and every reference started, then `rounds` rounds of one
+    /// batch each in a freshly shuffled order, then all of them ended.
+    fn time_op(&self, op: Op, rng: &mut rand::rngs::ChaCha8Rng) -> Result<FidelityRow, Error> {
+        let log_path = self.dir.join(format!("{}.log", op.name()));
         let mut log = exec::open_log(&log_path).map_err(Error::io(log_path.display()))?;
-        let mut runner_args: Vec<String> = [
-            "serve",
-            "--lib",
-            &object.display().to_string(),
-            "--api",
-            &build.api_h.display().to_string(),
-            "--ns",
-            &build.namespace,
-            "--op",
-            op.name(),
-            "--cpu",
-            &cpu.to_string(),
-            "--batch-ns",
-            &batch.as_nanos().to_string(),
-            "--min-iters",
-            "2",
-            "--samples",
-            "0",
-            "--rng",
-            "os",
-        ]
-        .map(String::from)
-        .to_vec();
-        for o in &objects[1..] {
-            runner_args.extend(["--layout".to_string(), o.display().to_string()]);
-        }
-        let mut runner = Side::start(
-            ctx.sandbox.command(&ctx.runner, &runner_args, &jail),
-            &ctx.runner,
-            &runner_args,
-            &ctx.sandbox,
-            &mut log,
-            &log_path,
-        )?;
-        let ready = runner.answer(&[READY, DONE], "kem-runner", &mut log)?;
-        let calibrated = serde_json::from_str::<Ready>(&ready)
-            .map_err(|e| Error::Tool(format!("kem-runner serve: unreadable `ready` line: {e}")))?
-            .calibration
-            .iters;
-        let per = kem_native::serve::per_layout(calibrated, objects.len());
+        let (mut runner, per) = self.start_runner(op, &mut log, &log_path)?;
         let ref_args = vec![op.name().to_string()];
         let mut sides = Vec::new();
-        for exe in &references {
+        for exe in self.references {
             let mut side = Side::start(
-                ctx.sandbox.command(exe, &ref_args, &jail),
+                self.ctx.sandbox.command(exe, &ref_args, self.jail),
                 exe,
                 &ref_args,
-                &ctx.sandbox,
+                &self.ctx.sandbox,
                 &mut log,
                 &log_path,
             )?;
@@ -432,38 +320,19 @@ pub fn fidelity(
         let mut row = FidelityRow {
             op,
             iters: per,
-            runner: vec![Vec::with_capacity(rounds); objects.len()],
-            reference: vec![Vec::with_capacity(rounds); references.len()],
+            runner: vec![Vec::with_capacity(self.rounds); self.objects.len()],
+            reference: vec![Vec::with_capacity(self.rounds); self.references.len()],
         };
-        for _ in 0..rounds {
+        for _ in 0..self.rounds {
             // Position 0 is kem-runner (all its layouts in one batch), 1.. the references.
             let mut order: Vec<usize> = (0..=sides.len()).collect();
-            order.shuffle(&mut rng);
+            order.shuffle(rng);
             for who in order {
                 if who == 0 {
-                    runner.ask("batch")?;
-                    let json = runner.answer(&[BATCH, DONE], "kem-runner", &mut log)?;
-                    let b: BatchReply = serde_json::from_str(&json).map_err(|e| {
-                        Error::Tool(format!("kem-runner serve: unreadable `batch` line: {e}"))
-                    })?;
-                    if b.layout_cycles.is_empty() {
-                        row.runner[0].push(b.cycles as f64 / b.iters.max(1) as f64);
-                    } else {
-                        for (l, c) in row.runner.iter_mut().zip(&b.layout_cycles) {
-                            l.push(*c as f64 / per as f64);
-                        }
-                    }
+                    runner_batch(&mut runner, per, &mut row.runner, &mut log)?;
                 } else {
-                    let side = &mut sides[who - 1];
-                    side.ask(&per.to_string())?;
-                    let cycles: u64 = side
-                        .answer(&["cycles"], "minimal_loop", &mut log)?
-                        .trim()
-                        .parse()
-                        .map_err(|e| {
-                            Error::Tool(format!("minimal_loop: unreadable answer: {e}"))
-                        })?;
-                    row.reference[who - 1].push(cycles as f64 / per as f64);
+                    let cycles = reference_batch(&mut sides[who - 1], per, &mut log)?;
+                    row.reference[who - 1].push(cycles);
                 }
             }
         }
@@ -471,17 +340,100 @@ pub fn fidelity(
         for side in sides {
             side.end(&mut log);
         }
-        rows.push(row);
+        Ok(row)
     }
-    let values = dir.join("fidelity.csv");
+
+    /// kem-runner serving `op` on the object in all its layouts, ready, and the calls per
+    /// layout of its calibrated batch.
+    fn start_runner(&self, op: Op, log: &mut Log, log_path: &Path) -> Result<(Side, u64), Error> {
+        let build = self.build;
+        let mut runner_args: Vec<String> = [
+            "serve",
+            "--lib",
+            &self.objects[0].display().to_string(),
+            "--api",
+            &build.api_h.display().to_string(),
+            "--ns",
+            &build.namespace,
+            "--op",
+            op.name(),
+            "--cpu",
+            &self.cpu.to_string(),
+            "--batch-ns",
+            &self.batch.as_nanos().to_string(),
+            "--min-iters",
+            "2",
+            "--samples",
+            "0",
+            "--rng",
+            "os",
+        ]
+        .map(String::from)
+        .to_vec();
+        for o in &self.objects[1..] {
+            runner_args.extend(["--layout".to_string(), o.display().to_string()]);
+        }
+        let ctx = self.ctx;
+        let mut runner = Side::start(
+            ctx.sandbox.command(&ctx.runner, &runner_args, self.jail),
+            &ctx.runner,
+            &runner_args,
+            &ctx.sandbox,
+            log,
+            log_path,
+        )?;
+        let ready = runner.answer(&[READY, DONE], "kem-runner", log)?;
+        let calibrated = serde_json::from_str::<Ready>(&ready)
+            .map_err(|e| Error::Tool(format!("kem-runner serve: unreadable `ready` line: {e}")))?
+            .calibration
+            .iters;
+        let per = kem_native::serve::per_layout(calibrated, self.objects.len());
+        Ok((runner, per))
+    }
+}
+
+/// One kem-runner batch: the cycles per call of each layout added to `runner`'s rounds.
+fn runner_batch(
+    runner: &mut Side,
+    per: u64,
+    rounds: &mut [Vec<f64>],
+    log: &mut Log,
+) -> Result<(), Error> {
+    runner.ask("batch")?;
+    let json = runner.answer(&[BATCH, DONE], "kem-runner", log)?;
+    let b: BatchReply = serde_json::from_str(&json)
+        .map_err(|e| Error::Tool(format!("kem-runner serve: unreadable `batch` line: {e}")))?;
+    if b.layout_cycles.is_empty() {
+        rounds[0].push(b.cycles as f64 / b.iters.max(1) as f64);
+    } else {
+        for (l, c) in rounds.iter_mut().zip(&b.layout_cycles) {
+            l.push(*c as f64 / per as f64);
+        }
+    }
+    Ok(())
+}
+
+/// One batch of `per` calls of a reference: its cycles per call.
+fn reference_batch(side: &mut Side, per: u64, log: &mut Log) -> Result<f64, Error> {
+    side.ask(&per.to_string())?;
+    let cycles: u64 = side
+        .answer(&["cycles"], "minimal_loop", log)?
+        .trim()
+        .parse()
+        .map_err(|e| Error::Tool(format!("minimal_loop: unreadable answer: {e}")))?;
+    Ok(cycles as f64 / per as f64)
+}
+
+/// Every round's values of every operation, as CSV, into `path`.
+fn write_values(path: &Path, layouts: &[String], rows: &[FidelityRow]) -> Result<(), Error> {
     let mut csv = String::from("op,round,calls_per_layout");
     for side in ["runner", "static"] {
-        for name in &layouts {
+        for name in layouts {
             let _ = write!(csv, ",{side}_{}_cycles_per_op", name.replace('-', "_"));
         }
     }
     csv.push('\n');
-    for r in &rows {
+    for r in rows {
         for i in 0..r.rounds() {
             let _ = write!(csv, "{},{},{}", r.op.name(), i + 1, r.iters);
             for l in r.runner.iter().chain(&r.reference) {
@@ -490,17 +442,7 @@ pub fn fidelity(
             csv.push('\n');
         }
     }
-    std::fs::write(&values, csv).map_err(Error::io(values.display()))?;
-    Ok(Fidelity {
-        references,
-        layouts,
-        reference_kind,
-        object,
-        cpu,
-        seed,
-        values,
-        rows,
-    })
+    std::fs::write(path, csv).map_err(Error::io(path.display()))
 }
 
 /// One side of the comparison: a contained process answering line by line.

@@ -4,8 +4,10 @@
 //! `bench fidelity` is in [`fidelity`].
 
 mod fidelity;
+mod reference;
 
-pub use fidelity::{build_reference, fidelity, fidelity_table, static_elf_kind, ReferenceSpec};
+pub use fidelity::{fidelity, fidelity_table};
+pub use reference::{build_reference, static_elf_kind, ReferenceSpec};
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -301,22 +301,13 @@ fn submitted_file(
     api_h: &str,
     problems: &mut Vec<Diagnostic>,
 ) {
-    let Some(t) = &inst.kat_submitted else {
+    if inst.kat_submitted.is_none() {
         return;
-    };
+    }
     let Ok(api) = kem_native::api::parse_api_h(api_h, &inst.namespace) else {
         return;
     };
-    let vars: BTreeMap<String, String> = [
-        ("pk", api.pk),
-        ("sk", api.sk),
-        ("ct", api.ct),
-        ("ss", api.ss),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let Ok(rel) = super::parse_template(t).and_then(|t| t.expand(&vars)) else {
+    let Some(Ok(rel)) = super::submitted_kat_path(inst, &api) else {
         return;
     };
     if !root.join(&rel).is_file() {

@@ -39,7 +39,9 @@ pub use deep_link::{LinkOutcome, Linker, NoLinker, Unresolved};
 pub use diag::{Diagnostic, Diagnostics, Location};
 pub use duration::{format_duration, parse_duration};
 pub use fs::{find_program, MemFs, RealFs, SourceFs};
-pub use template::{expand_template, parse_template, Filter, Piece, Template, TemplateError};
+pub use template::{
+    expand_template, parse_template, submitted_kat_path, Filter, Piece, Template, TemplateError,
+};
 
 use crate::model::Campaign;
 

@@ -46,6 +46,33 @@ pub(super) fn lower_step<'n>(
     default_timeout: Duration,
     flags: &BTreeMap<String, FlagProfile>,
 ) -> Option<StepDraft<'n>> {
+    let (kind, kind_span) = step_kind(cx, n)?;
+    let on = format!("step `{kind}`");
+    let props = step_props(cx, n, kind, &on);
+    let exclusive = props
+        .get("exclusive")
+        .and_then(|e| cx.expect_bool(e, "exclusive"))
+        .unwrap_or(false);
+    let timeout = step_timeout(cx, &props, default_timeout);
+    let params = step_params(cx, n, kind, &props, flags, exclusive, &on);
+    // A broken step still takes part in duplicate/needs checks; the campaign fails anyway.
+    Some(StepDraft {
+        kind,
+        kind_span,
+        needs: props.get("needs").copied(),
+        cells: props.get("cells").copied(),
+        spec: StepSpec {
+            kind,
+            needs: Vec::new(),
+            exclusive,
+            timeout,
+            params,
+        },
+    })
+}
+
+/// The step's kind (its one argument) and where it is written.
+fn step_kind(cx: &mut NodeReader<'_>, n: &KdlNode) -> Option<(StepKind, SourceSpan)> {
     let (kind_name, kind_entry) = cx.one_string_arg(n, "step")?;
     let kind_span = cx.value_span(kind_entry);
     let Some(kind) = StepKind::from_name(&kind_name) else {
@@ -60,7 +87,17 @@ pub(super) fn lower_step<'n>(
         cx.push(d);
         return None;
     };
-    let on = format!("step `{kind}`");
+    Some((kind, kind_span))
+}
+
+/// The properties given on the step, each once, among those its kind takes; one given
+/// twice, one of another kind and an unknown one are diagnosed.
+fn step_props<'n>(
+    cx: &mut NodeReader<'_>,
+    n: &'n KdlNode,
+    kind: StepKind,
+    on: &str,
+) -> BTreeMap<&'n str, &'n KdlEntry> {
     let allowed = allowed_props(kind);
     let mut props: BTreeMap<&str, &KdlEntry> = BTreeMap::new();
     for e in n.entries() {
@@ -105,30 +142,47 @@ pub(super) fn lower_step<'n>(
             cx.push(d);
         }
     }
+    props
+}
 
-    let mut params = StepParams::default();
-    let mut exclusive = false;
-    let mut timeout = default_timeout;
-    if let Some(b) = props
-        .get("exclusive")
-        .and_then(|e| cx.expect_bool(e, "exclusive"))
-    {
-        exclusive = b;
-    }
-    if let Some(e) = props.get("timeout") {
-        match duration_value(cx, e, "timeout") {
-            Some(t) if t.is_zero() => {
-                let s = cx.value_span(e);
-                cx.error(s, "zero", "`timeout` must be longer than zero");
-            }
-            Some(t) => timeout = t,
-            None => {}
+/// `timeout=`, longer than zero; `default` without it.
+fn step_timeout(
+    cx: &mut NodeReader<'_>,
+    props: &BTreeMap<&str, &KdlEntry>,
+    default: Duration,
+) -> Duration {
+    let Some(e) = props.get("timeout") else {
+        return default;
+    };
+    match duration_value(cx, e, "timeout") {
+        Some(t) if t.is_zero() => {
+            let s = cx.value_span(e);
+            cx.error(s, "zero", "`timeout` must be longer than zero");
+            default
         }
+        Some(t) => t,
+        None => default,
     }
-    params.instances = lower_instances(cx, n, kind);
+}
+
+/// The kind's parameters: the `instances` block, the required properties, what to build
+/// and check (`flags`, `modes`, `ops`), then how to measure ([`measure_params`]).
+fn step_params(
+    cx: &mut NodeReader<'_>,
+    n: &KdlNode,
+    kind: StepKind,
+    props: &BTreeMap<&str, &KdlEntry>,
+    flags: &BTreeMap<String, FlagProfile>,
+    exclusive: bool,
+    on: &str,
+) -> StepParams {
+    let mut params = StepParams {
+        instances: lower_instances(cx, n, kind),
+        ..StepParams::default()
+    };
     for p in kind.table().required_props {
         if !props.contains_key(p) {
-            cx.missing_prop(n, p, &on);
+            cx.missing_prop(n, p, on);
         }
     }
     if let Some(e) = props.get("flags") {
@@ -156,6 +210,18 @@ pub(super) fn lower_step<'n>(
     {
         params.ops = ws.iter().filter_map(|w| Op::from_name(w)).collect();
     }
+    measure_params(cx, props, exclusive, &mut params);
+    params
+}
+
+/// How to measure: `trials`, `trial`, `min-iters`, `samples`, `layouts` (above 1 only on
+/// an exclusive step), `iters`, `memory`.
+fn measure_params(
+    cx: &mut NodeReader<'_>,
+    props: &BTreeMap<&str, &KdlEntry>,
+    exclusive: bool,
+    params: &mut StepParams,
+) {
     if let Some(v) = props
         .get("trials")
         .and_then(|e| cx.expect_int_as::<u32>(e, "trials", 1))
@@ -223,20 +289,6 @@ pub(super) fn lower_step<'n>(
     if let Some(e) = props.get("cells") {
         params.best_cell = super::best_cell::lower_cells(cx, e);
     }
-    // A broken step still takes part in duplicate/needs checks; the campaign fails anyway.
-    Some(StepDraft {
-        kind,
-        kind_span,
-        needs: props.get("needs").copied(),
-        cells: props.get("cells").copied(),
-        spec: StepSpec {
-            kind,
-            needs: Vec::new(),
-            exclusive,
-            timeout,
-            params,
-        },
-    })
 }
 
 /// The step's `{ instances "<glob>" timeout="2h" all-count=2 }` block: settings for the

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use kem_native::output::ApiSizes;
 use nom::branch::alt;
 use nom::bytes::complete::{is_not, tag, take_while1};
 use nom::character::complete::char;
@@ -15,6 +16,7 @@ use nom::sequence::{delimited, pair, preceded};
 use nom::IResult;
 
 use super::diag::{backticked, did_you_mean};
+use crate::model::Instance;
 
 /// A filter applied to a variable's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,6 +285,23 @@ where
 pub fn expand_template(t: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
     let tpl = parse_template(t).map_err(|e| e.message)?;
     tpl.expand(vars).map_err(|e| e.message)
+}
+
+/// The path of `inst`'s submitted KAT file (`kat submitted=`, relative to the source root),
+/// its `{pk}`, `{sk}`, `{ct}`, `{ss}` filled with api.h's sizes; `None` without one. The
+/// one reading of the template, for `check --deep` and the run alike.
+pub fn submitted_kat_path(inst: &Instance, api: &ApiSizes) -> Option<Result<String, String>> {
+    let text = inst.kat_submitted.as_ref()?;
+    let sizes: BTreeMap<String, String> = [
+        ("pk", api.pk),
+        ("sk", api.sk),
+        ("ct", api.ct),
+        ("ss", api.ss),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    Some(expand_template(text, &sizes))
 }
 
 #[cfg(test)]

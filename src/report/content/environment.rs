@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::record::Environment;
 
 /// SMT control values of `/sys/devices/system/cpu/smt/control` in words.
 pub(super) fn smt_words(v: Option<&str>) -> String {
@@ -36,7 +37,23 @@ pub(super) fn environment_table(doc: &mut Doc, view: &CampaignView, full: bool) 
         doc.p("No environment was recorded (`campaign.json` and timing records are missing).");
         return;
     };
+    let nodes = timing_nodes(view);
     let mut t = Table::new(&["item", "value"]);
+    machine_rows(&mut t, view, env);
+    run_rows(&mut t, view, env, &nodes);
+    if !full {
+        t.rows.retain(|r| !APPENDIX_ONLY.contains(&r[0].as_str()));
+    }
+    doc.table(t);
+    node_models(doc, &nodes);
+    if !full {
+        warnings(doc, env);
+    }
+}
+
+/// The rows on the machine: processor (and an emulated target), clock, cores, memory, OS,
+/// compiler, cycle counter.
+fn machine_rows(t: &mut Table, view: &CampaignView, env: &Environment) {
     t.row(vec![
         "processor".into(),
         format!(
@@ -108,6 +125,16 @@ pub(super) fn environment_table(doc: &mut Doc, view: &CampaignView, full: bool) 
         ),
     ]);
     t.row(vec!["cycle counter".into(), cycle_counter(view)]);
+}
+
+/// The rows on the run: the sandbox, the Slurm nodes timed on, the load, the campaign's
+/// start and end.
+fn run_rows(
+    t: &mut Table,
+    view: &CampaignView,
+    env: &Environment,
+    nodes: &BTreeMap<String, Option<String>>,
+) {
     if let Some(sb) = &env.sandbox {
         t.row(vec![
             "sandbox for submission code".into(),
@@ -123,7 +150,6 @@ pub(super) fn environment_table(doc: &mut Doc, view: &CampaignView, full: bool) 
             },
         ]);
     }
-    let nodes = timing_nodes(view);
     if !nodes.is_empty() {
         t.row(vec![
             "timing nodes (Slurm)".into(),
@@ -154,10 +180,10 @@ pub(super) fn environment_table(doc: &mut Doc, view: &CampaignView, full: bool) 
         "campaign start / end (UTC)".into(),
         format!("{start} / {end}"),
     ]);
-    if !full {
-        t.rows.retain(|r| !APPENDIX_ONLY.contains(&r[0].as_str()));
-    }
-    doc.table(t);
+}
+
+/// A note when timing ran on nodes of different CPU models.
+fn node_models(doc: &mut Doc, nodes: &BTreeMap<String, Option<String>>) {
     let models: BTreeSet<Option<&String>> = nodes.values().map(Option::as_ref).collect();
     if models.len() > 1 {
         doc.p(format!(
@@ -170,9 +196,10 @@ pub(super) fn environment_table(doc: &mut Doc, view: &CampaignView, full: bool) 
                 .join(", ")
         ));
     }
-    if full {
-        return;
-    }
+}
+
+/// The environment warnings, each with its fix, or a line saying there are none.
+fn warnings(doc: &mut Doc, env: &Environment) {
     if env.warnings.is_empty() {
         doc.p("No environment warnings: nothing recorded that spoils timing.");
     } else {

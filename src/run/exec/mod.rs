@@ -12,6 +12,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -25,7 +26,8 @@ pub mod slurm;
 pub use capture::{open_log, Capture, Log};
 pub use served::{make_room_for, NoLine, Served, SERVED_QUEUE};
 
-use super::sandbox::disk::{DiskGuard, Poll};
+use super::sandbox::disk::{DiskGuard, Poll, DISK};
+use super::sandbox::{Jail, Sandbox};
 
 /// Set by the Ctrl-C handler; every running child is killed when it flips.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);
@@ -264,6 +266,27 @@ pub fn run_guarded(
         stderr,
         truncated,
     })
+}
+
+/// `program` with `args` run by `sandbox` inside `jail`, as a one-shot compile outside a
+/// step (the link check's objects, the import probe's): logged as written (not the sandbox
+/// around it), stopped `timeout` from now, the folders it may write held to [`DISK`], its
+/// exit read through the sandbox.
+pub fn run_jailed(
+    sandbox: &Sandbox,
+    program: &str,
+    args: Vec<String>,
+    jail: &Jail,
+    timeout: Duration,
+    log: &mut Log,
+) -> std::io::Result<Output> {
+    let mut cmd = sandbox.command(Path::new(program), &args, jail);
+    let shown: Vec<String> = std::iter::once(program.to_string()).chain(args).collect();
+    let guard = DiskGuard::new(&jail.write, DISK);
+    let deadline = Instant::now() + timeout;
+    let mut ran = run_guarded(&mut cmd, &shown, deadline, log, &|_| {}, Some(&guard))?;
+    ran.exit = ran.exit.through_sandbox();
+    Ok(ran)
 }
 
 /// A command line as a user would paste it into a shell.

@@ -19,7 +19,7 @@ mod symbols;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::dsl::{LinkOutcome, Linker, Unresolved};
 use crate::model::{Campaign, Instance, StepKind, Submission};
@@ -249,10 +249,6 @@ fn compile_all(
         cpu: None,
     };
     let mut log = crate::run::exec::open_log(&out.join("compile.log")).map_err(|e| skip(&e))?;
-    let guard = crate::run::sandbox::disk::DiskGuard::new(
-        std::slice::from_ref(&jail.write[0]),
-        crate::run::sandbox::disk::DISK,
-    );
     for u in units {
         let mut args = u.flags.clone();
         args.extend(CODEGEN_FLAGS.iter().map(|f| f.to_string()));
@@ -262,25 +258,15 @@ fn compile_all(
             "-o".to_string(),
             u.obj.display().to_string(),
         ]);
-        let cc = Path::new(&c.system.cc);
-        let mut cmd = sandbox.command(cc, &args, &jail);
-        let shown: Vec<String> = std::iter::once(c.system.cc.clone()).chain(args).collect();
-        let ran = crate::run::exec::run_guarded(
-            &mut cmd,
-            &shown,
-            Instant::now() + TIMEOUT,
-            &mut log,
-            &|_| {},
-            Some(&guard),
-        )
-        .map_err(|e| Failure::Skip(format!("cannot run `{}`: {e}", c.system.cc)))?;
-        let exit = ran.exit.through_sandbox();
-        if !exit.success() {
+        let ran =
+            crate::run::exec::run_jailed(sandbox, &c.system.cc, args, &jail, TIMEOUT, &mut log)
+                .map_err(|e| Failure::Skip(format!("cannot run `{}`: {e}", c.system.cc)))?;
+        if !ran.exit.success() {
             let rel = u.src.strip_prefix(root).unwrap_or(&u.src);
             return Err(Failure::Compile(format!(
                 "`{}` does not compile ({}): {}",
                 rel.display(),
-                exit.describe(),
+                ran.exit.describe(),
                 crate::run::exec::tail(&ran.stderr, 6)
             )));
         }

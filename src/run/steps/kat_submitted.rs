@@ -15,7 +15,6 @@
 //! the pipeline reduced (`all-count` in the step's `instances` block) compares its counts
 //! and is NOKAT when the file holds more: it never passes on counts it did not check.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use kem_native::output::ApiSizes;
@@ -34,26 +33,6 @@ pub const MAX_CHECKED: u32 = 1000;
 /// by a blank line, none after the last).
 pub fn nist_text(algname: &str, runner_text: &str) -> String {
     format!("# {algname}\n\n{runner_text}\n")
-}
-
-/// The submitted file's path for `inst` (relative to the source root), its `{pk}`, `{sk}`,
-/// `{ct}`, `{ss}` filled with api.h's sizes.
-pub fn submitted_path(inst: &Instance, api: &ApiSizes) -> Option<Result<String, String>> {
-    let text = inst.kat_submitted.as_ref()?;
-    let sizes: BTreeMap<String, String> = [
-        ("pk", api.pk),
-        ("sk", api.sk),
-        ("ct", api.ct),
-        ("ss", api.ss),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    Some(
-        crate::dsl::parse_template(text)
-            .and_then(|t| t.expand(&sizes))
-            .map_err(|e| e.message),
-    )
 }
 
 /// The first `n` counts of an `.rsp` text (with its header) and the number of counts it
@@ -112,7 +91,7 @@ pub struct Submitted {
 /// The submitted file of `inst` under `root`, or the verdict every mode gets without it
 /// (no file named: NOKAT; a bad template or an unreadable file: FAIL).
 pub fn load(root: &Path, inst: &Instance, api: &ApiSizes) -> Result<Submitted, Box<Verdict>> {
-    let rel = match submitted_path(inst, api) {
+    let rel = match crate::dsl::submitted_kat_path(inst, api) {
         Some(Ok(r)) => r,
         Some(Err(e)) => {
             return Err(Box::new(Verdict::fail(
@@ -368,6 +347,8 @@ pub fn apply(r: &mut KatModeResult, rsp: &Path, a: &Against<'_>) -> Option<Strin
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn runner(counts: u32) -> String {

@@ -88,7 +88,31 @@ pub(super) fn performance(
         i.ops(StepKind::Time)
             .any(|(op, _)| i.time_ok(op).is_some_and(|t| t.rounds.is_some()))
     });
-    let mut t = Table::new(&[
+    let mut t = timing_table(in_rounds);
+    let seen = timing_rows(&mut t, sub);
+    if t.rows.is_empty() {
+        doc.p("No operation was timed successfully.");
+    } else {
+        doc.table(t);
+        doc.p(headline_note(&seen, in_rounds, appendix_href));
+        not_trusted(doc, seen.contradicted, seen.flagged);
+        wide_note(doc, sub, &seen.wide);
+    }
+    let slow = categories::slower_than_clean(&categories::speedups(sub));
+    if !slow.is_empty() {
+        doc.p("Optimized implementation slower than its clean one:");
+        doc.list(slow);
+    }
+    let missing = not_timed(sub);
+    if !missing.is_empty() {
+        doc.p("Not timed:");
+        doc.list(missing);
+    }
+}
+
+/// The timing table's head: medians over rounds, or means over trials.
+fn timing_table(in_rounds: bool) -> Table {
+    Table::new(&[
         "instance",
         "operation",
         if in_rounds {
@@ -107,32 +131,49 @@ pub(super) fn performance(
         } else {
             "n (trials × iters)"
         },
-    ]);
-    let mut counters: Vec<String> = Vec::new();
-    let mut orders = 0;
-    let mut wide: Vec<String> = Vec::new();
-    let mut flagged: Vec<String> = Vec::new();
-    let mut contradicted: Vec<String> = Vec::new();
-    let mut within_state = false;
+    ])
+}
+
+/// What the timing rows saw, for the sentences under the table.
+#[derive(Default)]
+struct Seen {
+    /// The cycle counters used, in the order met.
+    counters: Vec<String>,
+    /// The most link orders an object was timed in.
+    orders: usize,
+    /// Operations whose interval missed the precision target, with its half-width.
+    wide: Vec<String>,
+    /// Operations the rounds flagged, with the flags.
+    flagged: Vec<String>,
+    /// Operations whose figures contradict each other, with the reason.
+    contradicted: Vec<String>,
+    /// Whether the host switched between two speed states during a session.
+    within_state: bool,
+}
+
+/// A row per timed operation of each listed instance.
+fn timing_rows(t: &mut Table, sub: &SubmissionView) -> Seen {
+    let mut seen = Seen::default();
     for inst in listed(sub) {
         for (op, _) in inst.ops(StepKind::Time) {
             let Some(td) = inst.time_ok(op) else {
                 continue;
             };
             let s = &td.summary;
-            if !counters.contains(&td.output.counter) {
-                counters.push(td.output.counter.clone());
+            if !seen.counters.contains(&td.output.counter) {
+                seen.counters.push(td.output.counter.clone());
             }
-            orders = orders.max(td.output.layouts.len());
+            seen.orders = seen.orders.max(td.output.layouts.len());
             let (cycles, ci) = headline(td);
             let ns = ns_of(td, cycles);
             let untrusted = inst.untrusted(op);
             let flags = td.rounds.as_ref().map_or(&[][..], |r| &r.flags[..]);
             let mark = if let Some(u) = &untrusted {
-                contradicted.push(format!("{} {}: {}", code(&inst.id), op.name(), u.reason()));
+                seen.contradicted
+                    .push(format!("{} {}: {}", code(&inst.id), op.name(), u.reason()));
                 " ⚠ not trusted"
             } else if !flags.is_empty() {
-                flagged.push(format!(
+                seen.flagged.push(format!(
                     "{} {}: {}",
                     code(&inst.id),
                     op.name(),
@@ -142,7 +183,7 @@ pub(super) fn performance(
             } else {
                 ""
             };
-            within_state |= td
+            seen.within_state |= td
                 .rounds
                 .as_ref()
                 .and_then(|r| r.host.as_ref())
@@ -152,7 +193,7 @@ pub(super) fn performance(
                 .as_ref()
                 .filter(|r| !r.reached && r.flags.is_empty() && untrusted.is_none())
             {
-                wide.push(format!(
+                seen.wide.push(format!(
                     "{} {} (±{:.1}%)",
                     code(&inst.id),
                     op.name(),
@@ -177,72 +218,69 @@ pub(super) fn performance(
             ]);
         }
     }
-    if t.rows.is_empty() {
-        doc.p("No operation was timed successfully.");
+    seen
+}
+
+/// The sentence saying which statistic the headline figure is, in which ticks, over how
+/// many link orders.
+fn headline_note(seen: &Seen, in_rounds: bool, appendix_href: &str) -> String {
+    let counter = seen
+        .counters
+        .iter()
+        .map(|c| code(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let orders = seen.orders;
+    let orders = if orders > 1 {
+        format!(
+            "; every batch times the object in all its {orders} link orders and a \
+             figure is the mean over them"
+        )
     } else {
-        doc.table(t);
-        let counter = counters
-            .iter()
-            .map(|c| code(c))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let orders = if orders > 1 {
-            format!(
-                "; every batch times the object in all its {orders} link orders and a \
-                 figure is the mean over them"
-            )
-        } else {
-            String::new()
-        };
-        doc.p(if in_rounds {
-            format!(
-                "Headline figure, one per operation: the median over the timing session's \
-                 rounds of the per-call cycles ({counter} ticks), with its 95% bootstrap \
-                 confidence interval{orders}.{} Time is cycles over the measured counter rate; \
-                 ops/s is one over time. The {} gives the distributions, single-call samples, \
-                 outliers, the host's states and link-order spread.",
-                if within_state {
-                    " The host switched between two speed states during the session (the \
-                     yardstick timed inside every batch says which): the median is over the \
-                     clean rounds of its uncontended state, the one closest to a dedicated \
-                     core."
-                } else {
-                    ""
-                },
-                link("appendix", appendix_href)
-            )
-        } else {
-            format!(
-                "Headline figure, one per operation: the mean of the per-call cycles \
-                 ({counter} ticks) over all trials (total ticks / total iterations){orders}. \
-                 Time is cycles over the measured counter rate; ops/s is one over time. The \
-                 {} gives the distributions, single-call samples, outliers and link-order \
-                 spread.",
-                link("appendix", appendix_href)
-            )
-        });
-        not_trusted(doc, contradicted, flagged);
-        if !wide.is_empty() {
-            let precision = listed(sub)
-                .flat_map(|i| i.ops(StepKind::Time).filter_map(|(op, _)| i.time_ok(op)))
-                .find_map(|td| td.rounds.as_ref().map(|r| r.precision))
-                .unwrap_or(0.0);
-            doc.p(format!(
-                "Interval wider than the ±{:.1}% precision target when the time budget ran \
-                 out (achieved half-width): {}.",
-                precision * 100.0,
-                wide.join(", ")
-            ));
-        }
+        String::new()
+    };
+    if in_rounds {
+        format!(
+            "Headline figure, one per operation: the median over the timing session's \
+             rounds of the per-call cycles ({counter} ticks), with its 95% bootstrap \
+             confidence interval{orders}.{} Time is cycles over the measured counter rate; \
+             ops/s is one over time. The {} gives the distributions, single-call samples, \
+             outliers, the host's states and link-order spread.",
+            if seen.within_state {
+                " The host switched between two speed states during the session (the \
+                 yardstick timed inside every batch says which): the median is over the \
+                 clean rounds of its uncontended state, the one closest to a dedicated \
+                 core."
+            } else {
+                ""
+            },
+            link("appendix", appendix_href)
+        )
+    } else {
+        format!(
+            "Headline figure, one per operation: the mean of the per-call cycles \
+             ({counter} ticks) over all trials (total ticks / total iterations){orders}. \
+             Time is cycles over the measured counter rate; ops/s is one over time. The \
+             {} gives the distributions, single-call samples, outliers and link-order \
+             spread.",
+            link("appendix", appendix_href)
+        )
     }
-    let slow = categories::slower_than_clean(&categories::speedups(sub));
-    if !slow.is_empty() {
-        doc.p("Optimized implementation slower than its clean one:");
-        doc.list(slow);
+}
+
+/// The operations whose interval is wider than the precision target, if any.
+fn wide_note(doc: &mut Doc, sub: &SubmissionView, wide: &[String]) {
+    if wide.is_empty() {
+        return;
     }
-    let missing = not_timed(sub);
-    if !missing.is_empty() {
-        doc.p("Not timed:");
-        doc.list(missing);
-    }
+    let precision = listed(sub)
+        .flat_map(|i| i.ops(StepKind::Time).filter_map(|(op, _)| i.time_ok(op)))
+        .find_map(|td| td.rounds.as_ref().map(|r| r.precision))
+        .unwrap_or(0.0);
+    doc.p(format!(
+        "Interval wider than the ±{:.1}% precision target when the time budget ran \
+         out (achieved half-width): {}.",
+        precision * 100.0,
+        wide.join(", ")
+    ));
 }

@@ -13,9 +13,15 @@ use crate::report::view::{self, CampaignView, InstanceView, SubmissionView};
 
 const MAX_EVIDENCE: usize = 8;
 
+/// The body's section: the survey's verdict, then the hash/DRNG shares of each operation.
 pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     doc.h(2, "Symmetric primitives");
-    // survey
+    survey_verdicts(doc, view, sub);
+    profile_shares(doc, view, sub);
+}
+
+/// The survey's verdict: one line when every listed instance has the same, else a table.
+fn survey_verdicts(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let surveys: Vec<(&InstanceView, &crate::record::SurveyData)> = sub
         .instances
         .iter()
@@ -53,24 +59,33 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
                 summary_text(first)
             ));
         } else {
-            let mut t = Table::new(&["instance", "survey verdict", "summary"]);
-            for inst in listed(sub) {
-                match inst.record(StepKind::Survey) {
-                    Some(r) => match view::survey_data(r) {
-                        Some(s) => t.row(vec![
-                            code(&inst.id),
-                            s.verdict.name().into(),
-                            summary_text(s),
-                        ]),
-                        None => t.row(vec![code(&inst.id), DASH.into(), status_text(r)]),
-                    },
-                    None => t.row(vec![code(&inst.id), DASH.into(), "did not run".into()]),
-                }
-            }
-            doc.table(t);
+            survey_table(doc, sub);
         }
     }
-    // profile
+}
+
+/// The survey verdict and summary of each listed instance.
+fn survey_table(doc: &mut Doc, sub: &SubmissionView) {
+    let mut t = Table::new(&["instance", "survey verdict", "summary"]);
+    for inst in listed(sub) {
+        match inst.record(StepKind::Survey) {
+            Some(r) => match view::survey_data(r) {
+                Some(s) => t.row(vec![
+                    code(&inst.id),
+                    s.verdict.name().into(),
+                    summary_text(s),
+                ]),
+                None => t.row(vec![code(&inst.id), DASH.into(), status_text(r)]),
+            },
+            None => t.row(vec![code(&inst.id), DASH.into(), "did not run".into()]),
+        }
+    }
+    doc.table(t);
+}
+
+/// The shares of each operation spent in the provided hash/XOF and cipher functions and in
+/// the DRNG, and the instances not profiled.
+fn profile_shares(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     let any_profile = sub
         .instances
         .iter()
@@ -84,6 +99,28 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
         .primitive_families
         .iter()
         .partition(|f| results::CIPHER_FAMILIES.contains(&f.as_str()));
+    let mut t = shares_table(doc, sub, &ciphers, &hashes);
+    let missing = share_rows(&mut t, sub, &ciphers);
+    if !t.rows.is_empty() {
+        doc.table(t);
+    }
+    if !missing.is_empty() {
+        doc.p("Not profiled:");
+        doc.list(missing);
+    }
+    if let Some(line) = portable_aes(sub) {
+        doc.p(line);
+    }
+}
+
+/// The shares table's head (a column per cipher family), after the paragraph that says
+/// what the shares are.
+fn shares_table(
+    doc: &mut Doc,
+    sub: &SubmissionView,
+    ciphers: &[&String],
+    hashes: &[&String],
+) -> Table {
     let hash_head = if hashes.is_empty() {
         "hash/XOF".to_string()
     } else {
@@ -112,10 +149,15 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
     let mut head = vec!["instance".to_string(), "operation".to_string(), hash_head];
     head.extend(cipher_heads.iter().cloned());
     head.extend(["DRNG".to_string(), "calls per operation".to_string()]);
-    let mut t = Table {
+    Table {
         head,
         rows: Vec::new(),
-    };
+    }
+}
+
+/// A row per profiled operation of each listed instance; the operations not profiled, by
+/// instance and reason.
+fn share_rows(t: &mut Table, sub: &SubmissionView, ciphers: &[&String]) -> Vec<String> {
     let mut missing: Vec<(String, String, Vec<&str>)> = Vec::new();
     for inst in listed(sub) {
         for (op, r) in inst.ops(StepKind::Profile) {
@@ -152,20 +194,10 @@ pub(super) fn primitives(doc: &mut Doc, view: &CampaignView, sub: &SubmissionVie
             }
         }
     }
-    let missing: Vec<String> = missing
+    missing
         .into_iter()
         .map(|(i, why, ops)| format!("{} {}: {why}", code(&i), ops.join(", ")))
-        .collect();
-    if !t.rows.is_empty() {
-        doc.table(t);
-    }
-    if !missing.is_empty() {
-        doc.p("Not profiled:");
-        doc.list(missing);
-    }
-    if let Some(line) = portable_aes(sub) {
-        doc.p(line);
-    }
+        .collect()
 }
 
 /// The appendix part: the survey's evidence, line by line, and callgrind's instruction

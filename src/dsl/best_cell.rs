@@ -6,8 +6,7 @@
 use kdl::KdlEntry;
 
 use super::reader::NodeReader;
-use super::step::StepDraft;
-use crate::model::{Op, StepKind};
+use crate::model::{Op, StepKind, StepSpec};
 
 /// `cells="all"` (the default) or `cells="best"`: whether only the best cell is measured.
 pub(super) fn lower_cells(cx: &mut NodeReader<'_>, e: &KdlEntry) -> bool {
@@ -29,19 +28,20 @@ pub(super) fn lower_cells(cx: &mut NodeReader<'_>, e: &KdlEntry) -> bool {
     }
 }
 
-/// Every step with `cells="best"` needs a `count` step that counts enc and dec.
-pub(super) fn check_best_cell(cx: &mut NodeReader<'_>, steps: &[StepDraft<'_>]) {
-    let counts_enc_dec = steps.iter().any(|s| {
+/// Every step with `cells="best"` needs a `count` step that counts enc and dec: `steps` are
+/// the pipeline's steps with their `cells=` entries.
+pub(super) fn check_best_cell(cx: &mut NodeReader<'_>, steps: &[(&StepSpec, Option<&KdlEntry>)]) {
+    let counts_enc_dec = steps.iter().any(|(s, _)| {
         s.kind == StepKind::Count
             && [Op::Enc, Op::Dec]
                 .iter()
-                .all(|op| s.spec.params.ops.contains(op))
+                .all(|op| s.params.ops.contains(op))
     });
     if counts_enc_dec {
         return;
     }
-    for s in steps.iter().filter(|s| s.spec.params.best_cell) {
-        let Some(e) = s.cells else { continue };
+    for (s, cells) in steps.iter().filter(|(s, _)| s.params.best_cell) {
+        let Some(e) = cells else { continue };
         let span = cx.value_span(e);
         let d = cx
             .diag(format!(

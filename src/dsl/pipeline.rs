@@ -193,7 +193,8 @@ pub(crate) fn lower_pipeline(
     }
     resolve_needs(cx, &mut steps);
     check_cycles(cx, &steps);
-    super::best_cell::check_best_cell(cx, &steps);
+    let cells: Vec<_> = steps.iter().map(|s| (&s.spec, s.cells)).collect();
+    super::best_cell::check_best_cell(cx, &cells);
     draft.steps = steps.into_iter().map(|s| s.spec).collect();
     draft
 }

@@ -23,7 +23,7 @@ pub(super) struct StepDraft<'n> {
     pub kind: StepKind,
     pub kind_span: SourceSpan,
     pub needs: Option<&'n KdlEntry>,
-    /// `cells=`, for [`super::best_cell::check_best_cell`].
+    /// `cells=`, for `best_cell::check_best_cell`.
     pub cells: Option<&'n KdlEntry>,
     pub spec: StepSpec,
 }

@@ -7,8 +7,8 @@
 //! bubblewrap) or cannot evaluate them, the `#define`s are read without a compiler
 //! ([`super::defines`]); what neither finds is left to the user, said.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use kem_native::output::ApiSizes;
 
@@ -183,24 +183,11 @@ impl Prober {
             cpu: None,
         };
         let sandbox = self.sandbox(pkg)?.clone();
-        let mut cmd = sandbox.command(Path::new(&self.cc), &args, &jail);
         let log_path = work.join(format!("compile-{}.log", self.runs));
         let mut log = crate::run::exec::open_log(&log_path).map_err(|e| e.to_string())?;
-        let shown: Vec<String> = std::iter::once(self.cc.clone()).chain(args).collect();
-        let guard = crate::run::sandbox::disk::DiskGuard::new(
-            std::slice::from_ref(&out),
-            crate::run::sandbox::disk::DISK,
-        );
-        let ran = crate::run::exec::run_guarded(
-            &mut cmd,
-            &shown,
-            Instant::now() + TIMEOUT,
-            &mut log,
-            &|_| {},
-            Some(&guard),
-        )
-        .map_err(|e| format!("cannot run `{}`: {e}", crate::text::clean_line(&self.cc)))?;
-        let exit = ran.exit.through_sandbox();
+        let ran = crate::run::exec::run_jailed(&sandbox, &self.cc, args, &jail, TIMEOUT, &mut log)
+            .map_err(|e| format!("cannot run `{}`: {e}", crate::text::clean_line(&self.cc)))?;
+        let exit = ran.exit;
         if !exit.success() {
             // Its messages quote the package (paths it names, its lines): not repeated.
             let errors = String::from_utf8_lossy(&ran.stderr).matches("rror").count();

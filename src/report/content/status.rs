@@ -273,6 +273,17 @@ fn note(s: &mut Lists, r: &StepRecord) {
     }
 }
 
+/// The measurements `cells="best"` left to a better cell: not failures, said apart.
+fn left_to_best_cell(doc: &mut Doc, n: usize) {
+    if n > 0 {
+        doc.p(format!(
+            "{} left to a better cell of the same implementation (`cells=\"best\"`: only \
+             the cell with the fewest counted instructions for enc + dec is measured).",
+            plural(n, "measurement was", "measurements were")
+        ));
+    }
+}
+
 /// "Nothing failed: ..." claiming only what the records show ran (`ran`: their kinds), and
 /// naming the checks of which no record was read.
 fn nothing_failed(ran: &[StepKind]) -> String {
@@ -336,13 +347,7 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         && s.untrusted.is_empty()
         && s.warnings.is_empty()
         && s.skipped == 0;
-    if s.other_cells > 0 {
-        doc.p(format!(
-            "{} left to a better cell of the same implementation (`cells=\"best\"`: only \
-             the cell with the fewest counted instructions for enc + dec is measured).",
-            plural(s.other_cells, "measurement was", "measurements were")
-        ));
-    }
+    left_to_best_cell(doc, s.other_cells);
     if clean {
         doc.p(nothing_failed(&s.ran));
         return;

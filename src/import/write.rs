@@ -182,25 +182,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
             let files: Vec<String> = p.param.extra_sources.iter().map(|f| kdl_str(f)).collect();
             let _ = writeln!(body, "        sources {}", files.join(" "));
         }
-        if !p.param.cflags.is_empty() {
-            let flags: Vec<String> = p.param.cflags.iter().map(|f| kdl_str(f)).collect();
-            let _ = writeln!(body, "        cflags {}", flags.join(" "));
-            let mut cpu = Vec::new();
-            for f in p.param.cflags.iter().filter(|f| f.starts_with("-m")) {
-                match crate::dsl::cpuinfo_name_of_gcc_flag(f) {
-                    Some(c) if !cpu.contains(&c) => cpu.push(c),
-                    Some(_) => {}
-                    None => decisions.push(format!(
-                        "{}: no CPU feature is known for `{f}`, so no `requires-cpu` for it",
-                        p.id()
-                    )),
-                }
-            }
-            if !cpu.is_empty() {
-                let names: Vec<String> = cpu.iter().map(|c| kdl_str(c)).collect();
-                let _ = writeln!(body, "        requires-cpu {}", names.join(" "));
-            }
-        }
+        cflags_lines(&mut body, p, decisions);
         if !body.is_empty() {
             let from = p.param.build_file.as_deref().unwrap_or("the package");
             let _ = writeln!(blocks, "    // {}: from {}", p.id(), comment(from));
@@ -208,6 +190,38 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
         }
     }
     s.push_str(&blocks);
+    nist_categories(&mut s, m);
+    s.push_str("}\n");
+    s
+}
+
+/// The `cflags` line of one instance's `when` block, and `requires-cpu` for its `-m` flags
+/// (a flag with no known CPU feature is said in the decisions).
+fn cflags_lines(body: &mut String, p: &Pair<'_>, decisions: &mut Vec<String>) {
+    if p.param.cflags.is_empty() {
+        return;
+    }
+    let flags: Vec<String> = p.param.cflags.iter().map(|f| kdl_str(f)).collect();
+    let _ = writeln!(body, "        cflags {}", flags.join(" "));
+    let mut cpu = Vec::new();
+    for f in p.param.cflags.iter().filter(|f| f.starts_with("-m")) {
+        match crate::dsl::cpuinfo_name_of_gcc_flag(f) {
+            Some(c) if !cpu.contains(&c) => cpu.push(c),
+            Some(_) => {}
+            None => decisions.push(format!(
+                "{}: no CPU feature is known for `{f}`, so no `requires-cpu` for it",
+                p.id()
+            )),
+        }
+    }
+    if !cpu.is_empty() {
+        let names: Vec<String> = cpu.iter().map(|c| kdl_str(c)).collect();
+        let _ = writeln!(body, "        requires-cpu {}", names.join(" "));
+    }
+}
+
+/// The `nist-category` lines: the known ones with where they come from, a TODO for the rest.
+fn nist_categories(s: &mut String, m: &Manifest<'_>) {
     let known: Vec<_> = m
         .categories
         .iter()
@@ -239,8 +253,6 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
     for p in unknown {
         let _ = writeln!(s, "    // nist-category N param={}", kdl_str(p));
     }
-    s.push_str("}\n");
-    s
 }
 
 /// `kat.sha256`: the SHA-256 of each instance's submitted file.

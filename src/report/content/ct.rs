@@ -101,6 +101,7 @@ pub(super) fn constant_time(doc: &mut Doc, view: &CampaignView, sub: &Submission
         }
     }
     doc.table(verdicts);
+    super::ct_cells::across_cells(doc, view, sub);
     if untrusted {
         doc.p(
             "⚠ not trusted: memcheck ran the code it was given, but the timing and the \
@@ -135,9 +136,18 @@ fn checked(inst: &InstanceView) -> Vec<(Op, &CtData)> {
         .collect()
 }
 
-/// What the report says of a finding's source line.
-fn source_cell(f: &Finding, flags: &[String]) -> String {
-    if let Some(label) = f.compiler_label(flags) {
+/// What the report says of a finding's source line; a branch the compiler introduced is
+/// named with the compiler when the cell says which (`compilers` in the pipeline).
+fn source_cell(f: &Finding, flags: &[String], compiler: Option<&str>) -> String {
+    let label = match compiler {
+        Some(c) if f.compiler => Some(format!(
+            "introduced by the compiler {} (flags {})",
+            code(c),
+            flags.join(" ")
+        )),
+        _ => f.compiler_label(flags),
+    };
+    if let Some(label) = label {
         return match &f.source {
             Some(line) => format!("{label}: {}", code(line)),
             None => label,
@@ -185,7 +195,7 @@ pub(super) fn constant_time_detail(doc: &mut Doc, view: &CampaignView, sub: &Sub
                         f.contexts,
                         if f.contexts == 1 { "" } else { "s" }
                     ),
-                    source_cell(f, &d.flags),
+                    source_cell(f, &d.flags, inst.compiler()),
                     f.benign
                         .clone()
                         .unwrap_or_else(|| "not declared".to_string()),

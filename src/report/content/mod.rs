@@ -16,10 +16,12 @@ mod appendix;
 mod categories;
 mod counts;
 mod ct;
+mod ct_cells;
 mod environment;
 mod evidence;
 mod index;
 mod kat;
+mod matrix;
 mod performance;
 mod primitives;
 mod profiles;
@@ -211,11 +213,12 @@ pub fn appendix_doc(view: &CampaignView, sub: &SubmissionView, report_href: &str
         ),
     );
     doc.p(format!(
-        "Detail behind the figures of the {}: timing distributions, single-call samples, \
+        "Detail behind the figures of the {}: the build matrix, timing distributions, single-call samples, \
          outliers, link orders, host yardstick, instruction counts, survey evidence, \
          constant-time locations, environment and sandbox, and the raw evidence index.",
         link("report", report_href)
     ));
+    matrix::build_matrix(&mut doc, view, sub);
     appendix::timing_detail(&mut doc, view, sub);
     appendix::instructions(&mut doc, sub);
     primitives::primitives_detail(&mut doc, sub);

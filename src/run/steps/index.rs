@@ -1,6 +1,6 @@
 //! `index`: the campaign index, results.csv/json and the site's front page, once per
 //! campaign after every other step. Its inputs are the keys of every submission's steps
-//! (its dependencies).
+//! (its dependencies) and the renderer's version.
 
 use super::{Done, KindSpec, Step};
 use crate::record::{ReportData, StepData};
@@ -9,6 +9,18 @@ use crate::record::{ReportData, StepData};
 pub struct Kind;
 
 impl KindSpec for Kind {
+    fn inputs(
+        &self,
+        _c: &crate::model::Campaign,
+        _node: &crate::graph::Node,
+        _spec: &crate::model::StepSpec,
+        _facts: &crate::run::keys::Facts,
+        m: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        // A newer ngcc-pipe renders the same records anew.
+        m.insert("renderer".into(), crate::tool_version());
+    }
+
     fn run(&self, step: &mut Step) -> Done {
         let ctx = step.ctx;
         let view = match crate::report::CampaignView::load_with(

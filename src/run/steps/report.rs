@@ -20,6 +20,8 @@ impl KindSpec for Kind {
             "meta".into(),
             crate::run::keys::json(&c.submissions[node.submission].meta),
         );
+        // A newer ngcc-pipe renders the same records anew.
+        m.insert("renderer".into(), crate::tool_version());
     }
 
     fn run(&self, step: &mut Step) -> Done {

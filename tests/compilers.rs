@@ -131,3 +131,131 @@ fn every_step_runs_on_gcc_and_clang_cells() {
         "{index}"
     );
 }
+
+/// Issue #39's hidden case on real code: the older PQClean Kyber768 (pqcrypto-frodo 0.4.11)
+/// at `-Os` under clang-16 gets a secret-dependent branch in `poly_frommsg` that its source
+/// does not have (the "clangover" finding: `mask & ((KYBER_Q + 1) / 2)` compiled to a
+/// jump); gcc at the same flags and both compilers at the guide flags do not. The report
+/// calls it introduced by clang-16 at `os`; ML-KEM-768 clean has no such location in any
+/// cell. Manifests and primitives files are copied into a temporary folder; the code is
+/// the crates' own, fetched by the `source` step.
+#[test]
+fn a_branch_clang_alone_introduces_is_named_with_its_compiler() {
+    if !require_valgrind()
+        || !require_crates(&[MLKEM_CRATE, FRODO_CRATE])
+        || !require_tool("compilers", "clang-16", "clang-16")
+    {
+        return;
+    }
+    let tmp = tempdir();
+    let dir = tmp.path();
+    let subs = repo().join("submissions");
+    for (folder, id, (krate, version), prims, inst, path, ns) in [
+        (
+            "kyber",
+            "kyber-2021",
+            FRODO_CRATE,
+            "pqclean-2021-primitives.kdl",
+            "Kyber768-clean",
+            "crypto_kem/kyber768/clean",
+            "PQCLEAN_KYBER768_CLEAN_",
+        ),
+        (
+            "mlkem",
+            "ml-kem",
+            MLKEM_CRATE,
+            "pqclean-primitives.kdl",
+            "ML-KEM-768-clean",
+            "crypto_kem/ml-kem-768/clean",
+            "PQCLEAN_MLKEM768_CLEAN_",
+        ),
+    ] {
+        std::fs::copy(subs.join(prims), dir.join(prims)).unwrap();
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+        std::fs::write(
+            dir.join(folder).join("manifest.kdl"),
+            format!(
+                "submission \"{id}\" {{\n    algorithm \"{id}\"\n    \
+                 source crate=\"{krate}\" version=\"{version}\" root=\"pqclean\"\n    \
+                 primitives include=\"../{prims}\"\n    \
+                 instance \"{inst}\" dir=\"{path}\" namespace=\"{ns}\"\n    \
+                 ct-benign \"rej_uniform\" reason=\"rejection sampling on the public seed\"\n}}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join(folder).join("kat.sha256"), "").unwrap();
+    }
+    let out = dir.join("out");
+    let pipeline = dir.join("clangover.kdl");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "system \"clangover\" {{\n    bench-cpu 0\n    compilers \"gcc\" \"clang-16\"\n}}\n\
+             flags \"os\" \"-Os\"\n\
+             flags \"guide\" \"-O3 -march=native -fomit-frame-pointer\"\n\
+             submissions \"*/manifest.kdl\"\n\
+             submissions-root {}\n\
+             outputs {}\n\
+             step \"source\"\n\
+             step \"build\" needs=\"source\" flags=\"os guide\"\n\
+             step \"ct\" needs=\"build\" ops=\"enc dec\" iters=1 timeout=\"10m\"\n\
+             step \"report\" needs=\"ct\"\n",
+            kdl_str(&s(dir)),
+            kdl_str(&s(&out)),
+        ),
+    )
+    .unwrap();
+    let r = run(&["run", pipeline.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.show());
+
+    // The records: the branch in poly_frommsg, flagged as the compiler's, in clang-16 at
+    // os only.
+    for cc in ["gcc", "clang-16"] {
+        for profile in ["os", "guide"] {
+            let inst = format!("Kyber768-clean@{cc}@{profile}");
+            for op in [Op::Enc, Op::Dec] {
+                let r = rec(&out, StepKind::Ct, "kyber-2021", Some(&inst), Some(op));
+                assert_eq!(r.status, Status::Ok, "{inst} {op}: {:?}", r.reason);
+                let Some(StepData::Ct(d)) = r.data else {
+                    panic!("{inst} {op}: no ct data");
+                };
+                let frommsg: Vec<_> = d
+                    .findings
+                    .iter()
+                    .filter(|f| f.function.ends_with("poly_frommsg"))
+                    .collect();
+                if (cc, profile) == ("clang-16", "os") {
+                    assert!(
+                        !frommsg.is_empty() && frommsg.iter().all(|f| f.compiler),
+                        "{inst} {op}: {:?}",
+                        d.findings
+                    );
+                } else {
+                    assert!(frommsg.is_empty(), "{inst} {op}: {frommsg:?}");
+                }
+            }
+        }
+    }
+    let md = std::fs::read_to_string(out.join("reports/kyber-2021.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.contains("poly_frommsg") && l.starts_with("| `Kyber768-clean` |"))
+        .unwrap_or_else(|| panic!("no cross-cell row for poly_frommsg:\n{md}"));
+    assert!(
+        row.contains("| clang-16 at os |")
+            && row.ends_with(
+                "| introduced by `clang-16` at `os`: no cell of another compiler has it |"
+            ),
+        "{row}"
+    );
+    let appendix = std::fs::read_to_string(out.join("reports/kyber-2021.appendix.md")).unwrap();
+    assert!(
+        appendix.contains("introduced by the compiler `clang-16` (flags -Os -gdwarf-4)"),
+        "{appendix}"
+    );
+    assert!(appendix.contains("## The build matrix"), "{appendix}");
+    // ML-KEM clean: no location introduced by either compiler, at either profile.
+    let md = std::fs::read_to_string(out.join("reports/ml-kem.md")).unwrap();
+    assert!(md.contains("### Across the build matrix"), "{md}");
+    assert!(!md.contains("introduced by `"), "{md}");
+}

@@ -339,8 +339,8 @@ mod tests {
         let rows = p.rows();
         assert_eq!(rows.len(), 2);
         let dec = rows.iter().find(|r| r.ops == [Op::Dec]).unwrap();
-        assert_eq!(dec.have, set(&[c.clone()]));
-        assert_eq!(dec.missing, set(&[g.clone()]));
+        assert_eq!(dec.have, set(std::slice::from_ref(&c)));
+        assert_eq!(dec.missing, set(std::slice::from_ref(&g)));
         let enc = rows.iter().find(|r| r.ops == [Op::Enc]).unwrap();
         assert!(enc.missing.is_empty());
     }

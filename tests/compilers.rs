@@ -62,7 +62,7 @@ fn every_step_runs_on_gcc_and_clang_cells() {
     let index = std::fs::read_to_string(out.join("reports/index.md")).unwrap();
     assert!(index.contains("(best of 2 cells)"), "{index}");
     assert!(
-        index.contains("(best of 2 cells by enc + dec: `gcc` "),
+        index.contains("(best of 2 cells by enc + dec cycles: `gcc` "),
         "{index}"
     );
 
@@ -128,6 +128,15 @@ fn every_step_runs_on_gcc_and_clang_cells() {
     let index = std::fs::read_to_string(out.join("reports/index.md")).unwrap();
     assert!(
         index.contains("3 measurements were left to a better cell"),
+        "{index}"
+    );
+    // The category row compares the cells by what chose between them, instructions.
+    assert!(
+        index.contains(&format!(
+            "(best of 2 cells by enc + dec instructions counted: `gcc` {}, `clang-16` {}; only the best is timed",
+            ngcc_pipe::report::format::cycles(gcc),
+            ngcc_pipe::report::format::cycles(clang)
+        )),
         "{index}"
     );
 }

@@ -170,7 +170,10 @@ pub(super) fn best_cells(insts: &[ResultInstance]) -> BTreeMap<&str, usize> {
 }
 
 /// The best-implementation cell of the category table: the instance, and for a cell the
-/// others it was chosen from ("best of 2 cells: `gcc` 61.2 k, `clang-16` 64.0 k").
+/// others it was chosen from ("best of 2 cells by enc + dec cycles: `gcc` 61.2 k,
+/// `clang-16` 64.0 k"). When `cells="best"` left cells untimed, the choice was made by
+/// counted instructions, and the row compares every cell by those, never cycles of one
+/// cell against instructions of another.
 fn best_cell(r: &SchemeBest<'_>) -> String {
     let id = code(&r.inst.id);
     if r.enc_dec.is_none() {
@@ -179,24 +182,34 @@ fn best_cell(r: &SchemeBest<'_>) -> String {
     if r.cells.len() < 2 {
         return id;
     }
+    let untimed = r.cells.iter().any(|(_, c, _)| c.is_none());
     let each: Vec<String> = r
         .cells
         .iter()
         .map(|(name, c, counted)| {
-            let figure = match (c, counted) {
-                (Some(c), _) => fmt::cycles(*c),
-                // `cells="best"` left it out by its counted instructions.
-                (None, Some(n)) => format!("not timed ({} instructions counted)", fmt::cycles(*n)),
-                (None, None) => "not timed".into(),
+            let figure = match (untimed, c, counted) {
+                (false, Some(c), _) => fmt::cycles(*c),
+                (true, _, Some(n)) => fmt::cycles(*n),
+                (true, _, None) => "not counted".into(),
+                (false, None, _) => "not timed".into(),
             };
             format!("{} {figure}", code(name))
         })
         .collect();
-    format!(
-        "{id} (best of {} cells by enc + dec: {})",
-        r.cells.len(),
-        each.join(", ")
-    )
+    if untimed {
+        format!(
+            "{id} (best of {} cells by enc + dec instructions counted: {}; only the best is \
+             timed, `cells=\"best\"`)",
+            r.cells.len(),
+            each.join(", ")
+        )
+    } else {
+        format!(
+            "{id} (best of {} cells by enc + dec cycles: {})",
+            r.cells.len(),
+            each.join(", ")
+        )
+    }
 }
 
 /// Per NIST category (instances without one under `u8::MAX`): one entry per submission
@@ -375,25 +388,32 @@ mod tests {
         let text = best_cell(row);
         assert!(
             text.starts_with(&format!(
-                "`{imp}@clang-16` (best of 2 cells by enc + dec: `gcc` "
+                "`{imp}@clang-16` (best of 2 cells by enc + dec cycles: `gcc` "
             )),
             "{text}"
         );
         assert!(text.contains(", `clang-16` "), "{text}");
 
         // Issue #39 item 4: with `cells="best"` the gcc cell was left untimed for its
-        // counted instructions, which the row gives instead of cycles.
+        // counted instructions: the row compares both cells by those, not one cell's
+        // cycles with the other's instructions.
         let gcc = &mut r.submissions[0].instances[0];
         for o in &mut gcc.ops {
             o.median_cycles = None;
             o.mean_cycles = None;
             o.instructions = Some(150_000.0);
         }
+        for o in &mut r.submissions[0].instances[1].ops {
+            o.instructions = Some(100_000.0);
+        }
         let groups = best_per_category(&r);
         let text = best_cell(&groups[&1][0]);
-        assert!(
-            text.contains("`gcc` not timed (300.0 k instructions counted)"),
-            "{text}"
+        assert_eq!(
+            text,
+            format!(
+                "`{imp}@clang-16` (best of 2 cells by enc + dec instructions counted: `gcc` \
+                 300.0 k, `clang-16` 200.0 k; only the best is timed, `cells=\"best\"`)"
+            )
         );
     }
 }

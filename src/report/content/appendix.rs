@@ -4,6 +4,8 @@
 //! compared, and callgrind's instruction counts.
 
 use super::*;
+use crate::model::Op;
+use crate::record::TimeData;
 
 /// distributions and single-call samples of every timed operation.
 pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
@@ -42,7 +44,6 @@ pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &Submission
             let Some(td) = inst.time_ok(op) else {
                 continue;
             };
-            let s = &td.summary;
             let perf = match &td.output.core_cycles {
                 crate::record::output::CoreCycles::Available => {
                     "recorded in every trial".to_string()
@@ -54,92 +55,9 @@ pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &Submission
             if !core_cycles.contains(&perf) {
                 core_cycles.push(perf);
             }
-            let mut flags = Vec::new();
-            // In rounds, the CV of rounds taken across a whole session measures the host's
-            // drift, not this estimate: the body gives the CI instead.
-            if s.unstable && td.rounds.is_none() {
-                flags.push("unstable".to_string());
-            }
-            if !s.trial_outliers.is_empty() {
-                flags.push(format!(
-                    "outlier {} #{}",
-                    if td.rounds.is_some() {
-                        "round"
-                    } else {
-                        "trial"
-                    },
-                    s.trial_outliers
-                        .iter()
-                        .map(|i| i.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", #")
-                ));
-            }
-            if !s.off_target_trials.is_empty() {
-                let target = td.output.calibration.target_trial_ns as f64;
-                flags.push(format!(
-                    "trial length off target: {}",
-                    s.off_target_trials
-                        .iter()
-                        .filter_map(|&i| td.output.trials.get(i).map(|t| (i, t)))
-                        .map(|(i, t)| format!("#{i} {:.2}×", t.ns as f64 / target))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            if td.rounds.as_ref().is_some_and(|r| !r.reached) {
-                flags.push("CI wider than the precision".to_string());
-            }
-            let yardstick = td
-                .rounds
-                .as_ref()
-                .and_then(|r| r.yardstick.as_ref())
-                .and_then(|y| crate::measure::stats::median(&y.values).map(|m| (y, m)));
-            t.row(vec![
-                code(&inst.id),
-                op.name().to_string(),
-                fmt::cycles(s.mean_cycles),
-                fmt::cv(s.cv),
-                format!(
-                    "{} / {} / {} / {}",
-                    fmt::cycles(s.min_cycles),
-                    fmt::cycles(s.q1_cycles),
-                    fmt::cycles(s.q3_cycles),
-                    fmt::cycles(s.max_cycles)
-                ),
-                match (s.rounds, s.interfered_rounds) {
-                    (Some(n), i) => format!("{n} ({})", i.unwrap_or(0)),
-                    _ => DASH.to_string(),
-                },
-                match yardstick {
-                    Some((y, m)) => format!("{} ({} rounds)", fmt::cycles(m), y.values.len()),
-                    None => DASH.to_string(),
-                },
-                if flags.is_empty() {
-                    DASH.to_string()
-                } else {
-                    flags.join("; ")
-                },
-            ]);
-            if let (Some(m), Some(q1), Some(q3)) = (s.sample_median, s.sample_q1, s.sample_q3) {
-                let (h, _) = super::performance::headline(td);
-                samples.row(vec![
-                    code(&inst.id),
-                    op.name().to_string(),
-                    fmt::cycles(h),
-                    format!(
-                        "{} ({}–{})",
-                        fmt::cycles(m),
-                        fmt::cycles(q1),
-                        fmt::cycles(q3)
-                    ),
-                    if h > 0.0 {
-                        format!("{:+.1}%", (m / h - 1.0) * 100.0)
-                    } else {
-                        DASH.to_string()
-                    },
-                    s.sample_outliers.to_string(),
-                ]);
+            t.row(distribution_row(&inst.id, op, td));
+            if let Some(row) = sample_row(&inst.id, op, td) {
+                samples.row(row);
             }
         }
     }
@@ -172,6 +90,121 @@ pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &Submission
         );
         doc.table(samples);
     }
+    host_speed(doc, sub);
+    doc.h(2, "Objects timed and link orders");
+    layout_spread(doc, sub);
+    super::profiles::profiles_compared(doc, sub);
+    build_commands(doc, sub);
+}
+
+/// What the distribution table's `flags` column says of one timed operation.
+fn timing_flags(td: &TimeData) -> Vec<String> {
+    let s = &td.summary;
+    let mut flags = Vec::new();
+    // In rounds, the CV of rounds taken across a whole session measures the host's
+    // drift, not this estimate: the body gives the CI instead.
+    if s.unstable && td.rounds.is_none() {
+        flags.push("unstable".to_string());
+    }
+    if !s.trial_outliers.is_empty() {
+        flags.push(format!(
+            "outlier {} #{}",
+            if td.rounds.is_some() {
+                "round"
+            } else {
+                "trial"
+            },
+            s.trial_outliers
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", #")
+        ));
+    }
+    if !s.off_target_trials.is_empty() {
+        let target = td.output.calibration.target_trial_ns as f64;
+        flags.push(format!(
+            "trial length off target: {}",
+            s.off_target_trials
+                .iter()
+                .filter_map(|&i| td.output.trials.get(i).map(|t| (i, t)))
+                .map(|(i, t)| format!("#{i} {:.2}×", t.ns as f64 / target))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if td.rounds.as_ref().is_some_and(|r| !r.reached) {
+        flags.push("CI wider than the precision".to_string());
+    }
+    flags
+}
+
+/// One row of the distribution table.
+fn distribution_row(id: &str, op: Op, td: &TimeData) -> Vec<String> {
+    let s = &td.summary;
+    let flags = timing_flags(td);
+    let yardstick = td
+        .rounds
+        .as_ref()
+        .and_then(|r| r.yardstick.as_ref())
+        .and_then(|y| crate::measure::stats::median(&y.values).map(|m| (y, m)));
+    vec![
+        code(id),
+        op.name().to_string(),
+        fmt::cycles(s.mean_cycles),
+        fmt::cv(s.cv),
+        format!(
+            "{} / {} / {} / {}",
+            fmt::cycles(s.min_cycles),
+            fmt::cycles(s.q1_cycles),
+            fmt::cycles(s.q3_cycles),
+            fmt::cycles(s.max_cycles)
+        ),
+        match (s.rounds, s.interfered_rounds) {
+            (Some(n), i) => format!("{n} ({})", i.unwrap_or(0)),
+            _ => DASH.to_string(),
+        },
+        match yardstick {
+            Some((y, m)) => format!("{} ({} rounds)", fmt::cycles(m), y.values.len()),
+            None => DASH.to_string(),
+        },
+        if flags.is_empty() {
+            DASH.to_string()
+        } else {
+            flags.join("; ")
+        },
+    ]
+}
+
+/// One row of the single-call samples table, when the operation has samples.
+fn sample_row(id: &str, op: Op, td: &TimeData) -> Option<Vec<String>> {
+    let s = &td.summary;
+    let (Some(m), Some(q1), Some(q3)) = (s.sample_median, s.sample_q1, s.sample_q3) else {
+        return None;
+    };
+    let (h, _) = super::performance::headline(td);
+    Some(vec![
+        code(id),
+        op.name().to_string(),
+        fmt::cycles(h),
+        format!(
+            "{} ({}–{})",
+            fmt::cycles(m),
+            fmt::cycles(q1),
+            fmt::cycles(q3)
+        ),
+        if h > 0.0 {
+            format!("{:+.1}%", (m / h - 1.0) * 100.0)
+        } else {
+            DASH.to_string()
+        },
+        s.sample_outliers.to_string(),
+    ])
+}
+
+/// How the host's speed is tracked (the yardstick) and what interleaved rounds do, with the
+/// host's states per operation.
+fn host_speed(doc: &mut Doc, sub: &SubmissionView) {
     if let Some(y) = listed(sub)
         .flat_map(|i| i.ops(StepKind::Time).filter_map(|(op, _)| i.time_ok(op)))
         .find_map(|td| td.rounds.as_ref().and_then(|r| r.yardstick.as_ref()))
@@ -217,10 +250,6 @@ pub(super) fn timing_detail(doc: &mut Doc, view: &CampaignView, sub: &Submission
         ));
         host_states(doc, sub);
     }
-    doc.h(2, "Objects timed and link orders");
-    layout_spread(doc, sub);
-    super::profiles::profiles_compared(doc, sub);
-    build_commands(doc, sub);
 }
 
 /// The host's states per operation: the share of its batches in each, its figure within

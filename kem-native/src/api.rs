@@ -186,22 +186,6 @@ pub fn parse_api_h(text: &str, namespace: &str) -> Result<ApiSizes, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    /// The PQClean tree shipped in a crate in cargo's registry, if present.
-    pub(crate) fn registry_tree(krate: &str) -> Option<PathBuf> {
-        let home = std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-        let src = home.join("registry/src");
-        for entry in std::fs::read_dir(src).ok()?.flatten() {
-            let p = entry.path().join(krate).join("pqclean");
-            if p.is_dir() {
-                return Some(p);
-            }
-        }
-        None
-    }
 
     #[test]
     fn parses_namespaced_defines_with_comments() {
@@ -252,61 +236,5 @@ int PQ_crypto_kem_keypair(uint8_t *pk, uint8_t *sk);
         let text = "#define NS_CRYPTO_SECRETKEYBYTES (A + B)\n";
         let e = parse_api_h(text, "NS_").unwrap_err().to_string();
         assert!(e.contains("not a plain decimal number"), "{e}");
-    }
-
-    #[test]
-    fn real_api_h_files() {
-        /// crate, instance dir, namespace, (pk, sk, ct, ss), algname
-        type Case = (
-            &'static str,
-            &'static str,
-            &'static str,
-            (u64, u64, u64, u64),
-            &'static str,
-        );
-        let cases: &[Case] = &[
-            (
-                "pqcrypto-mlkem-0.1.1",
-                "ml-kem-768/clean",
-                "PQCLEAN_MLKEM768_CLEAN_",
-                (1184, 2400, 1088, 32),
-                "ML-KEM-768",
-            ),
-            (
-                "pqcrypto-mlkem-0.1.1",
-                "hqc-128/clean",
-                "PQCLEAN_HQC128_CLEAN_",
-                (2249, 2305, 4433, 64),
-                "HQC-128",
-            ),
-            (
-                "pqcrypto-mlkem-0.1.1",
-                "mceliece348864/clean",
-                "PQCLEAN_MCELIECE348864_CLEAN_",
-                (261120, 6492, 96, 32),
-                "Classic McEliece 348864",
-            ),
-            (
-                "pqcrypto-frodo-0.4.11",
-                "frodokem640aes/clean",
-                "PQCLEAN_FRODOKEM640AES_CLEAN_",
-                (9616, 19888, 9720, 16),
-                "FrodoKEM-640-AES",
-            ),
-        ];
-        let mut checked = 0;
-        for (krate, dir, ns, (pk, sk, ct, ss), name) in cases {
-            let Some(tree) = registry_tree(krate) else {
-                eprintln!("SKIP {krate}: not in cargo's registry");
-                continue;
-            };
-            let text =
-                std::fs::read_to_string(tree.join("crypto_kem").join(dir).join("api.h")).unwrap();
-            let s = parse_api_h(&text, ns).unwrap();
-            assert_eq!((s.pk, s.sk, s.ct, s.ss), (*pk, *sk, *ct, *ss), "{dir}");
-            assert_eq!(s.algname.as_deref(), Some(*name), "{dir}");
-            checked += 1;
-        }
-        assert!(checked > 0, "no PQClean tree found in cargo's registry");
     }
 }

@@ -371,6 +371,9 @@ pub enum UsageError {
     /// No job word.
     #[error("missing job (kat, kat-dec, time, profile, serve, count or ct)")]
     MissingJob,
+    /// `-` and no job line (a JSON array of the job's words) on stdin.
+    #[error("`-`: no job on stdin ({0}); expected one line, a JSON array of the job's words")]
+    JobLine(String),
     /// An unknown job word.
     #[error("unknown job `{0}` (expected kat, kat-dec, time, profile, serve, count or ct)")]
     UnknownJob(String),

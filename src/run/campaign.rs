@@ -32,6 +32,9 @@ pub struct End {
 /// index steps; read the record the last run left, to tell at the end whether anything
 /// changed.
 pub fn begin(ctx: &Ctx) -> Begun {
+    // What the jobs of a run that was killed left in their scratch folders (named by
+    // nothing of the job, so not found again by name): this run holds the outputs' lock.
+    let _ = crate::safe_fs::tree::remove_tree(&ctx.out.join("scratch"));
     let path = ctx.out.join("campaign.json");
     let previous = record::read_json(&path).ok().flatten();
     let header = CampaignRecord {

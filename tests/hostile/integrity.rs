@@ -3,7 +3,9 @@
 //! (`kat-extra`), ciphertexts that decapsulate only in the process that made them
 //! (`kat-static`), a KEM with one face under valgrind and another natively (`two-faces`)
 //! and one that repeats its outputs when called back to back (`lazy`). None of them gets a
-//! PASS, a trusted figure or a clean constant-time verdict; `good` gets all of them.
+//! PASS, a trusted figure or a clean constant-time verdict; `good` gets all of them. One
+//! that does less when its command line, environment or working folder names a timing job
+//! (`argv-peek`) never finds out: every job reads alike to it, and it is timed computing.
 //!
 //! Needs valgrind (the `count` and `ct` steps), not root: `scripts/test.sh` runs this binary
 //! again as an unprivileged user.
@@ -123,6 +125,7 @@ fn faked_results_are_neither_passed_nor_trusted() {
             });
         }
     }
+    jobs_look_alike(&out, &mut c);
     let (good, why) = kat_mode(&out, "good", KatMode::Single);
     c.check(good == Some(KatStatus::Pass), || {
         format!("good KAT {good:?} {why:?}")
@@ -154,4 +157,91 @@ fn faked_results_are_neither_passed_nor_trusted() {
         || "two-faces.md shows a clean constant-time verdict or no mark".to_string(),
     );
     c.done(&r.show());
+}
+
+/// What `argv-peek` saw of each job it was loaded for (its `job-view:` lines in the logs):
+/// the same command line in KAT, time, count and ct, the same environment (but for its
+/// scratch folder, `HOME`, and what valgrind adds: `LD_PRELOAD`, `VALGRIND_*`), a working
+/// folder that names no job; never a timing job, so its steps are `ok` and trusted.
+fn jobs_look_alike(out: &std::path::Path, c: &mut Checks) {
+    let mut views = Vec::new();
+    let mut stack = vec![out.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "log") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                for l in text.lines().filter_map(|l| l.split_once("job-view: ")) {
+                    views.push((p.display().to_string(), l.1.to_string()));
+                }
+            }
+        }
+    }
+    // A scratch folder's random name (the working folder, HOME and PWD).
+    let scratch = |path: &str| -> String {
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let random = name.len() == 16 && name.bytes().all(|b| b.is_ascii_hexdigit());
+        format!("{dir}/{}", if random { "<random>" } else { name })
+    };
+    // What valgrind adds to the environment of its client (Debian's wrapper script
+    // included).
+    let valgrinds = [
+        "LD_PRELOAD=",
+        "VALGRIND_",
+        "GLIBCPP_FORCE_NEW=",
+        "GLIBCXX_FORCE_NEW=",
+        "LD_LIBRARY_PATH=/usr/lib/debug",
+    ];
+    let normal = |view: &str| -> String {
+        view.split("| ")
+            .map(|part| {
+                if let Some(env) = part.strip_prefix("environ=") {
+                    let mut kept: Vec<String> = env
+                        .split(';')
+                        .filter(|v| !v.is_empty() && !valgrinds.iter().any(|w| v.starts_with(w)))
+                        .map(|v| match v.split_once('=') {
+                            Some((k @ ("HOME" | "PWD"), path)) => format!("{k}={}", scratch(path)),
+                            _ => v.to_string(),
+                        })
+                        .collect();
+                    kept.sort();
+                    format!("environ={}", kept.join(";"))
+                } else if let Some(cwd) = part.strip_prefix("cwd=") {
+                    format!("cwd={}", scratch(cwd))
+                } else {
+                    part.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("| ")
+    };
+    let kinds = ["kat", "time", "count", "ct"];
+    c.check(
+        kinds.iter().all(|k| {
+            views
+                .iter()
+                .any(|(p, _)| p.contains(&format!("/{k}/")) || p.contains(&format!("/{k}__")))
+        }),
+        || format!("argv-peek's job views do not cover {kinds:?}: {views:#?}"),
+    );
+    let first = views.first().map(|(_, v)| normal(v)).unwrap_or_default();
+    c.check(
+        views
+            .iter()
+            .all(|(_, v)| normal(v) == first && v.ends_with("timed=0")),
+        || format!("argv-peek's jobs do not look alike (or one names a timing job): {views:#?}"),
+    );
+    c.check(first.contains("cwd=") && first.contains("<random>"), || {
+        format!("argv-peek's working folder is not a scratch folder of a random name: {first}")
+    });
+    for op in OPS {
+        for kind in [StepKind::Time, StepKind::Count, StepKind::Ct] {
+            let r = rec(out, kind, "argv-peek", Some("argv-peek"), Some(op));
+            c.check(r.status == Status::Ok, || {
+                format!("argv-peek {kind:?} {op}: {:?} {:?}", r.status, r.reason)
+            });
+        }
+    }
 }

@@ -334,12 +334,38 @@ fn load_and_usage_errors_exit_2_with_one_line() {
             "cannot read `/nonexistent/api.h`",
         ),
     ];
+    // Each as words on the command line, and as the engine sends them: `-` and the words
+    // as a JSON line on stdin.
+    let on_stdin = |line: &str| {
+        use std::io::Write;
+        let mut c = runner_command()
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run kem-runner");
+        let _ = writeln!(c.stdin.take().unwrap(), "{line}");
+        c.wait_with_output().unwrap()
+    };
+    let mut runs = Vec::new();
     for (args, want) in cases {
-        let o = runner(&args);
+        runs.push((format!("{args:?}"), runner(&args), want));
+        let line = serde_json::to_string(&args).unwrap();
+        runs.push((format!("- < {line}"), on_stdin(&line), want));
+    }
+    for bad in ["kat --lib x", "[\"kat\", 3]", ""] {
+        runs.push((
+            format!("- < {bad:?}"),
+            on_stdin(bad),
+            "`-`: no job on stdin",
+        ));
+    }
+    for (what, o, want) in runs {
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(o.stdout.is_empty(), "{args:?}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert!(o.stdout.is_empty(), "{what}");
+        assert!(err.contains(want), "{what}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }

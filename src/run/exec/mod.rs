@@ -158,12 +158,33 @@ pub fn run_observed(
     log: &mut Log,
     on_stderr_line: &(dyn Fn(&str) + Sync),
 ) -> std::io::Result<Output> {
-    run_guarded(cmd, shown, deadline, log, on_stderr_line, None)
+    run_guarded(cmd, shown, deadline, log, on_stderr_line, None, None)
+}
+
+/// A kem-runner job started with its words on stdin (`kem-runner -`, see kem-runner's
+/// docs), so that every job's command line reads the same to the KEM: `args` up to and
+/// including the runner (a wrapper's or an emulator's words before it) and then `-`, and
+/// the job's words as the JSON line to send. `None` when `program` is not `runner` and
+/// `args` do not name it.
+pub fn job_on_stdin(
+    program: &Path,
+    args: &[String],
+    runner: &Path,
+) -> Option<(Vec<String>, String)> {
+    let at = if program == runner {
+        0
+    } else {
+        args.iter().position(|a| Path::new(a) == runner)? + 1
+    };
+    let line = serde_json::to_string(&args[at..]).ok()?;
+    let head = args[..at].iter().cloned().chain(["-".to_string()]);
+    Some((head.collect(), line))
 }
 
 /// [`run_observed`], and with a disk guard, the folders the child may write are checked
 /// while it runs ([`DiskGuard`]'s interval) and once after it ended: a verdict kills it
-/// (group and all) and becomes its [`Exit::Exceeded`].
+/// (group and all) and becomes its [`Exit::Exceeded`]. `stdin`: one line the child reads
+/// on its stdin (a job's words, [`job_on_stdin`]), else it reads nothing there.
 pub fn run_guarded(
     cmd: &mut Command,
     shown: &[String],
@@ -171,15 +192,25 @@ pub fn run_guarded(
     log: &mut Log,
     on_stderr_line: &(dyn Fn(&str) + Sync),
     guard: Option<&DiskGuard>,
+    stdin: Option<&str>,
 ) -> std::io::Result<Output> {
     let mut poll = guard.map(Poll::new);
     writeln!(log, "$ {}", shell_line(shown))?;
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()?;
+    if let (Some(line), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // One short line, far under a pipe's buffer; a child that ended before reading it
+        // makes this fail, and its exit says why.
+        let _ = writeln!(pipe, "{line}");
+    }
     let pgid = child.id();
     let out_cap = Arc::new(Mutex::new(Capture::new(CAP)));
     let err_cap = Arc::new(Mutex::new(Capture::new(CAP)));
@@ -284,7 +315,7 @@ pub fn run_jailed(
     let shown: Vec<String> = std::iter::once(program.to_string()).chain(args).collect();
     let guard = DiskGuard::new(&jail.write, DISK);
     let deadline = Instant::now() + timeout;
-    let mut ran = run_guarded(&mut cmd, &shown, deadline, log, &|_| {}, Some(&guard))?;
+    let mut ran = run_guarded(&mut cmd, &shown, deadline, log, &|_| {}, Some(&guard), None)?;
     ran.exit = ran.exit.through_sandbox();
     Ok(ran)
 }

@@ -27,13 +27,13 @@
 //! are right); what is caught is a timed process that did not compute, for these inputs,
 //! what another process computes for them with calls spaced apart.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use super::super::exec::{NoLine, Served};
+use super::super::exec::NoLine;
 use super::super::sandbox::disk::{DiskGuard, DISK};
 use super::super::sandbox::Jail;
 use super::super::stop::Stop;
@@ -93,9 +93,8 @@ pub(super) fn start(l: &mut Live, s: &Settings, args: &[String], shown: &[String
         }
     }
     r.jail.cpu = l.m.jail.cpu;
-    let mut cmd = s.sandbox.command(&s.runner, args, &r.jail);
     let guard = DiskGuard::new(&r.jail.write, DISK);
-    match Served::spawn(&mut cmd, shown, s.sandbox.contained(), &mut l.m.log) {
+    match super::served_job(s, args, &r.jail, shown, &mut l.m.log) {
         Ok(mut served) => {
             served.watch(guard);
             let got = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);
@@ -291,14 +290,6 @@ fn replay(l: &mut Live, s: &Settings, rng: &mut rand::rngs::ChaCha8Rng) -> Resul
     Ok(())
 }
 
-/// The scratch folders of a member's reference for the step to remove: `dir`'s sibling.
-pub fn scratch_of(dir: &Path) -> PathBuf {
-    let name = dir.file_name().map_or_else(String::new, |n| {
-        format!("{}.reference", n.to_string_lossy())
-    });
-    dir.with_file_name(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,13 +302,5 @@ mod tests {
         assert_eq!(fold_of(Some("+000000000000000")), None);
         assert_eq!(fold_of(Some("00000000000000ag")), None);
         assert_eq!(fold_of(None), None);
-    }
-
-    #[test]
-    fn the_references_scratch_is_a_sibling_of_the_members() {
-        assert_eq!(
-            scratch_of(Path::new("/o/scratch/x/time__keygen")),
-            Path::new("/o/scratch/x/time__keygen.reference")
-        );
     }
 }

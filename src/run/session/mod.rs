@@ -51,7 +51,7 @@ mod live;
 #[cfg(test)]
 mod tests;
 
-use super::exec::{self, NoLine, Served};
+use super::exec::{self, job_on_stdin, Log, NoLine, Served};
 use super::outside;
 use super::sandbox::disk::{DiskGuard, DISK};
 use super::sandbox::{Jail, Sandbox};
@@ -62,7 +62,7 @@ use crate::measure::{interference, stats};
 pub use crate::record::rounds::{HostStates, Rounds, StateFigure, Stopped, Visit, Yardstick};
 use crate::record::TimeOutput;
 use allocation::{due, reallocate, stop_rule};
-pub use checked::{scratch_of, Reference};
+pub use checked::Reference;
 use kem_native::serve::{BatchReply, Ready, BATCH, DONE, READY};
 use live::Live;
 
@@ -288,6 +288,23 @@ fn serve_args(m: &Member, s: &Settings, setup: &str) -> Vec<String> {
     .collect()
 }
 
+/// Start kem-runner's `serve` job with `args` in `jail`, its words sent as its first stdin
+/// line (`kem-runner -`: the same command line as every other job's), logged as `shown`.
+pub(super) fn served_job(
+    s: &Settings,
+    args: &[String],
+    jail: &Jail,
+    shown: &[String],
+    log: &mut Log,
+) -> std::io::Result<Served> {
+    let (argv, line) = job_on_stdin(&s.runner, args, &s.runner)
+        .ok_or_else(|| std::io::Error::other("the serve job's words cannot be written"))?;
+    let mut cmd = s.sandbox.command(&s.runner, &argv, jail);
+    let mut served = Served::spawn(&mut cmd, shown, s.sandbox.contained(), log)?;
+    served.send(&line)?;
+    Ok(served)
+}
+
 /// Start one runner in its jail and wait for its `ready`, then its reference.
 fn spawn(l: &mut Live, s: &Settings) {
     l.out.setup = checked::setup_seed();
@@ -302,8 +319,7 @@ fn spawn(l: &mut Live, s: &Settings) {
     }
     // Kept on the bench core from its start (`sandbox::pinning`).
     l.m.jail.cpu = Some(s.bench_cpu);
-    let mut cmd = s.sandbox.command(&s.runner, &args, &l.m.jail);
-    match Served::spawn(&mut cmd, &shown, s.sandbox.contained(), &mut l.m.log) {
+    match served_job(s, &args, &l.m.jail, &shown, &mut l.m.log) {
         Ok(mut served) => {
             served.watch(DiskGuard::new(&l.m.jail.write, DISK));
             let r = served.next_line(&[READY, DONE], Instant::now() + s.timeout, &mut l.m.log);

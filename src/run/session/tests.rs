@@ -65,7 +65,8 @@ fn record_template() -> String {
     serde_json::to_string(&out).unwrap()
 }
 
-/// The stand-in runner. Its `--ns` says how it behaves: `steady` (100 cycles per op in
+/// The stand-in runner (its words on stdin, as the engine sends them). Its `--ns` says how
+/// it behaves: `steady` (100 cycles per op in
 /// every batch), `noisy` (200 and 100 in turn), `dies` (exits with code 3 when asked for
 /// its third batch), `liar` (claims its batches took 10 s), `zero` (answers a batch of no
 /// iterations), `early` (answers a batch with a `done` line), `spins` (leaves a busy loop
@@ -94,6 +95,11 @@ fn stand_in(dir: &Path) -> PathBuf {
     assert_ne!(failed, post);
     let script = format!(
         r#"#!/bin/sh
+# The engine sends the job's words as a JSON array on the first stdin line (`-`).
+if [ "$1" = - ]; then
+    read -r job
+    set -- $(echo "$job" | tr -d '[]"' | tr ',' ' ')
+fi
 mode=
 gauge=
 while [ $# -gt 0 ]; do

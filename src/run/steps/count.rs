@@ -109,7 +109,7 @@ fn count(step: &mut Step) -> Result<Done, StepError> {
     let object = ctx.out.join(&object);
     let name = format!("count__{op}");
     let mut log = step.job_log(&name)?;
-    let job = RunnerJob::new(step, "count", &name, &object, &build)?;
+    let job = RunnerJob::new(step, "count", &object, &build)?;
     let tool_options = tool_options(&function, &job.scratch().join("callgrind.out"));
     let job = job
         .opt("op", op.name())

@@ -109,7 +109,7 @@ fn run(step: &mut Step) -> Result<Done, StepError> {
 
     let name = format!("ct__{op}");
     let mut log = step.job_log(&name)?;
-    let job = RunnerJob::new(step, "ct", &name, &object, &build)?;
+    let job = RunnerJob::new(step, "ct", &object, &build)?;
     let xml = job.scratch().join("memcheck.xml");
     let job = job.opt("op", op.name()).opt("runs", runs).under(Wrapper {
         name: "memcheck",

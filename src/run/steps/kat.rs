@@ -222,7 +222,7 @@ fn run_kat(
     log: &mut crate::run::exec::Log,
 ) -> Result<Result<KatOutput, KatError>, StepError> {
     let _ = std::fs::remove_file(rsp);
-    let job = RunnerJob::new(step, "kat", &format!("kat-{}", mode.name()), object, build)?;
+    let job = RunnerJob::new(step, "kat", object, build)?;
     let written = job.scratch().join(rsp.file_name().unwrap_or_default());
     let job = job
         .opt("rng", step.submission().kat.rng.name())

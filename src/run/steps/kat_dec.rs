@@ -15,7 +15,6 @@ use std::path::Path;
 
 use super::runner_job::{crashed_in, parse_runner};
 use super::{RunnerJob, Step, StepError};
-use crate::model::KatMode;
 use crate::record::{BuildData, FreshDec, KatModeResult, KatStatus};
 use crate::rsp::RspEntry;
 use crate::run::exec::{Exit, Log};
@@ -69,17 +68,10 @@ fn fresh_dec(
     step: &mut Step,
     object: &Path,
     build: &BuildData,
-    mode: KatMode,
     entries: &[RspEntry],
     log: &mut Log,
 ) -> Result<FreshDec, StepError> {
-    let job = RunnerJob::new(
-        step,
-        "kat-dec",
-        &format!("kat-dec-{}", mode.name()),
-        object,
-        build,
-    )?;
+    let job = RunnerJob::new(step, "kat-dec", object, build)?;
     let pairs = job.scratch().join("pairs.bin");
     let ss = job.scratch().join("ss.bin");
     let bytes: Vec<u8> = entries
@@ -137,7 +129,7 @@ pub fn check(
         .map_err(|e| e.to_string())
         .and_then(|t| crate::rsp::parse_rsp(&t));
     let fresh = match entries {
-        Ok(entries) => fresh_dec(step, object, build, r.mode, &entries, log)?,
+        Ok(entries) => fresh_dec(step, object, build, &entries, log)?,
         Err(e) => FreshDec {
             counts: 0,
             failure: Some(format!("the kept .rsp file cannot be read back: {e}")),

@@ -166,7 +166,12 @@ impl<'a> Step<'a> {
         self.commands.push(shown.clone());
         self.contained = true;
         self.slurm_job()?;
-        let mut cmd = self.ctx.sandbox_for(self.ix).command(program, args, jail);
+        // A kem-runner job reads its words on stdin: the same command line for every job.
+        let (args, line) = match exec::job_on_stdin(program, args, &self.ctx.runner) {
+            Some((a, l)) => (a, Some(l)),
+            None => (args.to_vec(), None),
+        };
+        let mut cmd = self.ctx.sandbox_for(self.ix).command(program, &args, jail);
         let guard = DiskGuard::new(&jail.write, DISK);
         let mut out = exec::run_guarded(
             &mut cmd,
@@ -175,6 +180,7 @@ impl<'a> Step<'a> {
             log,
             on_stderr_line,
             Some(&guard),
+            line.as_deref(),
         )?;
         if self.ctx.sandbox.contained() {
             out.exit = out.exit.through_sandbox();
@@ -202,10 +208,15 @@ impl<'a> Step<'a> {
     }
 
     /// A fresh, empty scratch folder for this step's contained processes
-    /// (`scratch/<sub>/<instance>/<name>` under the outputs).
-    pub fn scratch(&self, name: &str) -> Result<PathBuf, StepError> {
+    /// (`scratch/<sub>/<instance>/<random>` under the outputs).
+    pub fn scratch(&self) -> Result<PathBuf, StepError> {
+        // A random name: the job works and has its HOME there, and a KEM can read its
+        // working folder, so the name says nothing of the job (`time`, `kat`, `count`...).
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos()));
+        let name = format!("{:016x}", h.finish());
         let dir = self.ctx.out.join("scratch").join(self.slug()).join(name);
-        // What a previous run's KEM left (however deep) goes first.
         crate::safe_fs::tree::remove_tree(&dir).map_err(StepError::io(&dir))?;
         std::fs::create_dir_all(&dir).map_err(StepError::io(&dir))?;
         Ok(dir)
@@ -431,9 +442,10 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
     };
     let (_, _, outcomes) = super::session::run(members, &settings, &show);
     let _ = std::fs::remove_dir(ctx.out.join("scratch"));
-    for ((i, rec, build, scratch), o) in joined.into_iter().zip(outcomes) {
-        steps[i].drop_scratch(&scratch);
-        steps[i].drop_scratch(&super::session::scratch_of(&scratch));
+    for ((i, rec, build, scratches), o) in joined.into_iter().zip(outcomes) {
+        for s in &scratches {
+            steps[i].drop_scratch(s);
+        }
         steps[i].commands.extend(o.commands);
         done[i] = Some(time::from_session(
             &steps[i], rec, build, o.result, o.elapsed,
@@ -570,7 +582,7 @@ pub fn runner_job<T: RunnerRecord>(
     let op = step.node.op.expect("runner jobs are per operation");
     let name = format!("{job}__{op}");
     let mut log = step.job_log(&name)?;
-    let runner = RunnerJob::new(step, job, &name, object, build)?
+    let runner = RunnerJob::new(step, job, object, build)?
         .opt("op", op.name())
         .on_core(step.ctx.campaign.system.bench_cpu)
         .opts(extra);

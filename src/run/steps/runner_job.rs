@@ -63,11 +63,10 @@ pub struct RunnerJob<'a> {
 
 impl<'a> RunnerJob<'a> {
     /// `job` on `object` (with `build`'s api.h and namespace), with a fresh scratch folder
-    /// named `scratch` (see [`Step::scratch`]).
+    /// (see [`Step::scratch`]).
     pub fn new(
         step: &Step,
         job: &'static str,
-        scratch: &str,
         object: &'a Path,
         build: &'a BuildData,
     ) -> Result<RunnerJob<'a>, StepError> {
@@ -77,7 +76,7 @@ impl<'a> RunnerJob<'a> {
             build,
             options: Vec::new(),
             wrapper: None,
-            scratch: step.scratch(scratch)?,
+            scratch: step.scratch()?,
             cpu: None,
         })
     }

@@ -239,9 +239,10 @@ fn run(step: &mut Step) -> Done {
 }
 
 /// This step as a member of a timing session, with the build it times and the scratch
-/// folder its runner may write (the only one; see [`Step::runner_jail`]); `Err` is why it
-/// cannot take part (no object, no log, no scratch folder).
-pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf), StepError> {
+/// folders of its runner and its reference (each the only one its runner may write; see
+/// [`Step::runner_jail`]); `Err` is why it cannot take part (no object, no log, no scratch
+/// folder).
+pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, [PathBuf; 2]), StepError> {
     let ctx = step.ctx;
     let (build_rec, build) = step.build()?;
     let p = &ctx.spec(step.node.kind).expect("declared").params;
@@ -251,15 +252,14 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
     let log = step.job_log(&name)?;
     let object = ctx.out.join(&build.object);
     // The session starts the runner itself (`serve`); the job gives it its scratch and jail.
-    let job = RunnerJob::new(step, "serve", &name, &object, &build)?;
+    let job = RunnerJob::new(step, "serve", &object, &build)?;
     let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
     // Its reference: the same runner in the same jail but its own scratch folder, which
     // the member's runner cannot reach (`session::checked`).
-    let theirs = session::scratch_of(&scratch);
-    let theirs = theirs.file_name().map(|n| n.to_string_lossy().into_owned());
-    let reference = RunnerJob::new(step, "serve", &theirs.unwrap_or_default(), &object, &build)?;
+    let reference = RunnerJob::new(step, "serve", &object, &build)?;
+    let theirs = reference.scratch().to_path_buf();
     let reference = session::Reference {
-        scratch: reference.scratch().to_path_buf(),
+        scratch: theirs.clone(),
         jail: reference.jail(step),
         member_scratch: scratch.clone(),
     };
@@ -278,7 +278,7 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, PathBuf
         jail,
         reference: Some(reference),
     };
-    Ok((member, build_rec, build, scratch))
+    Ok((member, build_rec, build, [scratch, theirs]))
 }
 
 /// The step's result from its session outcome; `elapsed` is how long its runner ran. The

@@ -17,7 +17,7 @@ time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N]
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
 serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...] [--gauge Y.so --gauge-api api.h] [--setup-seed HEX96]; \
 count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
-ct: --op keygen|enc|dec [--runs N])";
+ct: --op keygen|enc|dec [--runs N]); or `kem-runner -` with the words as a JSON array on the first line of stdin";
 
 /// The jobs and the options each takes besides [`OBJECT`]: the one table the parser reads.
 const JOBS: &[(&str, &[&str])] = &[

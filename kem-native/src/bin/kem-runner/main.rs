@@ -17,6 +17,12 @@
 //! kem-runner ct      --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--runs 3]
 //! ```
 //!
+//! `kem-runner -` reads the job from its first line of stdin instead, a JSON array of the
+//! words above (`["time","--lib","X.so",...]`): the engine starts every job that way, so that
+//! the command line and environment a KEM can read (`/proc/self/cmdline`) are the same for
+//! KAT, timing, profile, count and ct, and the KEM, loaded after the line was read, finds
+//! no job name there. `serve` goes on reading its commands from the same stdin.
+//!
 //! `kat-dec` decapsulates a KAT's ciphertexts from each count's sk and ct alone, in a
 //! process that never ran keygen or enc (see `kat_dec.rs`).
 //!
@@ -328,8 +334,22 @@ fn run(argv: &[String], record: &File) -> Result<Outcome, RunnerError> {
     }
 }
 
-fn main() -> ExitCode {
+/// The job's words: the command line's, or with `-` alone, the first line of stdin's (read
+/// through the process's one buffered stdin, so that `serve` reads on from the line after).
+fn job_words() -> Result<Vec<String>, RunnerError> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv != ["-"] {
+        return Ok(argv);
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| UsageError::JobLine(e.to_string()))?;
+    serde_json::from_str(&line).map_err(|e| UsageError::JobLine(e.to_string()).into())
+}
+
+fn main() -> ExitCode {
+    let argv = std::env::args().skip(1).collect::<Vec<_>>();
     if argv.first().is_some_and(|a| a == "--help" || a == "-h") {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
@@ -338,7 +358,7 @@ fn main() -> ExitCode {
     let exit = match kem_native::sys::take_stdout()
         .map_err(|e| RunnerError::from(SysError::SetupChannel(e)))
         .and_then(|mut record| {
-            let outcome = run(&argv, &record)?;
+            let outcome = run(&job_words()?, &record)?;
             writeln!(record, "{}", outcome.json).map_err(SysError::WriteRecord)?;
             Ok(outcome)
         }) {

@@ -1,7 +1,8 @@
 //! NIST-round packages of other shapes (issue 38), made at test time from the PQClean
 //! sources cargo downloads (`tests/nist_support`): a build script instead of a Makefile, a
 //! source in a subfolder, the package below loose files in an archive; `check --deep`
-//! predicting a link that would fail; an instance this CPU cannot run said once.
+//! predicting a link that would fail; an instance this CPU cannot run said once; KAT files
+//! named after their parameter set in a tree of their own.
 
 #[path = "nist_support/mod.rs"]
 mod support;
@@ -193,5 +194,42 @@ fn a_package_with_a_build_script_a_subfolder_and_a_nested_root_passes_unedited()
     assert_eq!(code, 0, "{progress}");
     for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", "ml-kem-512-reference") {
         assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
+    }
+}
+
+/// KAT files named after their parameter set in a `KATs/` tree of their own
+/// (`KATs/ml-kem-512/ml-kem-512_kat.rsp`), not `KAT/crypto_kem/<param>/PQCkemKAT_<sk>.rsp`:
+/// found by the sizes of their first record and the parameter set's name, one template for
+/// both, and both PASS unedited.
+#[test]
+fn kat_files_named_after_their_parameter_set_are_found_and_pass() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512", "768"]);
+    for (level, sk) in [("512", 1632), ("768", 2400)] {
+        let from = pkg.join(format!("KAT/crypto_kem/ml-kem-{level}/PQCkemKAT_{sk}.rsp"));
+        let to = pkg.join(format!("KATs/ml-kem-{level}"));
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::rename(&from, to.join(format!("ml-kem-{level}_kat.rsp"))).unwrap();
+    }
+    std::fs::remove_dir_all(pkg.join("KAT")).unwrap();
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let manifest = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    assert!(
+        manifest.contains("submitted=\"KATs/{param}/{param}_kat.rsp\""),
+        "{manifest}"
+    );
+    let p = pipeline(dir, "single all", false);
+    ok(dir, &["check", "--deep", &p.display().to_string()]);
+    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{progress}");
+    for inst in ["ml-kem-512-reference", "ml-kem-768-reference"] {
+        for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", inst) {
+            assert_eq!(status, KatStatus::Pass, "{inst} {mode:?}: {reason:?}");
+        }
     }
 }

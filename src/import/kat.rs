@@ -11,7 +11,8 @@ use super::read::Package;
 pub struct KatFile {
     /// Relative to the package root.
     pub rel: String,
-    /// The size in its name.
+    /// The secret key's size: the one in its name (`PQCkemKAT_<sk>.rsp`), else its first
+    /// record's `sk` (a file named otherwise, `KATs/<param>/<param>_kat.rsp`).
     pub sk: u64,
     /// Its `# <name>` line, if any.
     pub algname: Option<String>,
@@ -19,20 +20,24 @@ pub struct KatFile {
     pub sha256: String,
 }
 
-/// Every `PQCkemKAT_<n>.rsp` in the package, sorted by path (hashed in pieces; one that
-/// cannot be read is named by the package's `skipped`).
+/// Every KAT file in the package, sorted by path: each `PQCkemKAT_<n>.rsp`, and each other
+/// `.rsp` whose first record has an `sk` (hashed in pieces; one that cannot be read is
+/// named by the package's `skipped`).
 pub fn kat_files(pkg: &Package) -> Vec<KatFile> {
     let mut out = Vec::new();
     for rel in pkg.walk() {
         let name = rel.rsplit('/').next().unwrap_or(&rel);
-        let Some(sk) = name
-            .strip_prefix("PQCkemKAT_")
-            .and_then(|r| r.strip_suffix(".rsp"))
-            .and_then(|n| n.parse::<u64>().ok())
-        else {
+        let Some(stem) = name.strip_suffix(".rsp") else {
             continue;
         };
-        let Some((first, sha256)) = pkg.digest(&rel) else {
+        let named = stem
+            .strip_prefix("PQCkemKAT_")
+            .and_then(|n| n.parse::<u64>().ok());
+        let mut sizes = FirstRecord::default();
+        let Some((first, sha256)) = pkg.digest(&rel, &mut |piece| sizes.feed(piece)) else {
+            continue;
+        };
+        let Some(sk) = named.or(sizes.sk()) else {
             continue;
         };
         let algname = first.trim().strip_prefix('#').map(|n| n.trim().to_string());
@@ -94,11 +99,68 @@ pub fn choose<'a>(
     }
 }
 
-/// Whether the file lies in a folder named `param` (`KAT/crypto_kem/<param>/...`).
+/// Whether the file lies in a folder named `param` (`KAT/crypto_kem/<param>/...`) or is
+/// named after it (`<param>_kat.rsp`).
 fn in_folder(f: &KatFile, param: &str) -> bool {
-    Path::new(&f.rel)
-        .parent()
+    let path = Path::new(&f.rel);
+    path.parent()
         .is_some_and(|d| d.components().any(|c| c.as_os_str() == param))
+        || path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(param))
+}
+
+/// The sizes of a `.rsp` file's first record, read as the file streams by: the number of
+/// hex digits of its `pk`, `sk`, `ct` and `ss` lines, halved.
+#[derive(Default)]
+struct FirstRecord {
+    /// The line's start, up to its ` = ` (bounded).
+    key: Vec<u8>,
+    /// The field being counted and its hex digits so far.
+    counting: Option<(usize, u64)>,
+    sizes: [Option<u64>; 4],
+    /// The second record began (or the line was not a record's).
+    done: bool,
+}
+
+impl FirstRecord {
+    const FIELDS: [&'static str; 4] = ["pk", "sk", "ct", "ss"];
+
+    fn feed(&mut self, piece: &[u8]) {
+        for &b in piece {
+            if self.done {
+                return;
+            }
+            if b == b'\n' {
+                if let Some((i, n)) = self.counting.take() {
+                    self.sizes[i] = Some(n / 2);
+                }
+                self.key.clear();
+                continue;
+            }
+            if let Some((_, n)) = self.counting.as_mut() {
+                *n += u64::from(b.is_ascii_hexdigit());
+                continue;
+            }
+            if self.key.len() < 16 {
+                self.key.push(b);
+            }
+            if b == b'=' {
+                let key = String::from_utf8_lossy(&self.key[..self.key.len() - 1]);
+                let key = key.trim();
+                if key == "count" && self.sizes.iter().any(Option::is_some) {
+                    self.done = true;
+                } else if let Some(i) = Self::FIELDS.iter().position(|f| *f == key) {
+                    self.counting = self.sizes[i].is_none().then_some((i, 0));
+                }
+            }
+        }
+    }
+
+    /// The first record's secret-key size, if it had one.
+    fn sk(&self) -> Option<u64> {
+        self.sizes[1].filter(|&n| n > 0)
+    }
 }
 
 /// Copies of one file are one answer (the one in the parameter set's folder, if any).
@@ -182,6 +244,10 @@ pub fn template_of(rel: &str, param: &str, sk: u64) -> String {
     }
     let last = parts.len() - 1;
     parts[last] = parts[last].replace(&format!("PQCkemKAT_{sk}.rsp"), "PQCkemKAT_{sk}.rsp");
+    if !param.is_empty() && !parts[last].starts_with("PQCkemKAT_") {
+        // A file named after its parameter set (`kyber768_kat.rsp`).
+        parts[last] = parts[last].replace(param, "{param}");
+    }
     parts.join("/")
 }
 
@@ -275,5 +341,33 @@ mod tests {
         bare.algname = None;
         let e = choose(std::slice::from_ref(&bare), "x", None, Some(2400)).unwrap_err();
         assert!(e.contains("does not start with a `# <name>` line"), "{e}");
+    }
+
+    #[test]
+    fn a_file_named_otherwise_is_sized_by_its_first_record_in_any_pieces() {
+        let text = "# kyber768\n\ncount = 0\nseed = 0011\npk = 00112233\nsk = 0011223344556677\n\
+                    ct = aabb\nss = ccddeeff\n\ncount = 1\nsk = 00\n";
+        for piece in [1, 3, 7, text.len()] {
+            let mut r = FirstRecord::default();
+            for chunk in text.as_bytes().chunks(piece) {
+                r.feed(chunk);
+            }
+            assert_eq!(
+                r.sizes,
+                [Some(4), Some(8), Some(2), Some(4)],
+                "pieces of {piece}"
+            );
+            assert_eq!(r.sk(), Some(8));
+        }
+        let mut none = FirstRecord::default();
+        none.feed(b"# notes\nnothing = here\n");
+        assert_eq!(none.sk(), None);
+        // Named after the parameter set: its name becomes `{param}`; in its folder.
+        assert_eq!(
+            template_of("KATs/kyber768/kyber768_kat.rsp", "kyber768", 2400),
+            "KATs/{param}/{param}_kat.rsp"
+        );
+        let named = f("KATs/ref/kyber768_kat.rsp", 2400, "x", "a");
+        assert!(in_folder(&named, "kyber768") && !in_folder(&named, "kyber512"));
     }
 }

@@ -188,8 +188,9 @@ impl Package {
     }
 
     /// The first line and the SHA-256 of the regular file `rel`, read in pieces (at most
-    /// [`KAT_CAP`] bytes, within the deadline), so a large file is never held whole.
-    pub fn digest(&self, rel: &str) -> Option<(String, String)> {
+    /// [`KAT_CAP`] bytes, within the deadline), so a large file is never held whole; `each`
+    /// sees every piece.
+    pub fn digest(&self, rel: &str, each: &mut dyn FnMut(&[u8])) -> Option<(String, String)> {
         use sha2::{Digest, Sha256};
         let real = self.resolve(rel)?;
         let fail = |e: FileError| {
@@ -226,6 +227,7 @@ impl Package {
                 }
             };
             hash.update(&buf[..n]);
+            each(&buf[..n]);
             total += n as u64;
             if first.is_none() {
                 let room = 4096usize.saturating_sub(head.len());
@@ -458,10 +460,10 @@ mod tests {
         let pkg = Package::new(d.path()).unwrap();
         let start = Instant::now();
         assert!(pkg.read_text("big.c").is_none());
-        assert!(pkg.digest("big.c").is_none());
+        assert!(pkg.digest("big.c", &mut |_| {}).is_none());
         assert!(start.elapsed().as_secs() < 2);
         assert!(pkg.skipped()[0].1.contains("larger than"));
-        let (first, sha) = pkg.digest("PQCkemKAT_1.rsp").unwrap();
+        let (first, sha) = pkg.digest("PQCkemKAT_1.rsp", &mut |_| {}).unwrap();
         assert_eq!(first, "# Name");
         assert_eq!(sha, crate::run::keys::sha256_hex(b"# Name\n\ncount = 0\n"));
         assert_eq!(pkg.walk(), ["PQCkemKAT_1.rsp", "big.c"]);

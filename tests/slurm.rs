@@ -157,6 +157,20 @@ fn records(out: &Path) -> BTreeMap<PathBuf, StepRecord> {
     found
 }
 
+/// `path` with the random name of its scratch folder as `<random>`.
+fn random_scratch(path: &str) -> String {
+    path.split('/')
+        .map(|c| {
+            if c.len() == 16 && c.bytes().all(|b| b.is_ascii_hexdigit()) {
+                "<random>"
+            } else {
+                c
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// A record as JSON with what legitimately differs between two runs of the same campaign
 /// removed: the executor fields, times, the outputs folder in paths, the compile commands
 /// of the shared primitives (in whichever build ran first), and measured values
@@ -197,13 +211,19 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
         }
     }
     // A timing member and its reference runner share a key pair drawn at random per run
-    // (`--setup-seed`, issue 36's outputs checked while timed).
+    // (`--setup-seed`, issue 36's outputs checked while timed); each job's scratch folder
+    // has a random name (`scratch/<sub>/<instance>/<16 hex digits>`).
     if let Some(Value::Array(cmds)) = v.get_mut("commands") {
         for c in cmds.iter_mut() {
             if let Value::Array(words) = c {
                 if let Some(i) = words.iter().position(|w| w == "--setup-seed") {
                     if let Some(seed) = words.get_mut(i + 1) {
                         *seed = Value::from("<random>");
+                    }
+                }
+                for w in words.iter_mut() {
+                    if let Some(text) = w.as_str().filter(|t| t.contains("/scratch/")) {
+                        *w = Value::from(random_scratch(text));
                     }
                 }
             }

@@ -271,9 +271,11 @@ pub fn tree(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Processes alive whose command line names the run's outputs folder: kem-runner, bwrap,
-/// gcc, and what hostile fixtures fork (they keep kem-runner's command line; their names,
-/// shown here too, are `ngcc-hostile-*`).
+/// Processes alive whose command line, working folder or environment names the run's
+/// outputs folder: bwrap and gcc (their command lines), kem-runner (`kem-runner -`, working
+/// in its scratch folder, its `HOME`), and what hostile fixtures fork (they inherit
+/// kem-runner's folder and environment; their names, shown here too, are `ngcc-hostile-*`).
+/// Each as `<pid> <comm> <command line> (in <working folder>)`.
 pub fn survivors(out: &Path) -> Vec<String> {
     let needle = out.display().to_string();
     let mut found = Vec::new();
@@ -289,8 +291,17 @@ pub fn survivors(out: &Path) -> Vec<String> {
         let cmdline = std::fs::read(e.path().join("cmdline"))
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
             .unwrap_or_default();
-        if cmdline.contains(&needle) {
-            found.push(format!("{name} {} {cmdline}", comm.trim()));
+        let cwd = std::fs::read_link(e.path().join("cwd"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let home = std::fs::read(e.path().join("environ"))
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .any(|v| v.starts_with(format!("HOME={needle}").as_bytes()))
+            })
+            .unwrap_or(false);
+        if cmdline.contains(&needle) || cwd.starts_with(&needle) || home {
+            found.push(format!("{name} {} {cmdline} (in {cwd})", comm.trim()));
         }
     }
     found

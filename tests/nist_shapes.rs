@@ -233,3 +233,63 @@ fn kat_files_named_after_their_parameter_set_are_found_and_pass() {
         }
     }
 }
+
+/// A parameter set's sources in `src/` with shared code in `lib/` beside it and a Makefile
+/// above both that builds into `bin/` (`Reference_Implementation/ml-kem-512/{src,lib,bin}`,
+/// no `crypto_kem/`), its KAT file named after it: import finds the instance, compiles
+/// `lib/`'s Keccak with its `-I lib/fips202`, and the KAT PASSes unedited.
+#[test]
+fn a_src_and_lib_layout_with_a_wildcard_makefile_passes_unedited() {
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    let reference = pkg.join("Reference_Implementation");
+    let param = reference.join("ml-kem-512");
+    std::fs::rename(reference.join("crypto_kem/ml-kem-512"), dir.join("flat")).unwrap();
+    std::fs::remove_dir(reference.join("crypto_kem")).unwrap();
+    std::fs::create_dir_all(param.join("lib/fips202")).unwrap();
+    std::fs::create_dir_all(param.join("bin")).unwrap();
+    std::fs::rename(dir.join("flat"), param.join("src")).unwrap();
+    for f in ["fips202.c", "fips202.h"] {
+        std::fs::rename(param.join("src").join(f), param.join("lib/fips202").join(f)).unwrap();
+    }
+    std::fs::remove_file(param.join("src/Makefile")).unwrap();
+    std::fs::write(
+        param.join("Makefile"),
+        "CC ?= cc\nCFLAGS := -O3 -std=c99\nHASH_SRC := lib/fips202/fips202.c\n\
+         INCLUDE := -I src -I lib/fips202\n\n\
+         bin/PQCgenKAT_kem: $(wildcard src/*.c) $(HASH_SRC)\n\
+         \t$(CC) $(CFLAGS) $(INCLUDE) -o $@ $(wildcard src/*.c) $(HASH_SRC)\n",
+    )
+    .unwrap();
+    let from = pkg.join("KAT/crypto_kem/ml-kem-512/PQCkemKAT_1632.rsp");
+    let kats = pkg.join("KATs/Reference_Implementation/ml-kem-512");
+    std::fs::create_dir_all(&kats).unwrap();
+    std::fs::rename(&from, kats.join("ml-kem-512_kat.rsp")).unwrap();
+    std::fs::remove_dir_all(pkg.join("KAT")).unwrap();
+
+    let said = ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let manifest = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    for want in [
+        "when impl=\"Reference\" {\n        dir \"Reference_Implementation/{param}/src\"",
+        "sources \"Reference_Implementation/ml-kem-512/lib/fips202/fips202.c\"",
+        "cflags \"-IReference_Implementation/ml-kem-512/lib/fips202\"",
+        "submitted=\"KATs/Reference_Implementation/{param}/{param}_kat.rsp\"",
+    ] {
+        assert!(
+            manifest.contains(want),
+            "{want}\n--- manifest\n{manifest}\n--- import\n{said}"
+        );
+    }
+    let p = pipeline(dir, "single all", false);
+    ok(dir, &["check", "--deep", &p.display().to_string()]);
+    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{progress}\n--- manifest\n{manifest}");
+    for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", "ml-kem-512-reference") {
+        assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
+    }
+}

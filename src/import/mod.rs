@@ -313,7 +313,7 @@ fn manifest_of(
     let mut impls = scan::implementations(pkg, &o.cc, &mut done.decisions);
     if impls.is_empty() {
         return Err(ImportError::Empty(format!(
-            "{}: no `<Kind>_Implementation/crypto_kem/<param>/api.h` found (the NIST layout)",
+            "{}: no `<Kind>_Implementation/crypto_kem/<param>/api.h` (the NIST layout) nor `<Kind>_Implementation/<param>/src/api.h` found",
             crate::text::clean_line(&o.package.display().to_string())
         )));
     }

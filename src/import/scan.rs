@@ -1,5 +1,5 @@
 //! Reading a NIST-round package: its implementations (`<Kind>_Implementation/crypto_kem/
-//! <param>/`), each parameter set's `api.h` (sizes and `CRYPTO_ALGNAME`; when api.h defines
+//! <param>/`, or `<Kind>_Implementation/<param>/src/` with shared code beside it), each parameter set's `api.h` (sizes and `CRYPTO_ALGNAME`; when api.h defines
 //! them through a params header, evaluated by the contained compiler or read from the
 //! `#define`s, see [`super::probe`]), the `-m` options and libraries of its Makefile or
 //! CMakeLists.txt, the libraries its compiled sources include headers of, and the files the
@@ -74,11 +74,13 @@ pub fn implementations(
         let Some(kind) = top.strip_suffix("_Implementation") else {
             continue;
         };
-        if !pkg.is_dir(&join(&top, "crypto_kem")) {
-            decisions.push(format!("{top}/ has no crypto_kem/ folder: not imported"));
+        let Some(dirs) = param_dirs(pkg, &top) else {
+            decisions.push(format!(
+                "{top}/ has no crypto_kem/ folder and no <param>/src/api.h: not imported"
+            ));
             continue;
-        }
-        let params = kem_params(pkg, &top, &mut probe, decisions);
+        };
+        let params = kem_params(pkg, dirs, &mut probe, decisions);
         if !params.is_empty() {
             out.push(Implementation {
                 kind: kind.to_string(),
@@ -101,7 +103,12 @@ pub fn implementations(
             ));
             continue;
         }
-        let params = kem_params(pkg, &tree, &mut probe, decisions);
+        let params = kem_params(
+            pkg,
+            param_dirs(pkg, &tree).unwrap_or_default(),
+            &mut probe,
+            decisions,
+        );
         if !params.is_empty() {
             out.push(Implementation {
                 kind,
@@ -129,7 +136,7 @@ fn additional_trees(
     let names = pkg.list(top).folders;
     for name in &names {
         let tree = format!("{top}/{name}");
-        if pkg.is_dir(&join(&tree, "crypto_kem")) {
+        if param_dirs(pkg, &tree).is_some() {
             out.push((name.clone(), tree));
         } else {
             decisions.push(format!(
@@ -145,16 +152,54 @@ fn additional_trees(
     out
 }
 
-/// The parameter sets of `<tree>/crypto_kem/`.
+/// A parameter set's folders: its name, the folder of its `api.h` and own sources, and the
+/// folder whose subfolders may hold more of its sources (the same, or the parameter set's
+/// folder above `src/`, with `lib/` beside it).
+struct ParamDir {
+    name: String,
+    dir: String,
+    base: String,
+}
+
+/// The parameter-set folders of the implementation tree `tree`: `<tree>/crypto_kem/<param>/`
+/// (NIST's layout), else each `<tree>/<param>/src/` that holds an `api.h` (its sources in
+/// `src/`, shared code in `lib/` or other folders beside it); `None` when it has neither.
+fn param_dirs(pkg: &Package, tree: &str) -> Option<Vec<ParamDir>> {
+    let kem = join(tree, "crypto_kem");
+    if pkg.is_dir(&kem) {
+        let dirs = pkg.list(&kem).folders.into_iter().map(|name| {
+            let dir = format!("{kem}/{name}");
+            ParamDir {
+                base: dir.clone(),
+                dir,
+                name,
+            }
+        });
+        return Some(dirs.collect());
+    }
+    let dirs: Vec<ParamDir> = pkg
+        .list(tree)
+        .folders
+        .into_iter()
+        .filter(|name| pkg.exists(&format!("{tree}/{name}/src/api.h")))
+        .map(|name| ParamDir {
+            dir: format!("{tree}/{name}/src"),
+            base: format!("{tree}/{name}"),
+            name,
+        })
+        .collect();
+    (!dirs.is_empty()).then_some(dirs)
+}
+
+/// The parameter sets of an implementation tree's folders `dirs` ([`param_dirs`]).
 fn kem_params(
     pkg: &Package,
-    tree: &str,
+    dirs: Vec<ParamDir>,
     probe: &mut Prober,
     decisions: &mut Vec<String>,
 ) -> Vec<Param> {
     let mut params = Vec::new();
-    for name in pkg.list(&join(tree, "crypto_kem")).folders {
-        let dir = format!("{tree}/crypto_kem/{name}");
+    for ParamDir { name, dir, base } in dirs {
         if !pkg.exists(&join(&dir, "api.h")) {
             decisions.push(format!("{dir}/ has no api.h: not imported"));
             continue;
@@ -165,7 +210,7 @@ fn kem_params(
             ));
             continue;
         }
-        match param(pkg, &dir, &name, probe) {
+        match param(pkg, (&dir, &base), &name, probe) {
             Ok((p, note)) => {
                 if let Some(n) = note {
                     decisions.push(format!("{dir}: {n}"));
@@ -178,18 +223,24 @@ fn kem_params(
     params
 }
 
-/// One parameter set, and what import must say about its api.h.
+/// One parameter set in `dir` (more of its sources below `base`), and what import must say
+/// about its api.h.
 fn param(
     pkg: &Package,
-    dir: &str,
+    (dir, base): (&str, &str),
     name: &str,
     probe: &mut Prober,
 ) -> Result<(Param, Option<String>), String> {
     let (build_file, words) = build_words(pkg, dir);
+    // `-Ifolder` and `-I folder`.
     let includes: Vec<String> = words
         .iter()
-        .filter_map(|w| w.strip_prefix("-I"))
-        .map(str::to_string)
+        .enumerate()
+        .filter_map(|(i, w)| match w.strip_prefix("-I") {
+            Some("") => words.get(i + 1).cloned(),
+            Some(f) => Some(f.to_string()),
+            None => None,
+        })
         .collect();
     let found = probe.api(pkg, dir, &includes)?;
     let mut cflags = m_flags(&words);
@@ -234,7 +285,7 @@ fn param(
         }
     }
     let (extra_sources, notes) =
-        super::subfolders::sources(pkg, dir, build_file.as_deref(), &words);
+        super::subfolders::sources(pkg, (base, dir), build_file.as_deref(), &words);
     let param = Param {
         extra_sources,
         name: name.to_string(),

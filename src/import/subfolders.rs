@@ -44,19 +44,25 @@ fn named(words: &[String], rel: &str) -> bool {
     })
 }
 
-/// The sources below `dir` the build compiles (relative to the package root), and what
-/// import says about them. `build_file` is the build file read (its `words`), if any.
+/// The sources below `base` the build compiles besides those of the instance's own folder
+/// `dir` (`base` itself, or a subfolder: `<param>/src` beside `<param>/lib`), relative to
+/// the package root, and what import says about them. `build_file` is the build file read
+/// (its `words`), if any.
 pub fn sources(
     pkg: &Package,
-    dir: &str,
+    (base, dir): (&str, &str),
     build_file: Option<&str>,
     words: &[String],
 ) -> (Vec<String>, Vec<String>) {
     let mut take = Vec::new();
     let mut notes = Vec::new();
     let mut unnamed = Vec::new();
-    for rel in below(pkg, dir) {
-        let path = join(dir, &rel);
+    let own = format!("{dir}/");
+    for rel in below(pkg, base) {
+        let path = join(base, &rel);
+        if path.starts_with(&own) && !path[own.len()..].contains('/') {
+            continue;
+        }
         if rel.ends_with(".c") {
             let Some(text) = pkg.read_text(&path) else {
                 continue;
@@ -113,12 +119,8 @@ mod tests {
             .split_whitespace()
             .map(str::to_string)
             .collect();
-        let (take, notes) = sources(
-            &pkg,
-            "R/crypto_kem/k",
-            Some("R/crypto_kem/k/build.sh"),
-            &words,
-        );
+        let k = ("R/crypto_kem/k", "R/crypto_kem/k");
+        let (take, notes) = sources(&pkg, k, Some("R/crypto_kem/k/build.sh"), &words);
         assert_eq!(
             take,
             ["R/crypto_kem/k/keccak4x/KeccakP-1600-times4-SIMD256.c"]
@@ -128,7 +130,7 @@ mod tests {
             "{notes:?}"
         );
         assert!(notes[1].contains("`test/fast.S`"), "{notes:?}");
-        let (take, notes) = sources(&pkg, "R/crypto_kem/k", None, &[]);
+        let (take, notes) = sources(&pkg, k, None, &[]);
         assert_eq!(
             take,
             [

@@ -146,15 +146,32 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
         s,
         "    instance \"{{param}}-{{impl:lower}}\" dir=\"{{impl}}_Implementation/crypto_kem/{{param}}\""
     );
-    // Additional implementations live elsewhere: their folder replaces `dir=`.
-    for i in m.impls.iter().filter(|i| i.additional) {
-        let tree = i.tree.replace('{', "{{").replace('}', "}}");
-        let _ = writeln!(
-            s,
-            "    when impl={} {{\n        dir {}\n    }}",
-            kdl_str(&i.kind),
-            kdl_str(&format!("{tree}/crypto_kem/{{param}}"))
-        );
+    // Implementations laid out otherwise (additional ones, `<param>/src/`): their folder
+    // replaces `dir=`, for the implementation or, where its parameter sets differ, each.
+    for i in m.impls {
+        let default = format!("{}_Implementation/crypto_kem/{{param}}", i.kind);
+        let dirs: Vec<String> = i.params.iter().map(dir_template).collect();
+        if dirs.iter().all(|d| *d == default) {
+            continue;
+        }
+        if dirs.windows(2).all(|w| w[0] == w[1]) {
+            let _ = writeln!(
+                s,
+                "    when impl={} {{\n        dir {}\n    }}",
+                kdl_str(&i.kind),
+                kdl_str(&dirs[0])
+            );
+            continue;
+        }
+        for (p, d) in i.params.iter().zip(&dirs).filter(|(_, d)| **d != default) {
+            let _ = writeln!(
+                s,
+                "    when param={} impl={} {{\n        dir {}\n    }}",
+                kdl_str(&p.name),
+                kdl_str(&i.kind),
+                kdl_str(d)
+            );
+        }
     }
     // Libraries: for everyone when all need the same, else per instance.
     let libs: Vec<Vec<String>> = m.pairs.iter().map(Pair::needed_libs).collect();
@@ -253,6 +270,18 @@ fn nist_categories(s: &mut String, m: &Manifest<'_>) {
     for p in unknown {
         let _ = writeln!(s, "    // nist-category N param={}", kdl_str(p));
     }
+}
+
+/// A parameter set's folder as a `dir` template: braces escaped, the folder named after it
+/// `{param}` (`Reference_Implementation/{param}/src`).
+fn dir_template(p: &Param) -> String {
+    p.dir
+        .replace('{', "{{")
+        .replace('}', "}}")
+        .split('/')
+        .map(|c| if c == p.name { "{param}" } else { c })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// `kat.sha256`: the SHA-256 of each instance's submitted file.

@@ -5,6 +5,10 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::record::Environment;
 
+/// What builds the objects: the engine's build step, not the package's build files.
+const BUILD_TOOL: &str =
+    "ngcc-pipe's build step (the compiler run directly; build files read, not run)";
+
 /// SMT control values of `/sys/devices/system/cpu/smt/control` in words.
 pub(super) fn smt_words(v: Option<&str>) -> String {
     match v {
@@ -116,13 +120,11 @@ fn machine_rows(t: &mut Table, view: &CampaignView, env: &Environment) {
             or_unknown(env.kernel.as_deref())
         ),
     ]);
+    // The build step runs the compiler itself: a package's Makefile or build script is read
+    // (for its flags and sources), never run, so `make` is no build tool of these figures.
     t.row(vec![
         "compiler / build tool".into(),
-        format!(
-            "{} / {}",
-            or_unknown(env.cc_version.as_deref()),
-            or_unknown(env.build_tool.as_deref())
-        ),
+        format!("{} / {BUILD_TOOL}", or_unknown(env.cc_version.as_deref())),
     ]);
     t.row(vec!["cycle counter".into(), cycle_counter(view)]);
 }

@@ -77,6 +77,24 @@ fn every_step_runs_on_gcc_and_clang_cells() {
     );
     assert!(text.contains("cells=\"best\""));
     std::fs::write(&pipeline, text).unwrap();
+    // Each cell's time waits for every cell's count, its own too: a cell whose own count
+    // had not finished was timed as if it had nothing to compare.
+    let g = run(&["graph", pipeline.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(g.code, 0, "{}", g.show());
+    let g: serde_json::Value = serde_json::from_str(&g.stdout).expect("graph json");
+    let id = |i: &serde_json::Value| g["nodes"][i.as_u64().unwrap() as usize]["id"].clone();
+    for cc in ["gcc", "clang-16"] {
+        let (count, time) = (
+            format!("ml-kem/ML-KEM-512-clean@{cc}/count:enc"),
+            format!("ml-kem/ML-KEM-512-clean@{cc}/time:keygen"),
+        );
+        let edge = g["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| id(&e[0]) == count && id(&e[1]) == time);
+        assert!(edge, "no edge {count} -> {time}");
+    }
     let r = run(&["run", pipeline.to_str().unwrap(), "--only", "*512*"]);
     assert_eq!(r.code, 0, "{}", r.show());
     let enc_dec = |cc: &str| -> f64 {

@@ -222,9 +222,9 @@ impl Plan {
 /// Whether an edge between these two nodes of related kinds belongs in the graph: same
 /// submission, same instance where both have one, same op where both have one.
 /// `cells="best"` (time, profile): a node waits for the `count` of every cell of its
-/// implementation, whose records choose the cell to measure. These edges only order: an
-/// edge between two instances never blocks (a cell's failed count leaves that cell out of
-/// the choice; see `run::scheduler`).
+/// implementation, its own included, whose records choose the cell to measure. These edges
+/// only order, they never block (a cell's failed count leaves that cell out of the choice;
+/// see `run::scheduler`).
 fn cell_edges(
     campaign: &Campaign,
     graph: &DiGraph<Node, ()>,
@@ -243,7 +243,9 @@ fn cell_edges(
             for &t in targets {
                 for &c in counts {
                     let (tn, cn) = (&graph[t], &graph[c]);
-                    if tn.instance != cn.instance && implementation(tn) == implementation(cn) {
+                    // Every cell's count, its own too: a cell whose own count had not yet
+                    // finished was timed as if it had none to compare.
+                    if implementation(tn) == implementation(cn) {
                         edges.insert((c, t));
                     }
                 }

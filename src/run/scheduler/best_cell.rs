@@ -1,8 +1,8 @@
 //! `cells="best"` (time, profile): of an implementation's cells (compilers × flag
 //! profiles) only the one with the fewest counted instructions for enc + dec is measured;
 //! the others are skipped with the figures they were compared by. The graph orders these
-//! steps after every cell's `count` (`graph::cell_edges`); an edge between two instances
-//! orders and never blocks ([`blocks`]).
+//! steps after every cell's `count`, their own cell's too (`graph::cell_edges`); those
+//! edges order and never block ([`blocks`]).
 
 use petgraph::graph::NodeIndex;
 
@@ -12,10 +12,16 @@ use crate::record::{Status, StepData};
 use crate::run::Ctx;
 
 /// Whether dependency `dep` of `ix` holds it back when it fails: not when they belong to
-/// two instances (a sibling cell's count, [`not_best`]).
+/// two instances (a sibling cell's count, [`not_best`]), nor when it is a count that a
+/// best-cell step waits for only to compare (its own cell's: without it, the step is
+/// measured).
 pub(super) fn blocks(ctx: &Ctx, ix: NodeIndex, dep: NodeIndex) -> bool {
     let (a, b) = (ctx.node(ix), ctx.node(dep));
-    !(a.instance.is_some() && b.instance.is_some() && a.instance != b.instance)
+    let sibling = a.instance.is_some() && b.instance.is_some() && a.instance != b.instance;
+    let compared = b.kind == StepKind::Count
+        && a.kind != StepKind::Count
+        && ctx.spec(a.kind).is_some_and(|s| s.params.best_cell);
+    !(sibling || compared)
 }
 
 /// Counted instructions for enc + dec of one instance, from its ok `count` records.

@@ -146,33 +146,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
         s,
         "    instance \"{{param}}-{{impl:lower}}\" dir=\"{{impl}}_Implementation/crypto_kem/{{param}}\""
     );
-    // Implementations laid out otherwise (additional ones, `<param>/src/`): their folder
-    // replaces `dir=`, for the implementation or, where its parameter sets differ, each.
-    for i in m.impls {
-        let default = format!("{}_Implementation/crypto_kem/{{param}}", i.kind);
-        let dirs: Vec<String> = i.params.iter().map(dir_template).collect();
-        if dirs.iter().all(|d| *d == default) {
-            continue;
-        }
-        if dirs.windows(2).all(|w| w[0] == w[1]) {
-            let _ = writeln!(
-                s,
-                "    when impl={} {{\n        dir {}\n    }}",
-                kdl_str(&i.kind),
-                kdl_str(&dirs[0])
-            );
-            continue;
-        }
-        for (p, d) in i.params.iter().zip(&dirs).filter(|(_, d)| **d != default) {
-            let _ = writeln!(
-                s,
-                "    when param={} impl={} {{\n        dir {}\n    }}",
-                kdl_str(&p.name),
-                kdl_str(&i.kind),
-                kdl_str(d)
-            );
-        }
-    }
+    impl_dirs(&mut s, m.impls);
     // Libraries: for everyone when all need the same, else per instance.
     let libs: Vec<Vec<String>> = m.pairs.iter().map(Pair::needed_libs).collect();
     let all_same = libs.windows(2).all(|w| w[0] == w[1]);
@@ -269,6 +243,37 @@ fn nist_categories(s: &mut String, m: &Manifest<'_>) {
     }
     for p in unknown {
         let _ = writeln!(s, "    // nist-category N param={}", kdl_str(p));
+    }
+}
+
+/// The `when` blocks that give the folder of implementations laid out otherwise
+/// (additional ones, `<param>/src/`): for the implementation or, where its parameter sets
+/// differ, each.
+fn impl_dirs(s: &mut String, impls: &[Implementation]) {
+    for i in impls {
+        let default = format!("{}_Implementation/crypto_kem/{{param}}", i.kind);
+        let dirs: Vec<String> = i.params.iter().map(dir_template).collect();
+        if dirs.iter().all(|d| *d == default) {
+            continue;
+        }
+        if dirs.windows(2).all(|w| w[0] == w[1]) {
+            let _ = writeln!(
+                s,
+                "    when impl={} {{\n        dir {}\n    }}",
+                kdl_str(&i.kind),
+                kdl_str(&dirs[0])
+            );
+            continue;
+        }
+        for (p, d) in i.params.iter().zip(&dirs).filter(|(_, d)| **d != default) {
+            let _ = writeln!(
+                s,
+                "    when param={} impl={} {{\n        dir {}\n    }}",
+                kdl_str(&p.name),
+                kdl_str(&i.kind),
+                kdl_str(d)
+            );
+        }
     }
 }
 

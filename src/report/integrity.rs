@@ -137,13 +137,12 @@ fn against_count(t: &TimeData, c: &CountData) -> Option<Untrusted> {
 /// The single calls' figure the batch figure is held against, and what it is: the
 /// [`SINGLE_QUANTILE`] of the samples, else (a record without them) their median.
 fn single_calls(t: &TimeData) -> Option<(f64, &'static str)> {
-    let mut s = t.output.samples.clone();
+    let s = &t.output.samples;
     if s.len() < 10 {
         return t.summary.sample_median.map(|m| (m, "their median"));
     }
-    s.sort_unstable();
-    let at = ((s.len() - 1) as f64 * SINGLE_QUANTILE).round() as usize;
-    Some((s[at] as f64, "their 10th percentile"))
+    let s: Vec<f64> = s.iter().map(|&c| c as f64).collect();
+    crate::measure::stats::quantile(&s, SINGLE_QUANTILE).map(|q| (q, "their 10th percentile"))
 }
 
 /// The batch figure against the single-call samples (see the module doc).

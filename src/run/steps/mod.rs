@@ -217,7 +217,6 @@ impl<'a> Step<'a> {
         h.write_u128(std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos()));
         let name = format!("{:016x}", h.finish());
         let dir = self.ctx.out.join("scratch").join(self.slug()).join(name);
-        crate::safe_fs::tree::remove_tree(&dir).map_err(StepError::io(&dir))?;
         std::fs::create_dir_all(&dir).map_err(StepError::io(&dir))?;
         Ok(dir)
     }

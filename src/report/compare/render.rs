@@ -110,7 +110,19 @@ fn basis_text(b: &Basis) -> String {
     }
 }
 
-fn verdict_cell(r: &CompareRow) -> String {
+pub(super) fn verdict_cell(r: &CompareRow) -> String {
+    if r.host_moved() {
+        let moved = |c: Change| matches!(c, Change::Slower | Change::Faster);
+        let time = match (&r.estimates.raw, &r.estimates.adjusted) {
+            (Some(raw), _) if moved(raw.change) => raw.change,
+            (_, Ok(adj)) => adj.change,
+            _ => Change::Undecided,
+        };
+        return format!(
+            "undecided (time {} on the same code: run to run)",
+            time.name()
+        );
+    }
     match (r.estimates.verdict, &r.estimates.raw, &r.estimates.adjusted) {
         (Some((c, Used::Raw)), _, _) => format!("{} (raw)", c.name()),
         (Some((c, Used::Both)), Some(raw), Ok(adj)) if raw.change != adj.change => format!(
@@ -199,7 +211,9 @@ fn instructions_line(c: &Comparison) -> String {
         if moved > 0 {
             format!(
                 " For {moved} operation{} the time moved beyond the band but the \
-                 instructions did not: the host moved, not the code.",
+                 instructions did not: the host moved, not the code, and the verdict is \
+                 undecided (the same object moves more from run to run, with its process's \
+                 memory layout and the host, than one run's interval says).",
                 if moved == 1 { "" } else { "s" }
             )
         } else {

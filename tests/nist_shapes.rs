@@ -8,8 +8,7 @@
 mod support;
 
 use ngcc_pipe::model::StepKind;
-use ngcc_pipe::record::KatStatus;
-use support::{kat_modes, ngcc, ok, pipeline, rec, squash, work};
+use support::{check_run_pass, ngcc, ok, pipeline, rec, squash, work};
 
 #[test]
 fn check_deep_names_a_symbol_that_no_compiled_file_defines() {
@@ -55,6 +54,93 @@ fn check_deep_names_a_symbol_that_no_compiled_file_defines() {
     assert!(
         err.contains(&format!("manifest.kdl:{line}:14]")),
         "not at line {line}:\n{err}"
+    );
+}
+
+/// `check --deep` names what an AVX2 assembly file and an AVX2 intrinsic need that the
+/// manifest does not give (with `-march=native` in the flag profile, which hides the
+/// intrinsic's missing flag from the build); once given, the run's report says that the
+/// assembly file, without a `.note.GNU-stack`, makes the library ask for an executable
+/// stack (the linker's warning, otherwise only in the build log).
+#[test]
+fn cpu_features_and_an_executable_stack_are_named_before_and_after_the_run() {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if !cpuinfo.split_whitespace().any(|w| w == "avx2") {
+        eprintln!(
+            "skipped: this CPU has no avx2 (the intrinsic compiles only under -march=native here)"
+        );
+        return;
+    }
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let p = pipeline(dir, "single", true);
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, text.replace("\"-O2\"", "\"-O2 -march=native\"")).unwrap();
+    // Reference code compiled with -march=native needs nothing beyond what it says.
+    ok(dir, &["check", "--deep", &p.display().to_string()]);
+    // An AVX2 assembly file and an AVX2 intrinsic that only -march=native enables.
+    let folder = pkg.join("Reference_Implementation/crypto_kem/ml-kem-512");
+    std::fs::write(
+        folder.join("probe_asm.S"),
+        ".text\n.globl probe_asm\nprobe_asm:\n vpaddd %ymm2, %ymm1, %ymm0\n ret\n",
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("probe_intrinsic.c"),
+        "#include <immintrin.h>\n__m256i probe_intrinsic(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }\n",
+    )
+    .unwrap();
+    let (code, out, err) = ngcc(dir, &["check", "--deep", &p.display().to_string()]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    let flat = squash(&err);
+    assert!(
+        flat.contains(&squash("`Reference_Implementation/crypto_kem/ml-kem-512/probe_asm.S` uses CPU features that `requires-cpu` does not list: avx2 (`vpaddd")),
+        "{err}"
+    );
+    assert!(
+        flat.contains(&squash("`Reference_Implementation/crypto_kem/ml-kem-512/probe_intrinsic.c` compiles only with the flag profile's `-march`")),
+        "{err}"
+    );
+    assert!(flat.contains(&squash("requires-cpu \"avx2\"")), "{err}");
+    // Given in the manifest, both are fine.
+    let path = dir.join("subs/ML-KEM/manifest.kdl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen(
+        "    api \"nist\"\n",
+        "    api \"nist\"\n    when param=\"ml-kem-512\" {\n        cflags \"-mavx2\"\n        requires-cpu \"avx2\"\n    }\n",
+        1,
+    );
+    std::fs::write(&path, &text).unwrap();
+    ok(dir, &["check", "--deep", &p.display().to_string()]);
+    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
+    assert_eq!(code, 0, "{progress}");
+    let build = rec(
+        &dir.join("out"),
+        StepKind::Build,
+        "ML-KEM",
+        "ml-kem-512-reference",
+        None,
+    );
+    let Some(ngcc_pipe::record::StepData::Build(b)) = &build.data else {
+        panic!("build {:?}: {:?}", build.status, build.reason)
+    };
+    assert_eq!(
+        b.executable_stack,
+        Some(vec![
+            "Reference_Implementation/crypto_kem/ml-kem-512/probe_asm.S".into()
+        ])
+    );
+    let report = std::fs::read_to_string(dir.join("out/reports/ML-KEM.md")).unwrap();
+    assert!(report.contains("ask for an executable stack"), "{report}");
+    assert!(
+        report.contains("`Reference_Implementation/crypto_kem/ml-kem-512/probe_asm.S` without `.note.GNU-stack`"),
+        "{report}"
     );
 }
 
@@ -187,14 +273,8 @@ fn a_package_with_a_build_script_a_subfolder_and_a_nested_root_passes_unedited()
     }
     assert_eq!(manifest.contains("cflags \"-mbmi2\""), bmi2, "{manifest}");
     assert!(!manifest.contains("TODO nist-category"), "{manifest}");
-    let p = pipeline(dir, "single all", false);
-    let checked = ok(dir, &["check", "--deep", &p.display().to_string()]);
+    let checked = check_run_pass(dir, "single all", "ML-KEM", &["ml-kem-512-reference"]);
     assert!(checked.contains("1 instances"), "{checked}");
-    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
-    assert_eq!(code, 0, "{progress}");
-    for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", "ml-kem-512-reference") {
-        assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
-    }
 }
 
 /// KAT files named after their parameter set in a `KATs/` tree of their own
@@ -223,15 +303,12 @@ fn kat_files_named_after_their_parameter_set_are_found_and_pass() {
         manifest.contains("submitted=\"KATs/{param}/{param}_kat.rsp\""),
         "{manifest}"
     );
-    let p = pipeline(dir, "single all", false);
-    ok(dir, &["check", "--deep", &p.display().to_string()]);
-    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
-    assert_eq!(code, 0, "{progress}");
-    for inst in ["ml-kem-512-reference", "ml-kem-768-reference"] {
-        for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", inst) {
-            assert_eq!(status, KatStatus::Pass, "{inst} {mode:?}: {reason:?}");
-        }
-    }
+    check_run_pass(
+        dir,
+        "single all",
+        "ML-KEM",
+        &["ml-kem-512-reference", "ml-kem-768-reference"],
+    );
 }
 
 /// A parameter set's sources in `src/` with shared code in `lib/` beside it and a Makefile
@@ -285,11 +362,5 @@ fn a_src_and_lib_layout_with_a_wildcard_makefile_passes_unedited() {
             "{want}\n--- manifest\n{manifest}\n--- import\n{said}"
         );
     }
-    let p = pipeline(dir, "single all", false);
-    ok(dir, &["check", "--deep", &p.display().to_string()]);
-    let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
-    assert_eq!(code, 0, "{progress}\n--- manifest\n{manifest}");
-    for (mode, status, reason) in kat_modes(&dir.join("out"), "ML-KEM", "ml-kem-512-reference") {
-        assert_eq!(status, KatStatus::Pass, "{mode:?}: {reason:?}");
-    }
+    check_run_pass(dir, "single all", "ML-KEM", &["ml-kem-512-reference"]);
 }

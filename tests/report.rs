@@ -110,7 +110,7 @@ fn submission_markdown_mlkem() {
     let files = report::render_submission(&view, "ml-kem");
     let md = file(&files, "reports/ml-kem.md");
     for section in [
-        "# ml-kem ML-KEM — performance on x86-64 (system x86_1)",
+        "# ML-KEM — performance on x86-64 (system x86_1)",
         "## 1. Basic information",
         "## 2. Assessment environment",
         "## 3. Functional testing (KAT)",

@@ -154,8 +154,8 @@ pub fn deep_check(
                     }
                     listing_lines.push(line);
                     source_notes(&file, sub, inst, &listing.files, &mut problems);
-                    let outcome = linker.link(campaign, sub, inst, root, &listing.files);
-                    problems.extend(link_problems(&file, inst, outcome));
+                    let prediction = linker.link(campaign, sub, inst, root, &listing.files);
+                    problems.extend(link_problems(&file, inst, prediction));
                 }
                 Err(e) => problems.push(
                     Diagnostic::new(&file, format!("instance `{}`: {e}", inst.id))

@@ -3,7 +3,8 @@
 //! [`Linker`] (the engine's, or none) and turns its answer into diagnostics at the
 //! instance's manifest line: every symbol that the instance's objects use and that neither
 //! they, the harness, the declared `link` libraries nor the C runtime define, each with the
-//! files that need it; a source that does not compile; or why nothing was compiled.
+//! files that need it; a source that does not compile; or why nothing was compiled. Beside
+//! the link, the CPU features the compiled code needs that the manifest does not give.
 
 use std::path::{Path, PathBuf};
 
@@ -37,9 +38,42 @@ pub enum LinkOutcome {
     Skipped(String),
 }
 
+/// A source whose code needs CPU features that the manifest does not give the instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuGap {
+    /// The source, relative to the source root.
+    pub file: String,
+    /// What it needs.
+    pub need: CpuNeed,
+    /// The instance's code reads the CPU's features at run time (`cpuid`), so it may use
+    /// these only where they exist: said as a note.
+    pub dispatches: bool,
+}
+
+/// What a [`CpuGap`]'s source needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuNeed {
+    /// It compiles only with the flag profile's `-march` (intrinsics of an extension the
+    /// instance's `cflags` do not enable): the compiler's message without it.
+    Flags(String),
+    /// Its instructions need these CPU features (cpuinfo names) that `requires-cpu` does not
+    /// list, each with the first instruction that needs it.
+    Features(Vec<(String, String)>),
+}
+
+/// What compiling one instance predicts: its link, and the CPU features its code needs
+/// beyond what its manifest gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prediction {
+    /// The link's outcome.
+    pub link: LinkOutcome,
+    /// The sources that need CPU features the manifest does not give.
+    pub cpu: Vec<CpuGap>,
+}
+
 /// Compiles an instance's sources as the build does and resolves their symbols.
 pub trait Linker {
-    /// The outcome for `inst` of `sub`, whose source lies at `root` and which compiles
+    /// The prediction for `inst` of `sub`, whose source lies at `root` and which compiles
     /// `files` (absolute).
     fn link(
         &self,
@@ -48,7 +82,7 @@ pub trait Linker {
         inst: &Instance,
         root: &Path,
         files: &[PathBuf],
-    ) -> LinkOutcome;
+    ) -> Prediction;
 }
 
 /// No link check (`check --deep` without an engine, and the checker's own tests).
@@ -62,17 +96,88 @@ impl Linker for NoLinker {
         _: &Instance,
         _: &Path,
         _: &[PathBuf],
-    ) -> LinkOutcome {
-        LinkOutcome::Resolved
+    ) -> Prediction {
+        Prediction {
+            link: LinkOutcome::Resolved,
+            cpu: Vec::new(),
+        }
     }
 }
 
-/// The diagnostics for one instance's outcome, at its `instance` line.
+/// The diagnostics for one instance's prediction, at its `instance` line.
 pub(super) fn link_problems(
     file: &SourceFile,
     inst: &Instance,
-    outcome: LinkOutcome,
+    prediction: Prediction,
 ) -> Vec<Diagnostic> {
+    let mut out = outcome_problems(file, inst, prediction.link);
+    out.extend(
+        prediction
+            .cpu
+            .into_iter()
+            .map(|gap| cpu_problem(file, inst, gap)),
+    );
+    out
+}
+
+/// A source that needs CPU features the manifest does not give: the flags to compile it
+/// anywhere, or the `requires-cpu` that plans the instance away where the CPU lacks them.
+fn cpu_problem(file: &SourceFile, inst: &Instance, gap: CpuGap) -> Diagnostic {
+    let o = &inst.origin;
+    let at = SourceSpan::new(o.instance.offset.into(), o.instance.len);
+    match gap.need {
+        CpuNeed::Flags(why) => Diagnostic::new(
+            file,
+            format!(
+                "instance `{}`: `{}` compiles only with the flag profile's `-march`: it needs CPU features that the instance's `cflags` do not enable (without `-march`: {why})",
+                inst.id, gap.file
+            ),
+        )
+        .label(at, "this instance")
+        .help("enable them in `cflags` (`-mavx2`, `-mbmi2`, ...) and list them in `requires-cpu`, so that the instance builds with any flag profile and is planned away on a CPU without them"),
+        CpuNeed::Features(features) => {
+            let named: Vec<String> = features
+                .iter()
+                .map(|(f, insn)| format!("{f} (`{insn}`)"))
+                .collect();
+            let names: Vec<String> = features.iter().map(|(f, _)| format!("\"{f}\"")).collect();
+            if gap.dispatches {
+                return Diagnostic::new(
+                    file,
+                    format!(
+                        "instance `{}`: `{}` uses CPU features that `requires-cpu` does not list: {}; the instance's code reads the CPU's features at run time, so it may use them only where they exist",
+                        inst.id,
+                        gap.file,
+                        named.join(", ")
+                    ),
+                )
+                .label(at, "this instance")
+                .help(format!(
+                    "if it needs them on every path, add them to its `requires-cpu`: requires-cpu {}",
+                    names.join(" ")
+                ))
+                .note();
+            }
+            Diagnostic::new(
+                file,
+                format!(
+                    "instance `{}`: `{}` uses CPU features that `requires-cpu` does not list: {}; on a CPU without them it would stop at an illegal instruction instead of being planned away",
+                    inst.id,
+                    gap.file,
+                    named.join(", ")
+                ),
+            )
+            .label(at, "this instance")
+            .help(format!(
+                "add them to the instance's `requires-cpu` (in a `when` block for these instances): requires-cpu {}",
+                names.join(" ")
+            ))
+        }
+    }
+}
+
+/// The diagnostics for one instance's link outcome, at its `instance` line.
+fn outcome_problems(file: &SourceFile, inst: &Instance, outcome: LinkOutcome) -> Vec<Diagnostic> {
     let o = &inst.origin;
     let at = SourceSpan::new(o.instance.offset.into(), o.instance.len);
     match outcome {

@@ -35,7 +35,7 @@ mod values;
 use std::path::Path;
 
 pub use deep::{deep_check, DeepReport};
-pub use deep_link::{LinkOutcome, Linker, NoLinker, Unresolved};
+pub use deep_link::{CpuGap, CpuNeed, LinkOutcome, Linker, NoLinker, Prediction, Unresolved};
 pub use diag::{Diagnostic, Diagnostics, Location};
 pub use duration::{format_duration, parse_duration};
 pub use fs::{find_program, MemFs, RealFs, SourceFs};

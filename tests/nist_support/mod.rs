@@ -496,6 +496,21 @@ pub fn ok(dir: &Path, args: &[&str]) -> String {
     out
 }
 
+/// What a team does with an imported package, checked: `check --deep` of the campaign in
+/// `dir` with KAT modes `modes`, then its run, both succeeding unedited, then every KAT mode
+/// of each of `instances` of submission `sub` PASS. Returns what the check printed.
+pub fn check_run_pass(dir: &Path, modes: &str, sub: &str, instances: &[&str]) -> String {
+    let p = pipeline(dir, modes, false);
+    let checked = ok(dir, &["check", "--deep", &p.display().to_string()]);
+    ok(dir, &["run", &p.display().to_string()]);
+    for inst in instances {
+        for (mode, status, reason) in kat_modes(&dir.join("out"), sub, inst) {
+            assert_eq!(status, KatStatus::Pass, "{inst} {mode:?}: {reason:?}");
+        }
+    }
+    checked
+}
+
 pub fn rec(out: &Path, kind: StepKind, sub: &str, inst: &str, op: Option<Op>) -> StepRecord {
     let p = out.join(record::record_path(kind, sub, Some(inst), op));
     record::read_json(&p)

@@ -47,6 +47,7 @@ pub(crate) fn add_instance(ctx: &mut Ctx, i: &Inst) {
         libraries: Vec::new(),
         left_out: Vec::new(),
         api_evaluated: false,
+        executable_stack: None,
     };
     let mut r = base_record(
         ctx.arm,

@@ -223,6 +223,12 @@ pub struct BuildData {
     /// or headers), and `api_h` is the header the engine wrote with their values.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub api_evaluated: bool,
+    /// Set when the plain object asks for an executable stack (its `PT_GNU_STACK` segment
+    /// is executable; the linker warns of it in the build log): the compiled sources whose
+    /// objects carry no `.note.GNU-stack` section (assembly files without the note, as a
+    /// rule), relative to the source root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable_stack: Option<Vec<PathBuf>>,
 }
 
 /// A system library an object links, as found on this machine.

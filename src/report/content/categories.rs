@@ -300,11 +300,21 @@ pub(super) fn by_category(doc: &mut Doc, view: &CampaignView, results: &Results)
                 },
                 match (r.enc_dec, yard) {
                     (Some(c), Some(y)) if y > 0.0 => format!("×{:.2}", c / y),
-                    _ => String::new(),
+                    _ => DASH.into(),
                 },
             ]);
         }
         doc.table(t);
+        if yard.is_none() {
+            doc.p(format!(
+                "`vs ML-KEM` has no figure here: {}.",
+                if cat == u8::MAX {
+                    "these schemes give no category to compare within".to_string()
+                } else {
+                    format!("no timed ML-KEM instance claims category {cat} in this campaign")
+                }
+            ));
+        }
     }
     let speedups: Vec<Speedup> = view.submissions.iter().flat_map(speedups).collect();
     let slow = slower_than_clean(&speedups);

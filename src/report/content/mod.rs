@@ -158,20 +158,48 @@ pub(super) fn listed(sub: &SubmissionView) -> impl Iterator<Item = &view::Instan
     sub.instances.iter().filter(|i| i.unsupported().is_none())
 }
 
+/// How a report names its submission: its id and algorithm, as the reference reports do
+/// (`kem-33 QUBE`); the algorithm alone where the id only spells it another way (`ml-kem`,
+/// ML-KEM), and the id alone where it already ends with it (`CRYSTALS-Kyber`, not
+/// `CRYSTALS-Kyber Kyber`). Letters compared without case, other characters left out.
+pub(super) fn named(sub: &SubmissionView) -> String {
+    name_of(&sub.id, &sub.meta.algorithm)
+}
+
+/// [`named`] of a submission id and its algorithm.
+fn name_of(id: &str, algorithm: &str) -> String {
+    let fold = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let (folded_id, folded) = (fold(id), fold(algorithm));
+    if folded.is_empty() || (folded_id.ends_with(&folded) && folded_id != folded) {
+        id.to_string()
+    } else if folded_id == folded {
+        algorithm.to_string()
+    } else {
+        format!("{id} {algorithm}")
+    }
+}
+
 /// The per-submission report body (`reports/<sub>.md`): the seed's sections in the seed's
 /// order and columns, one headline figure per operation; the detail a specialist wants is
 /// in [`appendix_doc`], which `appendix_href` links to.
 pub fn submission_doc(view: &CampaignView, sub: &SubmissionView, appendix_href: &str) -> Doc {
     let mut doc = Doc {
-        title: format!("{} {} — {}", sub.id, sub.meta.algorithm, view.system),
+        title: format!("{} — {}", named(sub), view.system),
         blocks: Vec::new(),
     };
     doc.p(breadcrumb(view, Some(&sub.id)));
     doc.h(
         1,
         format!(
-            "{} {} — performance on {} (system {})",
-            sub.id, sub.meta.algorithm, view.arch, view.system
+            "{} — performance on {} (system {})",
+            named(sub),
+            view.arch,
+            view.system
         ),
     );
     doc.p(format!(
@@ -199,18 +227,12 @@ pub fn submission_doc(view: &CampaignView, sub: &SubmissionView, appendix_href: 
 /// index at its end.
 pub fn appendix_doc(view: &CampaignView, sub: &SubmissionView, report_href: &str) -> Doc {
     let mut doc = Doc {
-        title: format!(
-            "{} {} — {} — appendix",
-            sub.id, sub.meta.algorithm, view.system
-        ),
+        title: format!("{} — {} — appendix", named(sub), view.system),
         blocks: Vec::new(),
     };
     doc.h(
         1,
-        format!(
-            "{} {} — appendix (system {})",
-            sub.id, sub.meta.algorithm, view.system
-        ),
+        format!("{} — appendix (system {})", named(sub), view.system),
     );
     doc.p(format!(
         "Detail behind the figures of the {}: the build matrix, timing distributions, single-call samples, \
@@ -241,11 +263,12 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     }
     items.push(format!("Algorithm: {}", meta.algorithm));
     items.push(versions_measured(sub));
-    // Each instance once, whatever the flag profiles it was built with.
+    // Each parameter set once, whatever its implementations and build cells.
     let mut sets: Vec<&str> = Vec::new();
     for i in &sub.instances {
-        if !sets.contains(&i.manifest_id()) {
-            sets.push(i.manifest_id());
+        let set = parameter_set(sub, i);
+        if !sets.contains(&set) {
+            sets.push(set);
         }
     }
     items.push(format!("Parameter sets: {}", sets.join(", ")));
@@ -278,6 +301,37 @@ fn basic_information(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
         items.push(format!("Links: {}", links.join(", ")));
     }
     doc.list(items);
+}
+
+/// The parameter set an instance measures: its `param` variable (what `import` writes),
+/// else its manifest id without its implementation (the `impl` variable's value, or a
+/// declared version, as the id's last or first part: `ML-KEM-512-clean` -> `ML-KEM-512`,
+/// `HQC-128-clean` -> `HQC-128`), else the id.
+fn parameter_set<'a>(sub: &SubmissionView, i: &'a view::InstanceView) -> &'a str {
+    set_of(i.manifest_id(), &i.vars, &sub.meta.versions)
+}
+
+/// [`parameter_set`] of a manifest id, its matrix variables and the declared versions.
+fn set_of<'a>(id: &'a str, vars: &'a BTreeMap<String, String>, declared: &[String]) -> &'a str {
+    if let Some(p) = vars.get("param") {
+        return p;
+    }
+    let versions = vars.get("impl").into_iter().chain(declared);
+    for v in versions {
+        for sep in ['-', '_', '.'] {
+            let set = id
+                .strip_suffix(v.as_str())
+                .and_then(|s| s.strip_suffix(sep))
+                .or_else(|| {
+                    id.strip_prefix(v.as_str())
+                        .and_then(|s| s.strip_prefix(sep))
+                });
+            if let Some(set) = set.filter(|s| !s.is_empty()) {
+                return set;
+            }
+        }
+    }
+    id
 }
 
 /// "Implementation versions measured: clean; not measured: avx2 (unsupported on this
@@ -347,4 +401,40 @@ fn versions_measured(sub: &SubmissionView) -> String {
         line.push_str(&format!("; not measured: {}", not.join(", ")));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_submission_is_named_once() {
+        assert_eq!(name_of("kem-33", "QUBE"), "kem-33 QUBE");
+        assert_eq!(name_of("CRYSTALS-Kyber", "Kyber"), "CRYSTALS-Kyber");
+        assert_eq!(name_of("ml-kem", "ML-KEM"), "ML-KEM");
+        assert_eq!(name_of("hqc", ""), "hqc");
+    }
+
+    #[test]
+    fn a_parameter_set_is_its_instance_without_the_implementation() {
+        let vars = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let imported = vars(&[("param", "kyber768"), ("impl", "optimized")]);
+        assert_eq!(set_of("kyber768-optimized", &imported, &[]), "kyber768");
+        let pqclean = vars(&[("level", "512"), ("impl", "avx2")]);
+        assert_eq!(set_of("ML-KEM-512-avx2", &pqclean, &[]), "ML-KEM-512");
+        let declared = ["clean".to_string()];
+        assert_eq!(
+            set_of("HQC-128-clean", &vars(&[("level", "128")]), &declared),
+            "HQC-128"
+        );
+        assert_eq!(
+            set_of("clean_BW_KEM", &vars(&[("impl", "clean")]), &[]),
+            "BW_KEM"
+        );
+        assert_eq!(set_of("qube-256", &vars(&[]), &[]), "qube-256");
+    }
 }

@@ -4,6 +4,7 @@ use super::*;
 
 pub(super) fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {
     doc.h(2, "5. Resource consumption");
+    executable_stacks(doc, sub);
     if let Some(why) = emulated(sub) {
         doc.p(format!("Not measured: {why}."));
         return;
@@ -53,6 +54,46 @@ pub(super) fn resources(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView
         }
     }
     doc.table(t);
+}
+
+/// The libraries that ask for an executable stack (the linker's warning, otherwise only in
+/// the build log), with the sources that cause it.
+fn executable_stacks(doc: &mut Doc, sub: &SubmissionView) {
+    let mut items = Vec::new();
+    for inst in listed(sub) {
+        let Some(files) = inst
+            .record(StepKind::Build)
+            .and_then(view::build_data)
+            .and_then(|b| b.executable_stack.as_ref())
+        else {
+            continue;
+        };
+        let files: Vec<String> = files
+            .iter()
+            .map(|f| code(&f.display().to_string()))
+            .collect();
+        items.push(format!(
+            "{}: {}",
+            code(&inst.id),
+            if files.is_empty() {
+                "no compiled source lacks the note (a linked library asks for it)".to_string()
+            } else {
+                format!("{} without `.note.GNU-stack`", files.join(", "))
+            }
+        ));
+    }
+    if items.is_empty() {
+        return;
+    }
+    doc.p(
+        "⚠ These libraries ask for an executable stack: an object linked into them (an \
+         assembly file, as a rule) carries no `.note.GNU-stack` section, so the linker marks \
+         the stack executable (its warning is in the build log) and so does any process that \
+         loads the library. The figures are not affected; C libraries from glibc 2.41 on \
+         refuse to load such a library with `dlopen`. The fix is one line in each assembly \
+         file: `.section .note.GNU-stack,\"\",@progbits`.",
+    );
+    doc.list(items);
 }
 
 pub(super) fn sizes(doc: &mut Doc, view: &CampaignView, sub: &SubmissionView) {

@@ -14,6 +14,7 @@
 //! Nothing is compiled without the jail: where bubblewrap is not available the check says
 //! the link was not predicted.
 
+mod features;
 mod symbols;
 
 use std::cell::RefCell;
@@ -21,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::dsl::{LinkOutcome, Linker, Unresolved};
+use crate::dsl::{CpuGap, CpuNeed, LinkOutcome, Linker, Prediction, Unresolved};
 use crate::model::{Campaign, Instance, StepKind, Submission};
 use crate::run::keys::{file_hash, sha256_hex, tree_input};
 use crate::run::sandbox::{Jail, Sandbox};
@@ -33,6 +34,9 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 const MEMORY: u64 = 4 << 30;
 /// Largest object read back.
 const OBJECT_CAP: u64 = 256 << 20;
+/// Appended to a flag profile that names a `-march`, for the CPU-feature check: x86-64's
+/// baseline, so that only the instance's own `-m` flags, intrinsics and assembly need more.
+const BASELINE: &str = "-march=x86-64";
 /// Largest package source searched for a definition.
 const SEARCH_CAP: u64 = 16 << 20;
 
@@ -45,6 +49,8 @@ pub struct EngineLinker {
     runtime: RefCell<Option<BTreeSet<String>>>,
     /// Library name -> what it defines (empty when not found: `check` names that apart).
     libraries: RefCell<BTreeMap<String, BTreeSet<String>>>,
+    /// This machine's CPU features (`/proc/cpuinfo`), read once.
+    cpu_flags: std::cell::OnceCell<BTreeSet<String>>,
 }
 
 impl EngineLinker {
@@ -54,6 +60,7 @@ impl EngineLinker {
             sandbox: RefCell::new(None),
             runtime: RefCell::new(None),
             libraries: RefCell::new(BTreeMap::new()),
+            cpu_flags: std::cell::OnceCell::new(),
         })
     }
 
@@ -105,19 +112,39 @@ impl Linker for EngineLinker {
         inst: &Instance,
         root: &Path,
         files: &[PathBuf],
-    ) -> LinkOutcome {
+    ) -> Prediction {
+        let skipped = |why: String| Prediction {
+            link: LinkOutcome::Skipped(why),
+            cpu: Vec::new(),
+        };
+        // An instance the run plans away on this CPU is not built, so not predicted.
+        if c.system.emulator().is_none() {
+            let flags = self.cpu_flags.get_or_init(crate::measure::env::cpu_flags);
+            let lacks: Vec<&str> = inst
+                .requires_cpu
+                .iter()
+                .filter(|f| !flags.contains(*f))
+                .map(String::as_str)
+                .collect();
+            if !lacks.is_empty() {
+                return skipped(format!(
+                    "this CPU lacks {}, so the run plans the instance away",
+                    lacks.join(", ")
+                ));
+            }
+        }
         let sandbox = self.sandbox();
         if !sandbox.contained() {
-            return LinkOutcome::Skipped(
+            return skipped(
                 "bubblewrap is not available, and the package's code is compiled only in the build's jail".into(),
             );
         }
         let Ok(root) = std::path::absolute(root) else {
-            return LinkOutcome::Skipped("the source root cannot be made absolute".into());
+            return skipped("the source root cannot be made absolute".into());
         };
         let (profile, flags) = match build_flags(c, inst, &root) {
             Ok(f) => f,
-            Err(e) => return LinkOutcome::Skipped(e),
+            Err(e) => return skipped(e),
         };
         let out = match std::path::absolute(
             c.outputs
@@ -127,17 +154,113 @@ impl Linker for EngineLinker {
                 .join(&inst.id),
         ) {
             Ok(o) => o,
-            Err(e) => return LinkOutcome::Skipped(e.to_string()),
+            Err(e) => return skipped(e.to_string()),
         };
         let units = units(sub, inst, &root, files, &out, &profile, &flags);
-        let compiled = compile_all(c, sub, inst, &root, &sandbox, &out, &units);
-        match compiled {
-            Ok(()) => {}
-            Err(Failure::Skip(why)) => return LinkOutcome::Skipped(why),
-            Err(Failure::Compile(why)) => return LinkOutcome::CompileFailed(why),
+        let only = |link| Prediction {
+            link,
+            cpu: Vec::new(),
+        };
+        let jail = Compiles {
+            campaign: c,
+            sub,
+            inst,
+            root: &root,
+            sandbox: &sandbox,
+        };
+        match jail.compile_all(&out, &units, false) {
+            Err(why) => return only(LinkOutcome::Skipped(why)),
+            Ok(failed) => {
+                if let Some(f) = failed.into_iter().next() {
+                    return only(LinkOutcome::CompileFailed(format!(
+                        "`{}` does not compile ({}): {}",
+                        rel(&root, &units[f.unit].src),
+                        f.exit,
+                        f.message
+                    )));
+                }
+            }
         }
-        self.resolve(c, inst, &root, &units)
+        Prediction {
+            link: self.resolve(c, inst, &root, &units),
+            cpu: cpu_gaps(&jail, &out, &units),
+        }
     }
+}
+
+/// `path` relative to the source root, for messages.
+fn rel(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The sources of `units` (the shim left out) that need CPU features the manifest does not
+/// give ([`features`]): compiled again for x86-64's baseline when the flag profile names a
+/// `-march` (into `out/baseline/`, kept like the others), a source that then does not
+/// compile needs flags its `cflags` lack; the others' instructions are held against
+/// `requires-cpu`. Not for other architectures, nor where the baseline cannot be compiled.
+fn cpu_gaps(jail: &Compiles<'_>, out: &Path, units: &[Unit]) -> Vec<CpuGap> {
+    if jail.campaign.system.arch != "x86-64" {
+        return Vec::new();
+    }
+    let units = &units[..units.len() - 1];
+    let marched = units
+        .iter()
+        .any(|u| u.flags.iter().any(|f| f.starts_with("-march=")));
+    let base_dir = out.join("baseline");
+    let baseline: Vec<Unit> = units
+        .iter()
+        .map(|u| Unit {
+            src: u.src.clone(),
+            obj: base_dir.join(u.obj.file_name().unwrap_or_default()),
+            flags: u
+                .flags
+                .iter()
+                .cloned()
+                .chain([BASELINE.to_string()])
+                .collect(),
+        })
+        .collect();
+    let (units, failed) = if marched {
+        match jail.compile_all(&base_dir, &baseline, true) {
+            Ok(failed) => (&baseline[..], failed),
+            Err(_) => return Vec::new(),
+        }
+    } else {
+        (units, Vec::new())
+    };
+    let mut gaps = Vec::new();
+    let mut needs = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        let file = rel(jail.root, &u.src);
+        if let Some(f) = failed.iter().find(|f| f.unit == i) {
+            gaps.push(CpuGap {
+                file,
+                need: CpuNeed::Flags(f.message.clone()),
+                dispatches: false,
+            });
+            continue;
+        }
+        let read = crate::safe_fs::read(&u.obj, OBJECT_CAP).map_err(|e| e.to_string());
+        if let Ok(n) = read.and_then(|b| features::needed(&b)) {
+            needs.push((file, n));
+        }
+    }
+    // One object may pick the code of another at run time.
+    let dispatches = needs.iter().any(|(_, n)| n.dispatches);
+    for (file, n) in needs {
+        let missing = features::missing(n.features, &jail.inst.requires_cpu);
+        if !missing.is_empty() {
+            gaps.push(CpuGap {
+                file,
+                need: CpuNeed::Features(missing),
+                dispatches,
+            });
+        }
+    }
+    gaps
 }
 
 /// The compiles of one instance, in the build's order: its sources, the primitives (with
@@ -192,87 +315,112 @@ fn units(
     v
 }
 
-enum Failure {
-    Skip(String),
-    Compile(String),
+/// What every compile of one instance shares: the campaign, the instance, its source root
+/// and the sandbox whose jail the compiler runs in.
+struct Compiles<'a> {
+    campaign: &'a Campaign,
+    sub: &'a Submission,
+    inst: &'a Instance,
+    root: &'a Path,
+    sandbox: &'a Sandbox,
 }
 
-/// Compiles `units` in the build's jail, unless the objects of the same inputs are there.
-fn compile_all(
-    c: &Campaign,
-    sub: &Submission,
-    inst: &Instance,
-    root: &Path,
-    sandbox: &Sandbox,
-    out: &Path,
-    units: &[Unit],
-) -> Result<(), Failure> {
-    let skip = |e: &dyn std::fmt::Display| Failure::Skip(e.to_string());
-    let drng = crate::run::steps::build::drng_symbol(sub);
-    let shim = crate::run::steps::build::shim_source(&drng, sub.api);
-    let mut key = format!(
-        "{}|{}|{shim}",
-        c.system.cc,
-        tree_input(&root.join(&inst.dir))
-    );
-    for u in units {
-        key.push_str(&format!(
-            "|{}|{:?}|{}",
-            u.src.display(),
-            u.flags,
-            file_hash(&u.src)
-        ));
-    }
-    for i in &sub.primitives.includes {
-        key.push_str(&tree_input(&root.join(i)));
-    }
-    let key = sha256_hex(key.as_bytes());
-    let key_file = out.join("inputs.sha256");
-    let fresh = std::fs::read_to_string(&key_file).is_ok_and(|k| k.trim() == key)
-        && units.iter().all(|u| u.obj.is_file());
-    if fresh {
-        return Ok(());
-    }
-    let _ = std::fs::remove_dir_all(out);
-    std::fs::create_dir_all(out).map_err(|e| skip(&e))?;
-    std::fs::write(out.join("ngcc_shim.c"), shim).map_err(|e| skip(&e))?;
-    // What the build's compiler reads (the same folders as the build's).
-    let read = crate::run::steps::build::compile_reads(root, inst, sub);
-    for p in &read {
-        crate::safe_fs::inside(root, p).map_err(|e| skip(&e))?;
-    }
-    let jail = Jail {
-        read,
-        write: vec![out.to_path_buf()],
-        cwd: out.to_path_buf(),
-        memory: MEMORY,
-        cpu: None,
-    };
-    let mut log = crate::run::exec::open_log(&out.join("compile.log")).map_err(|e| skip(&e))?;
-    for u in units {
-        let mut args = u.flags.clone();
-        args.extend(CODEGEN_FLAGS.iter().map(|f| f.to_string()));
-        args.extend([
-            "-c".to_string(),
-            u.src.display().to_string(),
-            "-o".to_string(),
-            u.obj.display().to_string(),
-        ]);
-        let ran =
-            crate::run::exec::run_jailed(sandbox, &c.system.cc, args, &jail, TIMEOUT, &mut log)
-                .map_err(|e| Failure::Skip(format!("cannot run `{}`: {e}", c.system.cc)))?;
-        if !ran.exit.success() {
-            let rel = u.src.strip_prefix(root).unwrap_or(&u.src);
-            return Err(Failure::Compile(format!(
-                "`{}` does not compile ({}): {}",
-                rel.display(),
-                ran.exit.describe(),
-                crate::run::exec::tail(&ran.stderr, 6)
-            )));
+/// A unit that did not compile: its index, the compiler's exit and its message's tail.
+struct Failed {
+    unit: usize,
+    exit: String,
+    message: String,
+}
+
+impl Compiles<'_> {
+    /// Compiles `units` into `out` in the build's jail, unless the objects of the same
+    /// inputs are there: the units that did not compile, by index, with the compiler's
+    /// exit and message (the first stops the rest unless `keep_going`); `Err` when nothing
+    /// could be compiled, and why.
+    fn compile_all(
+        &self,
+        out: &Path,
+        units: &[Unit],
+        keep_going: bool,
+    ) -> Result<Vec<Failed>, String> {
+        let (c, sub, inst, root) = (self.campaign, self.sub, self.inst, self.root);
+        let skip = |e: &dyn std::fmt::Display| e.to_string();
+        let drng = crate::run::steps::build::drng_symbol(sub);
+        let shim = crate::run::steps::build::shim_source(&drng, sub.api);
+        let mut key = format!(
+            "{}|{}|{shim}",
+            c.system.cc,
+            tree_input(&root.join(&inst.dir))
+        );
+        for u in units {
+            key.push_str(&format!(
+                "|{}|{:?}|{}",
+                u.src.display(),
+                u.flags,
+                file_hash(&u.src)
+            ));
         }
+        for i in &sub.primitives.includes {
+            key.push_str(&tree_input(&root.join(i)));
+        }
+        let key = sha256_hex(key.as_bytes());
+        let key_file = out.join("inputs.sha256");
+        let fresh = std::fs::read_to_string(&key_file).is_ok_and(|k| k.trim() == key)
+            && units.iter().all(|u| u.obj.is_file());
+        if fresh {
+            return Ok(Vec::new());
+        }
+        let _ = std::fs::remove_dir_all(out);
+        std::fs::create_dir_all(out).map_err(|e| skip(&e))?;
+        std::fs::write(out.join("ngcc_shim.c"), shim).map_err(|e| skip(&e))?;
+        // What the build's compiler reads (the same folders as the build's).
+        let read = crate::run::steps::build::compile_reads(root, inst, sub);
+        for p in &read {
+            crate::safe_fs::inside(root, p).map_err(|e| skip(&e))?;
+        }
+        let jail = Jail {
+            read,
+            write: vec![out.to_path_buf()],
+            cwd: out.to_path_buf(),
+            memory: MEMORY,
+            cpu: None,
+        };
+        let mut log = crate::run::exec::open_log(&out.join("compile.log")).map_err(|e| skip(&e))?;
+        let mut failed = Vec::new();
+        for (i, u) in units.iter().enumerate() {
+            let mut args = u.flags.clone();
+            args.extend(CODEGEN_FLAGS.iter().map(|f| f.to_string()));
+            args.extend([
+                "-c".to_string(),
+                u.src.display().to_string(),
+                "-o".to_string(),
+                u.obj.display().to_string(),
+            ]);
+            let ran = crate::run::exec::run_jailed(
+                self.sandbox,
+                &c.system.cc,
+                args,
+                &jail,
+                TIMEOUT,
+                &mut log,
+            )
+            .map_err(|e| format!("cannot run `{}`: {e}", c.system.cc))?;
+            if !ran.exit.success() {
+                failed.push(Failed {
+                    unit: i,
+                    exit: ran.exit.describe(),
+                    message: crate::run::exec::tail(&ran.stderr, 6),
+                });
+                if !keep_going {
+                    break;
+                }
+            }
+        }
+        if failed.is_empty() {
+            std::fs::write(&key_file, key).map_err(|e| skip(&e))?;
+        }
+        Ok(failed)
     }
-    std::fs::write(&key_file, key).map_err(|e| skip(&e))?;
-    Ok(())
 }
 
 impl EngineLinker {

@@ -222,6 +222,19 @@ impl Job {
         );
         c.run(args, || format!("link error for {}", sizing.display()))?;
         let static_bytes = load_segments_size(&sizing).ok();
+        let executable_stack = executable_stack(&bytes).then(|| {
+            objects
+                .compiled
+                .iter()
+                .map(|(src, _)| src)
+                .zip(&objects.kem)
+                .filter(|(_, obj)| {
+                    !crate::safe_fs::read(obj, crate::safe_fs::OUTPUT_CAP)
+                        .is_ok_and(|b| has_stack_note(&b))
+                })
+                .map(|(src, _)| src.strip_prefix(&self.root).unwrap_or(src).to_path_buf())
+                .collect()
+        });
         std::fs::remove_file(&sizing).map_err(StepError::File)?;
         let step = &mut *c.step;
         step.artefacts.push(ctx.rel(&linked.object));
@@ -283,6 +296,7 @@ impl Job {
                 .map(|l| (l.file, l.defines))
                 .collect(),
             api_evaluated,
+            executable_stack,
         })))
     }
 
@@ -471,6 +485,28 @@ pub fn load_segments_size(path: &Path) -> Result<u64, StepError> {
         .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
         .map(|ph| ph.p_memsz(endian))
         .sum())
+}
+
+/// Whether a linked ELF object asks for an executable stack: its `PT_GNU_STACK` segment has
+/// the execute flag (the linker sets it when an input object has no `.note.GNU-stack`).
+/// An object that does not parse, or has no such segment, is not said to.
+pub fn executable_stack(data: &[u8]) -> bool {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    let Ok(elf) = ElfFile64::<object::Endianness>::parse(data) else {
+        return false;
+    };
+    let endian = elf.endian();
+    elf.elf_program_headers().iter().any(|ph| {
+        ph.p_type(endian) == object::elf::PT_GNU_STACK
+            && ph.p_flags(endian).contains(object::elf::PF_X)
+    })
+}
+
+/// Whether a relocatable object says which stack it needs (a `.note.GNU-stack` section;
+/// the compiler writes one into every object, an assembly file only when it asks for it).
+pub fn has_stack_note(data: &[u8]) -> bool {
+    use object::{Object, ObjectSection};
+    object::File::parse(data).is_ok_and(|f| f.sections().any(|s| s.name() == Ok(".note.GNU-stack")))
 }
 
 /// The folders an instance's compiler reads, under the source root `root`: the instance's

@@ -18,6 +18,7 @@
 //! An operation found so has its time, count and constant-time results all marked
 //! untrusted with the reason; none of them is shown as a clean figure or verdict.
 
+use crate::measure::stats::SINGLE_QUANTILE;
 use crate::record::{CountData, TimeData};
 
 /// Lowest plausible timed cycles per counted instruction (see the module doc).
@@ -26,14 +27,6 @@ pub const CPI_LOW: f64 = 0.1;
 pub const CPI_HIGH: f64 = 20.0;
 /// A batch figure below this share of the single calls' low quantile is not believed.
 pub const BACK_TO_BACK: f64 = 0.5;
-/// The quantile of the single-call samples the batch figure is held against. The batch
-/// figure rests on clean batches only, while every single call is kept, and a call that
-/// was preempted only grows: with the bench core shared, the median of 15–30 ms calls came
-/// out 2.0–2.2× the clean batches' figure for honest FrodoKEM and McEliece operations
-/// (their lowest calls within 0.96–1.56× of it). A low quantile is what such additive noise
-/// leaves alone (Chen and Revels 2016); a KEM that idles when called back to back is far
-/// below even its fastest single calls (0.010× for the `lazy` fixture).
-pub const SINGLE_QUANTILE: f64 = 0.1;
 /// Core clocks a counter that does not tick at a core's rate (`cntvct_el0`, `monotonic`)
 /// is turned into cycles with, slowest and fastest, GHz: the band must fail at both.
 const CORE_GHZ: (f64, f64) = (0.5, 5.0);

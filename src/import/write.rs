@@ -155,17 +155,39 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
             let _ = writeln!(s, "    link {}", kdl_str(l));
         }
     }
+    s.push_str(&when_blocks(
+        m,
+        &libs,
+        all_same,
+        common.as_deref(),
+        decisions,
+    ));
+    nist_categories(&mut s, m);
+    let _ = writeln!(s, "}}");
+    s
+}
+
+/// Per instance a `when` block with what it alone needs: its libraries (unless all need
+/// the same), its KAT file where it does not follow the `common` template, its sources
+/// outside its folder, its `cflags`; none where it needs nothing of its own.
+fn when_blocks(
+    m: &Manifest<'_>,
+    libs: &[Vec<String>],
+    all_same: bool,
+    common: Option<&str>,
+    decisions: &mut Vec<String>,
+) -> String {
     let mut blocks = String::new();
-    for (p, need) in m.pairs.iter().zip(&libs) {
+    for (p, need) in m.pairs.iter().zip(libs) {
         let mut body = String::new();
         if !all_same {
             for l in need {
                 let _ = writeln!(body, "        link {}", kdl_str(l));
             }
         }
-        if let (Some(k), Some(t)) = (p.kat, &common) {
+        if let (Some(k), Some(t)) = (p.kat, common) {
             let own = template_of(&k.rel, &p.param.name, k.sk);
-            if &own != t {
+            if own != t {
                 let _ = writeln!(body, "        kat-submitted {}", kdl_str(&own));
             }
         }
@@ -180,10 +202,7 @@ pub fn manifest(m: &Manifest<'_>, decisions: &mut Vec<String>) -> String {
             let _ = writeln!(blocks, "    when {} {{\n{body}    }}", p.cond());
         }
     }
-    s.push_str(&blocks);
-    nist_categories(&mut s, m);
-    s.push_str("}\n");
-    s
+    blocks
 }
 
 /// The `cflags` line of one instance's `when` block, and `requires-cpu` for its `-m` flags

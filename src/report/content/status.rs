@@ -352,6 +352,13 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
         doc.p(nothing_failed(&s.ran));
         return;
     }
+    doc.p(format!("{}.", summary(&s, unsupported_steps).join("; ")));
+    lists(doc, s, unsupported_steps);
+}
+
+/// The status block's first sentence, in parts: how many steps failed, timed out, were
+/// unsupported or skipped, and how many KAT modes, figures and timings need a word.
+fn summary(s: &Lists, unsupported_steps: usize) -> Vec<String> {
     let counts = [
         (s.failed.len(), "failed"),
         (s.timed_out.len(), "timed out"),
@@ -399,7 +406,11 @@ pub fn status(doc: &mut Doc, view: &CampaignView) {
             "cross-check warnings",
         ));
     }
-    doc.p(format!("{}.", said.join("; ")));
+    said
+}
+
+/// The status block's lists, one per kind of problem, after its first sentence.
+fn lists(doc: &mut Doc, s: Lists, unsupported_steps: usize) {
     let list = |doc: &mut Doc, title: String, items: Vec<String>| {
         if !items.is_empty() {
             doc.h(3, title);

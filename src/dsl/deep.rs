@@ -48,7 +48,6 @@ pub fn deep_check(
             fs.display(&sub.manifest_path),
             text,
         );
-        let at = |p: &Pos| SourceSpan::new(p.offset.into(), p.len);
         let root = match roots.get(&sub.id) {
             Some(Ok(r)) => r,
             Some(Err(e)) => {
@@ -63,96 +62,17 @@ pub fn deep_check(
         for inst in &sub.instances {
             let o = &inst.origin;
             missing_libraries(&file, &campaign.system.cc, o, &mut found, &mut problems);
-            let dir = root.join(&inst.dir);
-            if crate::safe_fs::inside(root, &dir).is_err() {
-                problems.push(
-                    Diagnostic::new(
-                        &file,
-                        format!(
-                            "instance `{}`: folder `{}` resolves outside the source root through a link",
-                            inst.id, inst.dir
-                        ),
-                    )
-                    .label(at(&o.dir), "leaves the source")
-                    .help("the compiler would be shown what the link points to: keep the instance's folder inside the source"),
-                );
-                continue;
-            }
-            if !dir.is_dir() {
-                problems.push(
-                    Diagnostic::new(
-                        &file,
-                        format!(
-                            "instance `{}`: folder `{}` does not exist in the source ({})",
-                            inst.id,
-                            inst.dir,
-                            dir.display()
-                        ),
-                    )
-                    .label(at(&o.dir), "no such folder")
-                    .help(folders_hint(&dir)),
-                );
-                continue;
-            }
-            let api_h = dir.join("api.h");
-            match std::fs::read_to_string(&api_h) {
-                Err(e) => problems.push(
-                    Diagnostic::new(
-                        &file,
-                        format!(
-                            "instance `{}`: cannot read {}: {e}",
-                            inst.id,
-                            api_h.display()
-                        ),
-                    )
-                    .label(at(&o.dir), "this folder"),
-                ),
-                Ok(text) => {
-                    let defines = api_defines(&dir, &text);
-                    if let Some(msg) = namespace_problem(&defines, &inst.namespace, sub.api, &api_h)
-                    {
-                        let help = if inst.namespace.is_empty() {
-                            "`api \"nist\"` means an un-prefixed api.h (`CRYPTO_SECRETKEYBYTES`); for a namespaced tree remove it and give each instance its `namespace=`"
-                        } else {
-                            "the namespace is the prefix of `CRYPTO_SECRETKEYBYTES` and the other `CRYPTO_*` macros in api.h; a NIST package's api.h has none: use `api \"nist\"` and no `namespace=`"
-                        };
-                        let span = if inst.namespace.is_empty() {
-                            at(&o.instance)
-                        } else {
-                            at(&o.namespace)
-                        };
-                        problems.push(
-                            Diagnostic::new(&file, format!("instance `{}`: {msg}", inst.id))
-                                .label(span, "declared here")
-                                .help(help),
-                        );
-                    }
-                    submitted_file(&file, root, inst, &text, &mut problems);
+            let dir = match instance_folder(&file, root, inst) {
+                Ok(d) => d,
+                Err(d) => {
+                    problems.push(*d);
+                    continue;
                 }
-            }
+            };
+            api_h_checks(&file, root, &dir, sub, inst, &mut problems);
             match crate::sources::instance_files(root, inst, sub.api) {
                 Ok(listing) => {
-                    let shown = |f: &Path| {
-                        f.strip_prefix(&dir)
-                            .or_else(|_| f.strip_prefix(root))
-                            .unwrap_or(f)
-                            .display()
-                            .to_string()
-                    };
-                    let names: Vec<String> = listing.files.iter().map(|f| shown(f)).collect();
-                    let mut line = format!("{}/{}: {}", sub.id, inst.id, names.join(" "));
-                    if !listing.left_out.is_empty() {
-                        let out: Vec<String> = listing
-                            .left_out
-                            .iter()
-                            .map(|l| format!("{} ({})", shown(&l.file), l.defines.join(", ")))
-                            .collect();
-                        line.push_str(&format!(
-                            " [left out, defining what the harness provides: {}]",
-                            out.join(", ")
-                        ));
-                    }
-                    listing_lines.push(line);
+                    listing_lines.push(listing_line(sub, inst, root, &dir, &listing));
                     source_notes(&file, sub, inst, &listing.files, &mut problems);
                     let prediction = linker.link(campaign, sub, inst, root, &listing.files);
                     problems.extend(link_problems(&file, inst, prediction));
@@ -168,6 +88,130 @@ pub fn deep_check(
         problems: Diagnostics::new(problems),
         listing: listing_lines,
     }
+}
+
+fn at(p: &Pos) -> SourceSpan {
+    SourceSpan::new(p.offset.into(), p.len)
+}
+
+/// The instance's folder under the source root, or why it cannot be used: it leaves the
+/// root through a link, or does not exist.
+fn instance_folder(
+    file: &SourceFile,
+    root: &Path,
+    inst: &crate::model::Instance,
+) -> Result<PathBuf, Box<Diagnostic>> {
+    let o = &inst.origin;
+    let dir = root.join(&inst.dir);
+    if crate::safe_fs::inside(root, &dir).is_err() {
+        return Err(Box::new(Diagnostic::new(
+            file,
+            format!(
+                "instance `{}`: folder `{}` resolves outside the source root through a link",
+                inst.id, inst.dir
+            ),
+        )
+        .label(at(&o.dir), "leaves the source")
+        .help("the compiler would be shown what the link points to: keep the instance's folder inside the source")));
+    }
+    if !dir.is_dir() {
+        return Err(Box::new(
+            Diagnostic::new(
+                file,
+                format!(
+                    "instance `{}`: folder `{}` does not exist in the source ({})",
+                    inst.id,
+                    inst.dir,
+                    dir.display()
+                ),
+            )
+            .label(at(&o.dir), "no such folder")
+            .help(folders_hint(&dir)),
+        ));
+    }
+    Ok(dir)
+}
+
+/// What the instance's `api.h` says against its manifest: the namespace of its macros,
+/// and the submitted KAT file it names.
+fn api_h_checks(
+    file: &SourceFile,
+    root: &Path,
+    dir: &Path,
+    sub: &crate::model::Submission,
+    inst: &crate::model::Instance,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let o = &inst.origin;
+    let api_h = dir.join("api.h");
+    let text = match std::fs::read_to_string(&api_h) {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(
+                Diagnostic::new(
+                    file,
+                    format!(
+                        "instance `{}`: cannot read {}: {e}",
+                        inst.id,
+                        api_h.display()
+                    ),
+                )
+                .label(at(&o.dir), "this folder"),
+            );
+            return;
+        }
+    };
+    let defines = api_defines(dir, &text);
+    if let Some(msg) = namespace_problem(&defines, &inst.namespace, sub.api, &api_h) {
+        let help = if inst.namespace.is_empty() {
+            "`api \"nist\"` means an un-prefixed api.h (`CRYPTO_SECRETKEYBYTES`); for a namespaced tree remove it and give each instance its `namespace=`"
+        } else {
+            "the namespace is the prefix of `CRYPTO_SECRETKEYBYTES` and the other `CRYPTO_*` macros in api.h; a NIST package's api.h has none: use `api \"nist\"` and no `namespace=`"
+        };
+        let span = if inst.namespace.is_empty() {
+            at(&o.instance)
+        } else {
+            at(&o.namespace)
+        };
+        problems.push(
+            Diagnostic::new(file, format!("instance `{}`: {msg}", inst.id))
+                .label(span, "declared here")
+                .help(help),
+        );
+    }
+    submitted_file(file, root, inst, &text, problems);
+}
+
+/// The listing line of one instance: `<submission>/<instance>: <files>`, and the files left
+/// out because they define what the harness provides.
+fn listing_line(
+    sub: &crate::model::Submission,
+    inst: &crate::model::Instance,
+    root: &Path,
+    dir: &Path,
+    listing: &crate::sources::Listing,
+) -> String {
+    let shown = |f: &Path| {
+        f.strip_prefix(dir)
+            .or_else(|_| f.strip_prefix(root))
+            .unwrap_or(f)
+            .display()
+            .to_string()
+    };
+    let names: Vec<String> = listing.files.iter().map(|f| shown(f)).collect();
+    let mut line = format!("{}/{}: {}", sub.id, inst.id, names.join(" "));
+    if !listing.left_out.is_empty() {
+        let out: Vec<String> = listing
+            .left_out
+            .iter()
+            .map(|l| format!("{} ({})", shown(&l.file), l.defines.join(", ")))
+            .collect();
+        line.push_str(&format!(
+            " [left out, defining what the harness provides: {}]",
+            out.join(", ")
+        ));
+    }
+    line
 }
 
 /// What `check --deep` learnt about libraries: name -> where `cc` finds it or why not,

@@ -364,3 +364,46 @@ fn a_src_and_lib_layout_with_a_wildcard_makefile_passes_unedited() {
     }
     check_run_pass(dir, "single all", "ML-KEM", &["ml-kem-512-reference"]);
 }
+
+/// The fourth package: a round-3-style ML-KEM-512 with its reference and an AVX2
+/// implementation (PQClean's C, `.S` and `.inc` files, the 4-way Keccak in `keccak4x/`)
+/// that a plain `build.sh` describes, with `-I` and `-m` flags: import, `check --deep` and
+/// KAT PASS for both against the submitted file, with no edit.
+#[test]
+fn a_round3_style_avx2_implementation_with_assembly_and_keccak4x_passes_unedited() {
+    let avx2 = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|w| w == "avx2");
+    if !avx2 {
+        eprintln!("skipped: this CPU has no avx2");
+        return;
+    }
+    let w = work();
+    let dir = w.path();
+    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    support::ml_kem_avx2(&mlkem, &pkg, "512");
+    let said = ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    let manifest = std::fs::read_to_string(dir.join("subs/ML-KEM/manifest.kdl")).unwrap();
+    for want in [
+        "sources \"Optimized_Implementation/crypto_kem/ml-kem-512/keccak4x/KeccakP-1600-times4-SIMD256.c\"",
+        "requires-cpu \"avx2\" \"bmi2\" \"popcnt\"",
+    ] {
+        assert!(
+            manifest.contains(want),
+            "{want}\n--- manifest\n{manifest}\n--- import\n{said}"
+        );
+    }
+    let checked = check_run_pass(
+        dir,
+        "single all",
+        "ML-KEM",
+        &["ml-kem-512-reference", "ml-kem-512-optimized"],
+    );
+    assert!(checked.contains("2 instances"), "{checked}");
+    assert!(checked.contains("ntt.S"), "{checked}");
+}

@@ -266,7 +266,7 @@ pub fn make_param(
     {
         let p = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".c") || name.ends_with(".h") {
+        if [".c", ".h", ".S", ".inc"].iter().any(|x| name.ends_with(x)) {
             std::fs::write(
                 dir.join(&name),
                 strip(&std::fs::read_to_string(&p).unwrap()),
@@ -381,6 +381,45 @@ pub fn ml_kem(mlkem: &Path, pkgs: &Path, levels: &[&str]) -> PathBuf {
         submitted_kat(&pkg, &dir, &name, false);
     }
     pkg
+}
+
+/// A round-3-style optimized implementation of ML-KEM-<level> beside the reference of
+/// [`ml_kem`]: PQClean's AVX2 code (C, `.S` and `.inc` files), the 4-way Keccak in a
+/// `keccak4x/` subfolder, and a plain `build.sh` that names the subfolder's source, its
+/// `-I` and the `-m` flags; the submitted KAT is the reference's (the same answers).
+/// Returns the implementation's folder.
+pub fn ml_kem_avx2(mlkem: &Path, pkg: &Path, level: &str) -> PathBuf {
+    let (from, ns, name, alg) = (
+        format!("crypto_kem/ml-kem-{level}/avx2"),
+        format!("PQCLEAN_MLKEM{level}_AVX2_"),
+        format!("ml-kem-{level}"),
+        format!("ML-KEM-{level}"),
+    );
+    let spec = ParamSpec {
+        from: &from,
+        namespace: &ns,
+        name: &name,
+        common: &["fips202.c", "fips202.h", "compat.h"],
+        own: vec![(
+            "build.sh",
+            "#!/bin/sh\nset -e\ncc -O3 -std=c99 -mavx2 -mbmi2 -mpopcnt -Ikeccak4x -o PQCgenKAT_kem *.c *.S keccak4x/KeccakP-1600-times4-SIMD256.c\n".to_string(),
+        )],
+        api_via_params: Some(&alg),
+        rng_openssl: false,
+    };
+    let dir = make_param(mlkem, pkg, "Optimized_Implementation", &spec);
+    let k4 = dir.join("keccak4x");
+    std::fs::create_dir(&k4).unwrap();
+    for e in std::fs::read_dir(mlkem.join("common/keccak4x"))
+        .unwrap()
+        .flatten()
+    {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if [".c", ".h", ".macros"].iter().any(|x| n.ends_with(x)) {
+            std::fs::copy(e.path(), k4.join(&n)).unwrap();
+        }
+    }
+    dir
 }
 
 /// FrodoKEM-<level>-SHAKE reference and optimized (the latter built with `-mavx2`), a

@@ -14,13 +14,6 @@ use std::process::Command;
 use ngcc_pipe::model::{KatMode, Op, StepKind};
 use ngcc_pipe::record::{KatStatus, StepData};
 
-fn has_avx2() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "avx2"))
-}
-
 #[test]
 fn nist_packages_import_check_build_kat_and_time() {
     assert!(
@@ -113,7 +106,7 @@ fn nist_packages_import_check_build_kat_and_time() {
     ];
     for (sub, inst) in instances {
         let build = rec(&out, StepKind::Build, sub, inst, None);
-        if inst.ends_with("optimized") && !has_avx2() {
+        if inst.ends_with("optimized") && !support::cpu_has("avx2") {
             assert_eq!(build.status.name(), "unsupported");
             continue;
         }
@@ -448,7 +441,7 @@ fn additional_implementations_with_the_common_layout_are_imported() {
     ok(dir, &["run", &p.display().to_string()]);
     let out = dir.join("out");
     let build = rec(&out, StepKind::Build, "ML-KEM", "ml-kem-512-avx2", None);
-    if !has_avx2() {
+    if !support::cpu_has("avx2") {
         assert_eq!(build.status.name(), "unsupported");
         return;
     }
@@ -475,20 +468,8 @@ fn additional_implementations_with_the_common_layout_are_imported() {
 fn check_deep_names_a_link_whose_library_is_not_found() {
     let w = work();
     let dir = w.path();
-    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
-    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
-    ok(
-        dir,
-        &["import", &pkg.display().to_string(), "--into", "subs"],
-    );
-    let path = dir.join("subs/ML-KEM/manifest.kdl");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let text = text.replacen(
-        "    api \"nist\"\n",
-        "    api \"nist\"\n    link \"ngccnosuchlib\"\n",
-        1,
-    );
-    std::fs::write(&path, &text).unwrap();
+    support::imported_ml_kem_512(dir);
+    let text = support::add_after_api(dir, "    link \"ngccnosuchlib\"\n");
     let line = 1 + text
         .lines()
         .position(|l| l.contains("ngccnosuchlib"))

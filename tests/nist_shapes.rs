@@ -14,12 +14,7 @@ use support::{check_run_pass, ngcc, ok, pipeline, rec, squash, work};
 fn check_deep_names_a_symbol_that_no_compiled_file_defines() {
     let w = work();
     let dir = w.path();
-    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
-    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
-    ok(
-        dir,
-        &["import", &pkg.display().to_string(), "--into", "subs"],
-    );
+    let pkg = support::imported_ml_kem_512(dir);
     let p = pipeline(dir, "single", false);
     ok(dir, &["check", "--deep", &p.display().to_string()]);
     // The Keccak code moves into a subfolder after import: the manifest no longer
@@ -64,8 +59,7 @@ fn check_deep_names_a_symbol_that_no_compiled_file_defines() {
 /// stack (the linker's warning, otherwise only in the build log).
 #[test]
 fn cpu_features_and_an_executable_stack_are_named_before_and_after_the_run() {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    if !cpuinfo.split_whitespace().any(|w| w == "avx2") {
+    if !support::cpu_has("avx2") {
         eprintln!(
             "skipped: this CPU has no avx2 (the intrinsic compiles only under -march=native here)"
         );
@@ -73,12 +67,7 @@ fn cpu_features_and_an_executable_stack_are_named_before_and_after_the_run() {
     }
     let w = work();
     let dir = w.path();
-    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
-    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
-    ok(
-        dir,
-        &["import", &pkg.display().to_string(), "--into", "subs"],
-    );
+    let pkg = support::imported_ml_kem_512(dir);
     let p = pipeline(dir, "single", true);
     let text = std::fs::read_to_string(&p).unwrap();
     std::fs::write(&p, text.replace("\"-O2\"", "\"-O2 -march=native\"")).unwrap();
@@ -109,14 +98,7 @@ fn cpu_features_and_an_executable_stack_are_named_before_and_after_the_run() {
     );
     assert!(flat.contains(&squash("requires-cpu \"avx2\"")), "{err}");
     // Given in the manifest, both are fine.
-    let path = dir.join("subs/ML-KEM/manifest.kdl");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let text = text.replacen(
-        "    api \"nist\"\n",
-        "    api \"nist\"\n    when param=\"ml-kem-512\" {\n        cflags \"-mavx2\"\n        requires-cpu \"avx2\"\n    }\n",
-        1,
-    );
-    std::fs::write(&path, &text).unwrap();
+    support::add_after_api(dir, "    when param=\"ml-kem-512\" {\n        cflags \"-mavx2\"\n        requires-cpu \"avx2\"\n    }\n");
     ok(dir, &["check", "--deep", &p.display().to_string()]);
     let (code, _, progress) = ngcc(dir, &["run", &p.display().to_string()]);
     assert_eq!(code, 0, "{progress}");
@@ -147,27 +129,17 @@ fn cpu_features_and_an_executable_stack_are_named_before_and_after_the_run() {
 #[test]
 fn an_instance_this_cpu_cannot_run_is_planned_away_in_one_line() {
     // An Arm feature on an x86 machine, as the example campaign's aarch64 instances.
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    if cpuinfo.split_whitespace().any(|w| w == "asimd") {
+    if support::cpu_has("asimd") {
         eprintln!("skipped: this CPU has asimd");
         return;
     }
     let w = work();
     let dir = w.path();
-    let mlkem = support::pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
-    let pkg = support::ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
-    ok(
+    support::imported_ml_kem_512(dir);
+    support::add_after_api(
         dir,
-        &["import", &pkg.display().to_string(), "--into", "subs"],
+        "    when param=\"ml-kem-512\" {\n        requires-cpu \"asimd\"\n    }\n",
     );
-    let path = dir.join("subs/ML-KEM/manifest.kdl");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let text = text.replacen(
-        "    api \"nist\"\n",
-        "    api \"nist\"\n    when param=\"ml-kem-512\" {\n        requires-cpu \"asimd\"\n    }\n",
-        1,
-    );
-    std::fs::write(&path, &text).unwrap();
     let p = pipeline(dir, "single all", true);
     let (code, _, err) = ngcc(dir, &["run", &p.display().to_string()]);
     assert_eq!(code, 0, "{err}");
@@ -208,10 +180,7 @@ fn a_package_with_a_build_script_a_subfolder_and_a_nested_root_passes_unedited()
     std::fs::create_dir(param.join("keccak")).unwrap();
     std::fs::rename(param.join("fips202.c"), param.join("keccak/fips202.c")).unwrap();
     std::fs::remove_file(param.join("Makefile")).unwrap();
-    let bmi2 = std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .split_whitespace()
-        .any(|w| w == "bmi2");
+    let bmi2 = support::cpu_has("bmi2");
     let m = if bmi2 { " -mbmi2" } else { "" };
     std::fs::write(
         param.join("build.sh"),
@@ -371,11 +340,7 @@ fn a_src_and_lib_layout_with_a_wildcard_makefile_passes_unedited() {
 /// KAT PASS for both against the submitted file, with no edit.
 #[test]
 fn a_round3_style_avx2_implementation_with_assembly_and_keccak4x_passes_unedited() {
-    let avx2 = std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .split_whitespace()
-        .any(|w| w == "avx2");
-    if !avx2 {
+    if !support::cpu_has("avx2") {
         eprintln!("skipped: this CPU has no avx2");
         return;
     }

@@ -535,6 +535,42 @@ pub fn ok(dir: &Path, args: &[&str]) -> String {
     out
 }
 
+/// Whether this CPU has `flag` (a `/proc/cpuinfo` name: its `flags` on x86, `Features` on
+/// Arm).
+pub fn cpu_has(flag: &str) -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("flags") || l.starts_with("Features"))
+        .any(|l| l.split_whitespace().any(|f| f == flag))
+}
+
+/// ML-KEM-512's reference package ([`ml_kem`]) made under `dir/pkgs` from the crate's
+/// PQClean sources and imported into `dir/subs`; returns the package folder.
+pub fn imported_ml_kem_512(dir: &Path) -> PathBuf {
+    let mlkem = pqclean("pqcrypto-mlkem", "0.1.1", &dir.join("crates"));
+    let pkg = ml_kem(&mlkem, &dir.join("pkgs"), &["512"]);
+    ok(
+        dir,
+        &["import", &pkg.display().to_string(), "--into", "subs"],
+    );
+    pkg
+}
+
+/// `lines` written into the imported ML-KEM manifest under `dir/subs` right after its
+/// `api "nist"` line (an edit a team makes by hand); returns the new text.
+pub fn add_after_api(dir: &Path, lines: &str) -> String {
+    let path = dir.join("subs/ML-KEM/manifest.kdl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen(
+        "    api \"nist\"\n",
+        &format!("    api \"nist\"\n{lines}"),
+        1,
+    );
+    std::fs::write(&path, &text).unwrap();
+    text
+}
+
 /// What a team does with an imported package, checked: `check --deep` of the campaign in
 /// `dir` with KAT modes `modes`, then its run, both succeeding unedited, then every KAT mode
 /// of each of `instances` of submission `sub` PASS. Returns what the check printed.

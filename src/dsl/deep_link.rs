@@ -71,6 +71,16 @@ pub struct Prediction {
     pub cpu: Vec<CpuGap>,
 }
 
+impl Prediction {
+    /// The link's outcome alone: nothing was compiled to read CPU features from.
+    pub fn link_only(link: LinkOutcome) -> Prediction {
+        Prediction {
+            link,
+            cpu: Vec::new(),
+        }
+    }
+}
+
 /// Compiles an instance's sources as the build does and resolves their symbols.
 pub trait Linker {
     /// The prediction for `inst` of `sub`, whose source lies at `root` and which compiles
@@ -97,10 +107,7 @@ impl Linker for NoLinker {
         _: &Path,
         _: &[PathBuf],
     ) -> Prediction {
-        Prediction {
-            link: LinkOutcome::Resolved,
-            cpu: Vec::new(),
-        }
+        Prediction::link_only(LinkOutcome::Resolved)
     }
 }
 

@@ -113,10 +113,7 @@ impl Linker for EngineLinker {
         root: &Path,
         files: &[PathBuf],
     ) -> Prediction {
-        let skipped = |why: String| Prediction {
-            link: LinkOutcome::Skipped(why),
-            cpu: Vec::new(),
-        };
+        let skipped = |why: String| Prediction::link_only(LinkOutcome::Skipped(why));
         // An instance the run plans away on this CPU is not built, so not predicted.
         if c.system.emulator().is_none() {
             let flags = self.cpu_flags.get_or_init(crate::measure::env::cpu_flags);
@@ -157,10 +154,6 @@ impl Linker for EngineLinker {
             Err(e) => return skipped(e.to_string()),
         };
         let units = units(sub, inst, &root, files, &out, &profile, &flags);
-        let only = |link| Prediction {
-            link,
-            cpu: Vec::new(),
-        };
         let jail = Compiles {
             campaign: c,
             sub,
@@ -169,10 +162,10 @@ impl Linker for EngineLinker {
             sandbox: &sandbox,
         };
         match jail.compile_all(&out, &units, false) {
-            Err(why) => return only(LinkOutcome::Skipped(why)),
+            Err(why) => return skipped(why),
             Ok(failed) => {
                 if let Some(f) = failed.into_iter().next() {
-                    return only(LinkOutcome::CompileFailed(format!(
+                    return Prediction::link_only(LinkOutcome::CompileFailed(format!(
                         "`{}` does not compile ({}): {}",
                         rel(&root, &units[f.unit].src),
                         f.exit,
@@ -438,12 +431,7 @@ impl EngineLinker {
                 Ok(s) => s,
                 Err(e) => return LinkOutcome::Skipped(format!("{}: {e}", u.obj.display())),
             };
-            let rel = u
-                .src
-                .strip_prefix(root)
-                .unwrap_or(&u.src)
-                .display()
-                .to_string();
+            let rel = rel(root, &u.src);
             for n in s.undefined {
                 needed.entry(n).or_default().push(rel.clone());
             }

@@ -359,39 +359,32 @@ pub fn submitted_kat(pkg: &Path, param_dir: &Path, name: &str, openssl: bool) ->
 pub fn ml_kem(mlkem: &Path, pkgs: &Path, levels: &[&str]) -> PathBuf {
     let pkg = pkgs.join("ML-KEM");
     for level in levels {
-        let name = format!("ml-kem-{level}");
-        let (from, ns, alg) = (
-            format!("crypto_kem/ml-kem-{level}/clean"),
-            format!("PQCLEAN_MLKEM{level}_CLEAN_"),
-            format!("ML-KEM-{level}"),
+        let makefile = "CC ?= cc\nCFLAGS ?= -O3 -std=c99 -Wall -Wextra\nSOURCES = $(wildcard *.c)\n\nPQCgenKAT_kem: $(SOURCES)\n\t$(CC) $(CFLAGS) -o $@ $(SOURCES)\n";
+        let dir = ml_kem_param(
+            mlkem,
+            &pkg,
+            level,
+            ("clean", "Reference_Implementation"),
+            ("Makefile", makefile),
         );
-        let spec = ParamSpec {
-            from: &from,
-            namespace: &ns,
-            name: &name,
-            common: &["fips202.c", "fips202.h", "compat.h"],
-            own: vec![(
-                "Makefile",
-                "CC ?= cc\nCFLAGS ?= -O3 -std=c99 -Wall -Wextra\nSOURCES = $(wildcard *.c)\n\nPQCgenKAT_kem: $(SOURCES)\n\t$(CC) $(CFLAGS) -o $@ $(SOURCES)\n".to_string(),
-            )],
-            api_via_params: Some(&alg),
-            rng_openssl: false,
-        };
-        let dir = make_param(mlkem, &pkg, "Reference_Implementation", &spec);
-        submitted_kat(&pkg, &dir, &name, false);
+        submitted_kat(&pkg, &dir, &format!("ml-kem-{level}"), false);
     }
     pkg
 }
 
-/// A round-3-style optimized implementation of ML-KEM-<level> beside the reference of
-/// [`ml_kem`]: PQClean's AVX2 code (C, `.S` and `.inc` files), the 4-way Keccak in a
-/// `keccak4x/` subfolder, and a plain `build.sh` that names the subfolder's source, its
-/// `-I` and the `-m` flags; the submitted KAT is the reference's (the same answers).
-/// Returns the implementation's folder.
-pub fn ml_kem_avx2(mlkem: &Path, pkg: &Path, level: &str) -> PathBuf {
+/// One parameter set of ML-KEM-<level> from PQClean's `variant` folder (`clean`, `avx2`)
+/// into `<pkg>/<implementation>/crypto_kem/ml-kem-<level>/`, with the build file `own`
+/// (name, text) and an api.h that takes its sizes from params.h.
+fn ml_kem_param(
+    mlkem: &Path,
+    pkg: &Path,
+    level: &str,
+    (variant, implementation): (&str, &str),
+    (file, text): (&str, &str),
+) -> PathBuf {
     let (from, ns, name, alg) = (
-        format!("crypto_kem/ml-kem-{level}/avx2"),
-        format!("PQCLEAN_MLKEM{level}_AVX2_"),
+        format!("crypto_kem/ml-kem-{level}/{variant}"),
+        format!("PQCLEAN_MLKEM{level}_{}_", variant.to_uppercase()),
         format!("ml-kem-{level}"),
         format!("ML-KEM-{level}"),
     );
@@ -400,14 +393,27 @@ pub fn ml_kem_avx2(mlkem: &Path, pkg: &Path, level: &str) -> PathBuf {
         namespace: &ns,
         name: &name,
         common: &["fips202.c", "fips202.h", "compat.h"],
-        own: vec![(
-            "build.sh",
-            "#!/bin/sh\nset -e\ncc -O3 -std=c99 -mavx2 -mbmi2 -mpopcnt -Ikeccak4x -o PQCgenKAT_kem *.c *.S keccak4x/KeccakP-1600-times4-SIMD256.c\n".to_string(),
-        )],
+        own: vec![(file, text.to_string())],
         api_via_params: Some(&alg),
         rng_openssl: false,
     };
-    let dir = make_param(mlkem, pkg, "Optimized_Implementation", &spec);
+    make_param(mlkem, pkg, implementation, &spec)
+}
+
+/// A round-3-style optimized implementation of ML-KEM-<level> beside the reference of
+/// [`ml_kem`]: PQClean's AVX2 code (C, `.S` and `.inc` files), the 4-way Keccak in a
+/// `keccak4x/` subfolder, and a plain `build.sh` that names the subfolder's source, its
+/// `-I` and the `-m` flags; the submitted KAT is the reference's (the same answers).
+/// Returns the implementation's folder.
+pub fn ml_kem_avx2(mlkem: &Path, pkg: &Path, level: &str) -> PathBuf {
+    let build = "#!/bin/sh\nset -e\ncc -O3 -std=c99 -mavx2 -mbmi2 -mpopcnt -Ikeccak4x -o PQCgenKAT_kem *.c *.S keccak4x/KeccakP-1600-times4-SIMD256.c\n";
+    let dir = ml_kem_param(
+        mlkem,
+        pkg,
+        level,
+        ("avx2", "Optimized_Implementation"),
+        ("build.sh", build),
+    );
     let k4 = dir.join("keccak4x");
     std::fs::create_dir(&k4).unwrap();
     for e in std::fs::read_dir(mlkem.join("common/keccak4x"))

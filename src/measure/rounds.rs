@@ -48,8 +48,8 @@ pub const SPARSE_MARGIN: f64 = 0.9;
 
 /// How often a group of members (one member, or the triple of `compare --measure`) visited
 /// in one round of `now` is visited from the next round on, given each alive member's
-/// (rounds that count, relative CI half-width): in one round of [`SPARSE_EVERY`] when every
-/// one of them has at least [`FULL_ROUNDS`] rounds that count and a half-width within
+/// (batches that count, relative CI half-width): in one round of [`SPARSE_EVERY`] when every
+/// one of them has at least [`FULL_ROUNDS`] batches that count and a half-width within
 /// [`SPARSE_MARGIN`] × `precision` (within `precision` to stay there), else in every round.
 pub fn visit_every(members: &[(usize, f64)], precision: f64, now: usize) -> usize {
     let limit = if now > 1 {

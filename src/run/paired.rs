@@ -196,6 +196,7 @@ pub fn measure(
                 log: open_log(b, sub, inst, &format!("{side}__{op}"))?,
                 jail,
                 reference: None,
+                more: Vec::new(),
             });
         }
     }

@@ -3,6 +3,7 @@
 use crate::record::Status;
 
 /// Why a step stopped before producing data: failed or timed out, with the reason.
+#[derive(Clone)]
 pub struct Stop {
     pub status: Status,
     pub reason: String,

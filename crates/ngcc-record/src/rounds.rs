@@ -121,7 +121,7 @@ pub enum Stopped {
 pub struct Rounds {
     pub session: String,
     pub seed: u64,
-    /// Runners of the session: the members and the yardstick, if any.
+    /// Runner processes of the session that timed batches (every member's, all together).
     pub members: usize,
     /// This member's position (0-based) in each round's order (yardstick included);
     /// `trials[i]` is round i's batch.
@@ -169,4 +169,17 @@ pub struct Rounds {
     /// from before the check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counter_rate: Option<f64>,
+    /// The runner process (0-based) each batch was timed in (`trials[i]` by process
+    /// `processes[i]`): a member is timed by several processes at once, each a `serve` of
+    /// its own, and its interval resamples processes, then batches within each. Empty: one
+    /// process (or a record from before several).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<u32>,
+}
+
+impl Rounds {
+    /// How many runner processes timed this member.
+    pub fn process_count(&self) -> usize {
+        self.processes.iter().max().map_or(1, |&p| p as usize + 1)
+    }
 }

@@ -229,8 +229,10 @@ fn host_speed(doc: &mut Doc, sub: &SubmissionView) {
             .any(|(op, _)| i.time_ok(op).is_some_and(|t| t.rounds.is_some()))
     }) {
         doc.p(format!(
-            "Timed in interleaved rounds: each round times one short batch of every instance \
-             and operation of the session, in a freshly shuffled order, with the yardstick \
+            "Timed in interleaved rounds: each round times one short batch of every runner \
+             process of every instance and operation of the session (several processes each, \
+             their batches pooled; the interval resamples processes, then batches within each, \
+             so it covers how processes differ), in a freshly shuffled order, with the yardstick \
              timed in short blocks inside every batch (before each block of the KEM and after \
              the last). Rounds marked interfered (steal, irq, waiting for the bench core over \
              1% of the batch, CPU used outside the batches) are left out when at least {} clean \
@@ -239,7 +241,7 @@ fn host_speed(doc: &mut Doc, sub: &SubmissionView) {
              lie in the faster one, and the median is over the clean uncontended batches \
              when there are at least {}; otherwise the figure is flagged, as is one whose \
              rounds were mostly interfered. An operation whose interval is within the \
-             precision after at least {} rounds that count is timed in one round of {} from \
+             precision after at least {} batches that count is timed in one round of {} from \
              then on (in every round again should it widen), so the budget goes to those still \
              above it.",
             crate::measure::rounds::MIN_ROUNDS,

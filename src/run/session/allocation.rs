@@ -38,7 +38,7 @@ pub(super) fn due(alive: &[bool], group: usize, every: &[usize], round: usize) -
 pub(super) fn reallocate(
     members: &mut [Live],
     checks: &[Option<(usize, f64)>],
-    group: usize,
+    (group, paired): (usize, bool),
     every: &mut [usize],
     next: usize,
     precision: f64,
@@ -56,14 +56,10 @@ pub(super) fn reallocate(
         *now = new;
         let n = alive.iter().map(|c| c.0).min().unwrap_or(0);
         let widest = alive.iter().map(|c| c.1).fold(0.0, f64::max);
-        let whose = if group > 1 {
-            " (widest of its group)"
-        } else {
-            ""
-        };
+        let whose = if paired { " (widest of its group)" } else { "" };
         let why = if new > 1 {
             format!(
-                "CI ±{:.2}%{whose} within ±{:.2}% after {n} rounds that count",
+                "CI ±{:.2}%{whose} within ±{:.2}% after {n} batches that count",
                 widest * 100.0,
                 precision * 100.0
             )
@@ -74,7 +70,7 @@ pub(super) fn reallocate(
                 precision * 100.0
             )
         } else {
-            format!("{n} rounds that count (rounds newly marked interfered)")
+            format!("{n} batches that count (batches newly marked interfered)")
         };
         for (l, c) in members[range].iter_mut().zip(&checks[g * group..]) {
             if c.is_some() {
@@ -128,7 +124,7 @@ mod tests {
         reallocate(
             &mut members,
             &[Some((40, 0.005)), Some((40, 0.02))],
-            1,
+            (1, false),
             &mut every,
             40,
             0.01,
@@ -139,7 +135,7 @@ mod tests {
             [Visit {
                 from_round: 40,
                 every: 4,
-                why: "CI ±0.50% within ±1.00% after 40 rounds that count".into()
+                why: "CI ±0.50% within ±1.00% after 40 batches that count".into()
             }]
         );
         assert!(members[1].visits.is_empty());
@@ -147,7 +143,7 @@ mod tests {
         reallocate(
             &mut members,
             &[Some((41, 0.0095)), Some((41, 0.02))],
-            1,
+            (1, false),
             &mut every,
             41,
             0.01,
@@ -156,7 +152,7 @@ mod tests {
         reallocate(
             &mut members,
             &[Some((42, 0.012)), None],
-            1,
+            (1, false),
             &mut every,
             42,
             0.01,
@@ -175,7 +171,7 @@ mod tests {
         reallocate(
             &mut members,
             &[Some((30, 0.004)), Some((35, 0.008))],
-            2,
+            (2, true),
             &mut every,
             50,
             0.01,
@@ -183,7 +179,21 @@ mod tests {
         assert_eq!(every, [4]);
         assert_eq!(
             members[1].visits[0].why,
-            "CI ±0.80% (widest of its group) within ±1.00% after 30 rounds that count"
+            "CI ±0.80% (widest of its group) within ±1.00% after 30 batches that count"
+        );
+        // Two runner processes of one member (the same check each) are no group of members.
+        let mut every = vec![1];
+        let mut two = vec![
+            live(dir.path(), &[1.0], &[0], &[]),
+            live(dir.path(), &[1.0], &[0], &[]),
+        ];
+        let c = Some((60, 0.004));
+        reallocate(&mut two, &[c, c], (2, false), &mut every, 30, 0.01);
+        assert_eq!(every, [4]);
+        assert_eq!(two[0].visits, two[1].visits);
+        assert_eq!(
+            two[0].visits[0].why,
+            "CI ±0.40% within ±1.00% after 60 batches that count"
         );
     }
 
@@ -204,7 +214,7 @@ mod tests {
                 Some((40, 0.004)),
                 Some((40, 0.006)),
             ],
-            2,
+            (2, true),
             &mut every,
             40,
             0.01,
@@ -214,7 +224,7 @@ mod tests {
         assert_eq!(members[2].visits, members[3].visits);
         assert_eq!(
             members[3].visits[0].why,
-            "CI ±0.60% (widest of its group) within ±1.00% after 40 rounds that count"
+            "CI ±0.60% (widest of its group) within ±1.00% after 40 batches that count"
         );
         // Rounds newly marked interfered leave the second pair below FULL_ROUNDS rounds
         // that count: back to every round, although its CI (exactly at the target, not
@@ -222,7 +232,7 @@ mod tests {
         reallocate(
             &mut members,
             &[Some((40, 0.02)), Some((40, 0.005)), Some((29, 0.01)), None],
-            2,
+            (2, true),
             &mut every,
             41,
             0.01,
@@ -233,7 +243,7 @@ mod tests {
             Visit {
                 from_round: 41,
                 every: 1,
-                why: "29 rounds that count (rounds newly marked interfered)".into()
+                why: "29 batches that count (batches newly marked interfered)".into()
             }
         );
         assert_eq!(members[3].visits.len(), 1);

@@ -41,7 +41,8 @@ use super::live::Live;
 use super::Settings;
 use kem_native::serve::{BatchReply, Checked, Ready, DONE, FED, READY, REPLAYED};
 
-/// Batches of keygen or enc the reference replays per member, at most...
+/// Batches of keygen or enc the references replay per member (over its processes), at
+/// most...
 pub const REPLAYS: usize = 8;
 /// ...and the calls they may hold in all (at least one batch is replayed however long):
 /// each replayed call is spaced 20 µs from the next and runs the other operations too.
@@ -256,7 +257,8 @@ pub(super) fn replay_all(live: &mut [Live], s: &Settings) {
     }
 }
 
-/// Replay a few of `l`'s batches ([`REPLAYS`], [`REPLAY_CALLS`]) on its reference.
+/// Replay a few of `l`'s batches ([`REPLAYS`], [`REPLAY_CALLS`], shared among its
+/// member's processes) on its reference.
 fn replay(l: &mut Live, s: &Settings, rng: &mut rand::rngs::ChaCha8Rng) -> Result<(), Stop> {
     if let Some(why) = l.out.cpu.before_batch() {
         return Err(Stop::failed(format!(
@@ -266,10 +268,15 @@ fn replay(l: &mut Live, s: &Settings, rng: &mut rand::rngs::ChaCha8Rng) -> Resul
     }
     let mut order: Vec<usize> = (0..l.out.folds.len().min(l.batches.len())).collect();
     order.shuffle(rng);
+    // A member's processes share its replays.
+    let (most, most_calls) = (
+        REPLAYS.div_ceil(l.processes),
+        REPLAY_CALLS / l.processes as u64,
+    );
     let mut calls = 0u64;
     for (k, i) in order.into_iter().enumerate() {
         let n = l.batches[i].0;
-        if k == REPLAYS || (k > 0 && calls + n > REPLAY_CALLS) {
+        if k == most || (k > 0 && calls + n > most_calls) {
             break;
         }
         calls += n;

@@ -1,23 +1,26 @@
 //! The timing session: every (instance, operation) measured together, in rounds.
 //!
-//! One `kem-runner serve` process per member is started (one after the other, each warmed
-//! up and calibrated to a short batch), then rounds follow: each round times one batch of
-//! every member in a freshly shuffled order (ChaCha8 from a recorded seed), reading the
-//! bench core's `/proc/stat` line around each batch and the runner's own scheduler counters
-//! to mark interfered batches ([`crate::measure::interference`]). With a yardstick
+//! Each member is timed by several `kem-runner serve` processes ([`processes_for`]: up to
+//! [`PROCESSES`]), started one after the other, each warmed up and calibrated to a short
+//! batch; then rounds follow: each round times one batch of every member's every process in
+//! a freshly shuffled order (ChaCha8 from a recorded seed), reading the bench core's
+//! `/proc/stat` line around each batch and the runner's own scheduler counters to mark
+//! interfered batches ([`crate::measure::interference`]). With a yardstick
 //! ([`Settings::gauge`]) every runner times it in short blocks inside each of its batches,
 //! so the host's state is measured with every batch ([`crate::measure::states`]): the
 //! estimate rests on the clean batches of the host's uncontended state. Rounds go on until
-//! every member's 95% bootstrap CI of the median per-op cycles is within `precision` of the
+//! every member's 95% bootstrap CI of the median per-op cycles (over its processes' pooled
+//! batches, resampling processes then batches: `pool.rs`) is within `precision` of the
 //! median (and its figure is not flagged), or the measured batch time reaches the budget. A
 //! member (or a group of members, [`Settings::group`]) that has reached the precision with
 //! enough rounds is timed in only one round of four from then on
 //! ([`crate::measure::rounds::visit_every`]), so the budget goes to the members whose CI is
 //! still wide; its record says from which round and why. Then each runner takes its
 //! single-call samples, loop overhead, stack and peak RSS in its own process and returns its
-//! record. Slow drift of the host thus spreads over all members instead of landing on
-//! whichever was measured at that moment, and two objects in the same session are compared
-//! on the same moments of the host.
+//! record, and a member's processes' records become its one record (`finish.rs`). Slow
+//! drift of the host thus spreads over all members instead of landing on whichever was
+//! measured at that moment, two objects in the same session are compared on the same
+//! moments of the host, and a member's interval covers how its processes differ.
 //!
 //! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
 //! reads the runner, its object, the yardstick and `api.h`, writes only its own scratch
@@ -35,9 +38,11 @@
 //! (code in the runner's process forging answers): its member fails at once, before its
 //! claimed time can use up the session's budget.
 //!
-//! A member that fails (bad return code, crash, timeout, implausible batch) leaves the
-//! session with its reason; the others go on.
+//! A member that fails (bad return code, crash, timeout, implausible batch, in any of its
+//! processes) leaves the session with its reason, all its processes stopped; the others go
+//! on.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -47,7 +52,9 @@ use rand::SeedableRng;
 mod allocation;
 mod checked;
 mod clocks;
+mod finish;
 mod live;
+mod pool;
 #[cfg(test)]
 mod tests;
 
@@ -56,21 +63,22 @@ use super::outside;
 use super::sandbox::disk::{DiskGuard, DISK};
 use super::sandbox::{Jail, Sandbox};
 use super::stop::Stop;
+use crate::measure::interference;
 use crate::measure::rounds::MIN_ROUNDS;
 use crate::measure::states::{self, Cut};
-use crate::measure::{interference, stats};
 pub use crate::record::rounds::{HostStates, Rounds, StateFigure, Stopped, Visit, Yardstick};
 use crate::record::TimeOutput;
 use allocation::{due, reallocate, stop_rule};
 pub use checked::Reference;
 use kem_native::serve::{BatchReply, Ready, BATCH, DONE, READY};
 use live::Live;
+use pool::Pool;
 
 /// Length of one batch (shorter when the step's `trial` is).
 pub const DEFAULT_BATCH: Duration = Duration::from_millis(20);
 
 /// Bootstrap resamples of the stopping check (the recorded interval uses
-/// [`stats::BOOTSTRAP_RESAMPLES`]).
+/// [`crate::measure::stats::BOOTSTRAP_RESAMPLES`]).
 const CHECK_RESAMPLES: usize = 200;
 
 /// One (object, operation) to time.
@@ -95,6 +103,50 @@ pub struct Member {
     /// Its reference runner's scratch and jail: with one, the outputs of its batches are
     /// checked (`checked.rs`).
     pub reference: Option<Reference>,
+    /// Its other runner processes, timed in the same rounds as this one (`pool.rs`): each
+    /// a `serve` of its own, with its own log, scratch folder, setup seed and reference.
+    /// Empty: one process.
+    pub more: Vec<Process>,
+}
+
+/// A member's further runner process: where it logs and works, and its reference.
+pub struct Process {
+    pub log: exec::Log,
+    pub jail: Jail,
+    pub reference: Option<Reference>,
+}
+
+impl Member {
+    /// The same member in another runner process `p`.
+    fn sibling(&self, p: Process) -> Member {
+        Member {
+            label: self.label.clone(),
+            object: self.object.clone(),
+            layouts: self.layouts.clone(),
+            api_h: self.api_h.clone(),
+            namespace: self.namespace.clone(),
+            op: self.op.clone(),
+            min_iters: self.min_iters,
+            samples: self.samples,
+            budget_ns: 0,
+            log: p.log,
+            jail: p.jail,
+            reference: p.reference,
+            more: Vec::new(),
+        }
+    }
+}
+
+/// Runner processes per member at most ([`processes_for`]).
+pub const PROCESSES: usize = 4;
+/// Timed runner processes per session at most (each has its reference besides): a session
+/// of many members gives each fewer processes.
+pub const RUNNERS: usize = 256;
+
+/// How many runner processes each of `members` members of a session gets: [`PROCESSES`],
+/// fewer when the session would start more than [`RUNNERS`], at least one.
+pub fn processes_for(members: usize) -> usize {
+    (RUNNERS / members.max(1)).clamp(1, PROCESSES)
 }
 
 /// Settings shared by all members.
@@ -163,13 +215,15 @@ pub fn run(
     let seed = fresh_seed();
     let id = format!("{}-{:08x}", super::utc_now(), seed as u32);
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
-    let mut live: Vec<Live> = members.into_iter().map(Live::new).collect();
+    let (mut live, spans) = expand(members);
     let rate = clocks::machine_rate();
     spawn_all(&mut live, s);
-    let stopped = rounds(&mut live, (budget_ns, seed, rate), s, on_round);
+    spread(&mut live, &spans);
+    let stopped = rounds(&mut live, &spans, (budget_ns, seed, rate), s, on_round);
     late_cpu(&mut live);
     checked::replay_all(&mut live, s);
-    let end = End {
+    spread(&mut live, &spans);
+    let end = finish::End {
         id: &id,
         seed,
         runners: live.len(),
@@ -178,11 +232,63 @@ pub fn run(
         cut: host_cut(&live),
         rate,
     };
-    let out = live
-        .into_iter()
-        .map(|l| finish_member(l, &end, s))
-        .collect();
+    let out = finish::all(live, &spans, &end, s);
     (id, seed, out)
+}
+
+/// Every member's runner processes as lives, a member's next to each other (its span):
+/// each member gets as many as the one with the fewest ([`Member::more`]), so the members'
+/// processes are visited together in groups of one size.
+fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
+    let k = members.iter().map(|m| 1 + m.more.len()).min().unwrap_or(1);
+    let mut live = Vec::new();
+    let mut spans = Vec::new();
+    for mut m in members {
+        let start = live.len();
+        let more = std::mem::take(&mut m.more);
+        let siblings: Vec<Member> = more.into_iter().take(k - 1).map(|p| m.sibling(p)).collect();
+        for (i, m) in std::iter::once(m).chain(siblings).enumerate() {
+            let mut l = Live::new(m);
+            l.process = i as u32;
+            l.processes = k;
+            live.push(l);
+        }
+        spans.push(start..live.len());
+    }
+    (live, spans)
+}
+
+/// A member fails as a whole: once one of its processes failed, the others stop with the
+/// same status and reason.
+fn spread(live: &mut [Live], spans: &[Range<usize>]) {
+    for span in spans {
+        let lives = &mut live[span.clone()];
+        let Some(first) = lives.iter().find_map(|l| l.failed.clone()) else {
+            continue;
+        };
+        for l in lives.iter_mut().filter(|l| l.failed.is_none()) {
+            l.fail(first.clone());
+        }
+    }
+}
+
+/// The stop rule's view of each live (`None`: failed): its member's, over the batches of
+/// all the member's processes ([`Pool::check`]).
+fn member_checks(
+    live: &[Live],
+    spans: &[Range<usize>],
+    cut: Option<&Cut>,
+    seed: u64,
+) -> Vec<Option<(usize, f64)>> {
+    let mut checks = vec![None; live.len()];
+    for span in spans {
+        let lives = &live[span.clone()];
+        if lives.iter().all(Live::alive) {
+            let c = Pool::of(lives).check(cut, seed);
+            checks[span.clone()].fill(c);
+        }
+    }
+    checks
 }
 
 /// The host's two states so far, from the yardstick blocks of every batch of the session
@@ -357,12 +463,15 @@ fn spawn(l: &mut Live, s: &Settings) {
 /// whose CI widened again in every round ([`reallocate`]).
 fn rounds(
     live: &mut [Live],
+    spans: &[Range<usize>],
     (budget_ns, seed, rate): (u64, u64, Option<f64>),
     s: &Settings,
     on_round: &dyn Fn(usize, f64),
 ) -> Stopped {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
-    let group = s.group.max(1);
+    // A member's processes are visited together, and so are the members of a group.
+    let processes = live.first().map_or(1, |l| l.processes);
+    let group = s.group.max(1) * processes;
     let mut every = vec![1; live.len().div_ceil(group)];
     let mut used_ns = 0u64;
     let mut round = 0usize;
@@ -387,20 +496,19 @@ fn rounds(
         for l in live.iter_mut().filter(|l| l.alive()) {
             outside::mark(&mut l.why, &disturbed);
         }
+        spread(live, spans);
         round += 1;
         let worst = if round >= MIN_ROUNDS {
-            let cut = host_cut(live);
-            let checks: Vec<Option<(usize, f64)>> = live
-                .iter()
-                .map(|l| {
-                    if l.alive() {
-                        l.check(cut.as_ref(), seed)
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            reallocate(live, &checks, group, &mut every, round, s.precision);
+            let checks = member_checks(live, spans, host_cut(live).as_ref(), seed);
+            let whose = s.group > 1;
+            reallocate(
+                live,
+                &checks,
+                (group, whose),
+                &mut every,
+                round,
+                s.precision,
+            );
             checks.iter().flatten().map(|c| c.1).fold(0.0, f64::max)
         } else {
             f64::INFINITY
@@ -499,110 +607,4 @@ fn batch(
     l.why.push(interference::judge(before, after, &b.own, b.ns));
     l.positions.push(pos as u32);
     Some(b.ns)
-}
-
-/// Ask a runner to finish (`finish`) and read its `done` line.
-fn ask_finish(l: &mut Live, s: &Settings) -> Result<(String, String), NoLine> {
-    let served = l.served.as_mut().expect("alive");
-    match served.send("finish") {
-        Ok(()) => served.next_line(&[DONE], Instant::now() + s.timeout, &mut l.m.log),
-        Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
-    }
-}
-
-/// What every member's record shares of the session's end.
-struct End<'a> {
-    id: &'a str,
-    seed: u64,
-    runners: usize,
-    stopped: Stopped,
-    budget_ns: u64,
-    /// The host's two states over the whole session (`None`: one, or no yardstick).
-    cut: Option<Cut>,
-    /// The machine's counter rate, ticks per ns ([`clocks::machine_rate`]).
-    rate: Option<f64>,
-}
-
-/// A member's runner finishes in its own process (samples, overhead, stack, peak RSS) and
-/// its outcome is made: its record with the [`Rounds`], or why it failed.
-fn finish_member(mut l: Live, end: &End, s: &Settings) -> Outcome {
-    if l.alive() {
-        match ask_finish(&mut l, s) {
-            Ok((_, json)) => match serde_json::from_str::<TimeOutput>(&json) {
-                Ok(o) if o.failure.is_none() && lists(&o, &l.batches) => {
-                    let served = l.served.as_mut().expect("alive");
-                    served.wait(&mut l.m.log);
-                    l.elapsed = served.elapsed();
-                    let rounds = member_rounds(&mut l, end, s);
-                    l.served = None;
-                    return finish(l, Ok((o, rounds)));
-                }
-                Ok(o) if o.failure.is_some() => l.fail_from(Ok((DONE.into(), json)), s.timeout),
-                Ok(_) => l.fail(Stop::failed(format!(
-                    "{}: the runner's record does not list the batches it answered",
-                    l.m.op
-                ))),
-                Err(_) => l.fail_from(Ok((DONE.into(), json)), s.timeout),
-            },
-            Err(e) => l.fail_from(Err(e), s.timeout),
-        }
-    }
-    let stop = l
-        .failed
-        .take()
-        .unwrap_or_else(|| Stop::failed("interrupted"));
-    finish(l, Err(stop))
-}
-
-/// What a finished member's record keeps of the session.
-fn member_rounds(l: &mut Live, end: &End, s: &Settings) -> Rounds {
-    let cut = end.cut.as_ref();
-    let (estimate, sel) = l
-        .estimate(cut, end.seed, stats::BOOTSTRAP_RESAMPLES)
-        .expect("an alive member has rounds");
-    let host = s.gauge.as_ref().map(|_| l.host_states(cut, end.seed));
-    Rounds {
-        session: end.id.to_string(),
-        seed: end.seed,
-        members: end.runners,
-        positions: std::mem::take(&mut l.positions),
-        interference: l.why.clone(),
-        clean_only: sel.used.iter().all(|&i| l.why[i].is_empty()),
-        estimate,
-        precision: s.precision,
-        reached: sel.flags.is_empty() && estimate.rel_half_width() <= s.precision,
-        used: sel.used.iter().map(|&i| i as u32).collect(),
-        host,
-        flags: sel.flags.clone(),
-        stopped: end.stopped,
-        budget_s: end.budget_ns as f64 * 1e-9,
-        yardstick: s
-            .gauge
-            .as_ref()
-            .and_then(|g| l.yardstick(g, &sel.used, end.seed)),
-        session_rounds: l.rounds.iter().map(|&r| r as u32).collect(),
-        visits: std::mem::take(&mut l.visits),
-        counter_rate: end.rate,
-    }
-}
-
-/// Whether the final record's trials are exactly the batches the runner answered.
-fn lists(out: &TimeOutput, batches: &[(u64, u64, u64)]) -> bool {
-    out.trials.len() == batches.len()
-        && out
-            .trials
-            .iter()
-            .zip(batches)
-            .all(|(t, &b)| (t.iters, t.cycles, t.ns) == b)
-}
-
-fn finish(l: Live, result: Result<(TimeOutput, Rounds), Stop>) -> Outcome {
-    let interfered = l.why.iter().map(|w| !w.is_empty()).collect();
-    Outcome {
-        commands: l.commands,
-        result,
-        values: l.values,
-        interfered,
-        elapsed: l.elapsed,
-    }
 }

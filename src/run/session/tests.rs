@@ -68,7 +68,8 @@ fn record_template() -> String {
 /// The stand-in runner (its words on stdin, as the engine sends them). Its `--ns` says how
 /// it behaves: `steady` (100 cycles per op in
 /// every batch), `noisy` (200 and 100 in turn), `dies` (exits with code 3 when asked for
-/// its third batch), `liar` (claims its batches took 10 s), `zero` (answers a batch of no
+/// its third batch; `one-dies`: only the first of a member's processes to get there),
+/// `liar` (claims its batches took 10 s), `zero` (answers a batch of no
 /// iterations), `early` (answers a batch with a `done` line), `spins` (leaves a busy loop
 /// running after its tenth batch), `forger` (its final record lists no batches), `fails`
 /// (its final record names a failure), `states` (the host in two states: odd batches with
@@ -103,7 +104,7 @@ fi
 mode=
 gauge=
 while [ $# -gt 0 ]; do
-    case "$1" in --ns) mode=$2; shift ;; --gauge) gauge=1; shift ;; esac
+    case "$1" in --ns) mode=$2; shift ;; --lib) lib=$2; shift ;; --gauge) gauge=1; shift ;; esac
     shift
 done
 n=0
@@ -124,6 +125,7 @@ while read -r cmd; do
         case "$mode" in
         noisy) cycles=$((1000 * (1 + n % 2))) ;;
         dies) [ "$n" -eq 3 ] && exit 3 ;;
+        one-dies) [ "$n" -eq 3 ] && mkdir "$lib.died" 2>/dev/null && exit 3 ;;
         liar) ns=10000000000 ;;
         zero) iters=0 ;;
         early) word=done ;;
@@ -179,6 +181,25 @@ fn member(dir: &Path, label: &str, mode: &str, budget_ns: u64) -> Member {
             &dir.join("stand-in-runner"),
             &object,
             &api_h,
+            &scratch,
+            1 << 30,
+        ),
+        reference: None,
+        more: Vec::new(),
+    }
+}
+
+/// Member `label`'s further runner process `i` (from 2), with its own scratch and log.
+fn process(dir: &Path, label: &str, i: usize) -> Process {
+    let scratch = dir.join(format!("{label}.p{i}"));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let object = dir.join(format!("{label}.so"));
+    Process {
+        log: exec::open_log(&dir.join(format!("{label}.p{i}.log"))).unwrap(),
+        jail: Jail::runner(
+            &dir.join("stand-in-runner"),
+            &object,
+            &dir.join("api.h"),
             &scratch,
             1 << 30,
         ),
@@ -478,4 +499,57 @@ fn with_two_host_states_the_figure_rests_on_the_uncontended_batches() {
     // The mix of all batches would have said 125.
     let all = crate::measure::stats::median(&out[0].values).unwrap();
     assert_eq!(all, 125.0);
+}
+
+#[test]
+fn a_member_timed_by_several_processes_pools_them_and_fails_as_a_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let three = |label: &str, mode: &str| {
+        let mut m = member(dir.path(), label, mode, u64::MAX / 16);
+        m.more = (2..=3).map(|i| process(dir.path(), label, i)).collect();
+        m
+    };
+    let (_, _, out, seen) = session(vec![three("a", "steady"), three("b", "one-dies")], &s);
+    assert_eq!(seen.len(), MIN_ROUNDS, "{seen:?}");
+    // a: three processes in every round, their batches pooled in session order.
+    let r = rounds(&out[0]);
+    assert_eq!(r.members, 6);
+    assert_eq!(r.process_count(), 3);
+    assert_eq!(r.positions.len(), 3 * MIN_ROUNDS);
+    assert_eq!(r.processes.len(), 3 * MIN_ROUNDS);
+    for p in 0..3 {
+        assert_eq!(r.processes.iter().filter(|&&x| x == p).count(), MIN_ROUNDS);
+    }
+    assert!(r.session_rounds.windows(2).all(|w| w[0] <= w[1]));
+    for round in r.session_rounds.chunks(3) {
+        assert!(
+            round.iter().all(|&x| x == round[0]),
+            "{:?}",
+            r.session_rounds
+        );
+    }
+    for (i, w) in r.session_rounds.windows(2).enumerate() {
+        if w[0] == w[1] {
+            assert!(r.positions[i] < r.positions[i + 1], "{:?}", r.positions);
+        }
+    }
+    assert_eq!(r.estimate.median, 100.0);
+    assert_eq!(out[0].commands.len(), 3);
+    assert_eq!(out[0].values.len(), 3 * MIN_ROUNDS);
+    let Ok((time, _)) = &out[0].result else {
+        unreachable!("finished above")
+    };
+    assert_eq!(time.trials.len(), 3 * MIN_ROUNDS);
+    // Each process's single-call samples (one each here), one after the other.
+    assert_eq!(time.samples, [100, 100, 100]);
+    // b: the first of its processes to die failed it; the other two were stopped with the
+    // same reason, each log saying so.
+    assert_eq!(reason(&out[1]), "keygen: kem-runner exit code 3");
+    let stopped = ["b.log", "b.p2.log", "b.p3.log"]
+        .iter()
+        .map(|f| std::fs::read_to_string(dir.path().join(f)).unwrap())
+        .filter(|log| log.contains("stopped by ngcc-pipe: keygen: kem-runner exit code 3"))
+        .count();
+    assert_eq!(stopped, 2);
 }

@@ -384,6 +384,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
     let mut members = Vec::new();
     let mut joined = Vec::new();
     let mut done: Vec<Option<Done>> = Vec::new();
+    let k = super::session::processes_for(ixs.len());
     for (i, step) in steps.iter_mut().enumerate() {
         if let Some(refusal) = refused(step) {
             done.push(Some(refusal));
@@ -393,7 +394,7 @@ pub fn run_time_session(ctx: &Ctx, ixs: &[NodeIndex]) -> Vec<StepRecord> {
             done.push(Some(Done::unsupported(why)));
             continue;
         }
-        match time::member(step) {
+        match time::member(step, k) {
             Ok((m, rec, build, scratch)) => {
                 members.push(m);
                 joined.push((i, rec, build, scratch));

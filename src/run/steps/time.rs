@@ -255,32 +255,51 @@ fn run(step: &mut Step) -> Done {
     }
 }
 
-/// This step as a member of a timing session, with the build it times and the scratch
-/// folders of its runner and its reference (each the only one its runner may write; see
-/// [`Step::runner_jail`]); `Err` is why it cannot take part (no object, no log, no scratch
-/// folder).
-pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, [PathBuf; 2]), StepError> {
+/// This step as a member of a timing session, timed by `k` runner processes (each with
+/// its reference), with the build it times and the scratch folders of its runners and
+/// their references (each the only one its runner may write; see [`Step::runner_jail`]);
+/// `Err` is why it cannot take part (no object, no log, no scratch folder). The step's
+/// single-call samples are split among its processes.
+pub fn member(
+    step: &mut Step,
+    k: usize,
+) -> Result<(Member, StepRecord, BuildData, Vec<PathBuf>), StepError> {
     let ctx = step.ctx;
     let (build_rec, build) = step.build()?;
     let p = &ctx.spec(step.node.kind).expect("declared").params;
-    let samples = samples_of(step);
+    let samples = samples_of(step).div_ceil(k.max(1) as u32);
     let op = step.node.op.expect("time is per operation");
-    let name = format!("time__{op}");
-    let log = step.job_log(&name)?;
     let object = ctx.out.join(&build.object);
-    // The session starts the runner itself (`serve`); the job gives it its scratch and jail.
-    let job = RunnerJob::new(step, "serve", &object, &build)?;
-    let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
-    // Its reference: the same runner in the same jail but its own scratch folder, which
-    // the member's runner cannot reach (`session::checked`).
-    let reference = RunnerJob::new(step, "serve", &object, &build)?;
-    let theirs = reference.scratch().to_path_buf();
-    let reference = session::Reference {
-        scratch: theirs.clone(),
-        jail: reference.jail(step),
-        member_scratch: scratch.clone(),
-    };
+    let mut scratches = Vec::new();
+    let mut processes = Vec::new();
+    for i in 0..k.max(1) {
+        let name = match i {
+            0 => format!("time__{op}"),
+            _ => format!("time__{op}.p{}", i + 1),
+        };
+        let log = step.job_log(&name)?;
+        // The session starts the runner itself (`serve`); the job gives it its scratch
+        // and jail.
+        let job = RunnerJob::new(step, "serve", &object, &build)?;
+        let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
+        // Its reference: the same runner in the same jail but its own scratch folder,
+        // which the member's runner cannot reach (`session::checked`).
+        let reference = RunnerJob::new(step, "serve", &object, &build)?;
+        let theirs = reference.scratch().to_path_buf();
+        let reference = session::Reference {
+            scratch: theirs.clone(),
+            jail: reference.jail(step),
+            member_scratch: scratch.clone(),
+        };
+        scratches.extend([scratch, theirs]);
+        processes.push(session::Process {
+            log,
+            jail,
+            reference: Some(reference),
+        });
+    }
     step.contained = true;
+    let first = processes.remove(0);
     let member = Member {
         label: step.node.id.clone(),
         object,
@@ -291,11 +310,12 @@ pub fn member(step: &mut Step) -> Result<(Member, StepRecord, BuildData, [PathBu
         min_iters: 1,
         samples,
         budget_ns: (p.trial.as_nanos() as u64).saturating_mul(u64::from(p.trials)),
-        log,
-        jail,
-        reference: Some(reference),
+        log: first.log,
+        jail: first.jail,
+        reference: first.reference,
+        more: processes,
     };
-    Ok((member, build_rec, build, [scratch, theirs]))
+    Ok((member, build_rec, build, scratches))
 }
 
 /// The step's result from its session outcome; `elapsed` is how long its runner ran. The

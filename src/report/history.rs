@@ -24,7 +24,7 @@ use super::compare::{
 use super::csv::field;
 use super::doc::{code, Doc, Table};
 use super::format;
-use crate::measure::stats::{self, band_verdict, ratio_ci, Change, Estimate};
+use crate::measure::stats::{self, band_verdict, ratio_ci_grouped, Change, Estimate};
 use crate::model::Op;
 
 /// One campaign of the series.
@@ -125,13 +125,16 @@ pub fn history_row(key: &super::compare::Key, series: &[Option<&Series>], band: 
         .iter()
         .map(|s| s.map(|s| s.values.as_slice()))
         .collect();
+    // Each campaign's values by the runner process that timed them.
+    let by = |i: usize| series[i].map_or(&[][..], |s| s.processes.as_slice());
     let step = |from: usize, to: usize| {
         let (f, t) = (vals[from].as_deref()?, vals[to].as_deref()?);
-        let ratio = ratio_ci(f, t, SEED, stats::BOOTSTRAP_RESAMPLES)?;
+        let (pf, pt) = (by(from), by(to));
+        let ratio = ratio_ci_grouped((f, pf), (t, pt), SEED, stats::BOOTSTRAP_RESAMPLES)?;
         let mut change = band_verdict(&ratio, band);
         if used == Used::Both {
             let (rf, rt) = (raws[from]?, raws[to]?);
-            let raw = ratio_ci(rf, rt, SEED, stats::BOOTSTRAP_RESAMPLES)?;
+            let raw = ratio_ci_grouped((rf, pf), (rt, pt), SEED, stats::BOOTSTRAP_RESAMPLES)?;
             change = both(band_verdict(&raw, band), change);
         }
         Some(Step { change, ratio })
@@ -370,6 +373,7 @@ mod tests {
             },
             values,
             yardstick: y.map(|(id, v)| (id.to_string(), v)),
+            processes: Vec::new(),
         }
     }
 

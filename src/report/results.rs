@@ -203,6 +203,9 @@ fn result_op(inst: &InstanceView, op: Op) -> ResultOp {
             .and_then(|t| t.rounds.as_ref())
             .filter(|r| !r.used.is_empty())
             .map(|r| r.used.clone()),
+        trial_processes: (t.and_then(|t| t.rounds.as_ref()))
+            .map(|r| r.processes.clone())
+            .unwrap_or_default(),
         uncontended_share: t
             .and_then(|t| t.rounds.as_ref())
             .and_then(|r| r.host.as_ref())

@@ -56,6 +56,7 @@ are counter ticks per operation; times are nanoseconds per operation.
         "yardstick_id": "ngcc-yardstick-1 sha256:<object>", "yardstick_trial_cycles": [per round],
         "interfered_trials": [indices into trial_cycles of the rounds marked interfered],
         "used_trials": [indices of the rounds the median used] | absent,
+        "trial_processes": [the runner process of each of trial_cycles] | absent,
         "uncontended_share": share of the rounds in the host's uncontended state | absent,
         "timing_flags": [why the figure does not earn its precision] | absent,
         "untrusted": why time, count and ct contradict each other ("does less when timed:
@@ -234,6 +235,10 @@ pub struct ResultOp {
     /// the uncontended state), and that state's share of the rounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_trials: Option<Vec<u32>>,
+    /// Timed by several runner processes: the process (0-based) of each of `trial_cycles`
+    /// (empty: one process, or a file from before several).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trial_processes: Vec<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncontended_share: Option<f64>,
     /// Why the timing figure does not earn its precision although it is `ok` (most rounds

@@ -245,7 +245,7 @@ pub fn off_target(out: &TimeOutput) -> Vec<usize> {
         .collect()
 }
 
-pub use ratio::{band_verdict, ratio_ci, Change, DEFAULT_BAND};
+pub use ratio::{band_verdict, ratio_ci, ratio_ci_grouped, Change, DEFAULT_BAND};
 pub use rounds::{
     aa_threshold, median_ci, median_ci_clustered, paired_ratios, paired_verdict, Verdict,
     BOOTSTRAP_RESAMPLES, MIN_THRESHOLD,

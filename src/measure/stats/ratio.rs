@@ -2,7 +2,7 @@
 //! confidence interval, and whether that interval leaves an equivalence band (see "Two runs
 //! on their records" in the [module doc](super)).
 
-use super::rounds::median_in_place;
+use super::rounds::{by_group, draw_two_stage, median_in_place};
 use super::{quantile, Estimate};
 
 /// Default equivalence band of a comparison on records: changes within ±2% are the same.
@@ -14,21 +14,31 @@ pub const DEFAULT_BAND: f64 = 0.02;
 /// the 2.5% and 97.5% quantiles (type 7) of `resamples` such ratios, drawn with ChaCha8
 /// seeded by `seed`. `None` when a side has no values or a median that is not positive.
 pub fn ratio_ci(a: &[f64], b: &[f64], seed: u64, resamples: usize) -> Option<Estimate> {
-    use rand::{RngExt, SeedableRng};
+    ratio_ci_grouped((a, &[]), (b, &[]), seed, resamples)
+}
+
+/// [`ratio_ci`] where each side's values come in groups (`(values, group of each)`: the
+/// runner processes that timed them): a side with two or more groups is resampled in two
+/// stages, groups then values within each ([`super::median_ci_clustered`]), so the interval
+/// covers how its processes differ; a side without groups as in [`ratio_ci`].
+pub fn ratio_ci_grouped(
+    (a, ga): (&[f64], &[u32]),
+    (b, gb): (&[f64], &[u32]),
+    seed: u64,
+    resamples: usize,
+) -> Option<Estimate> {
+    use rand::SeedableRng;
     let (ma, mb) = (super::median(a)?, super::median(b)?);
     if ma <= 0.0 || mb <= 0.0 {
         return None;
     }
+    let (ga, gb) = (by_group(a, ga), by_group(b, gb));
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
     let (mut da, mut db) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     let mut ratios = Vec::with_capacity(resamples.max(1));
     for _ in 0..resamples.max(1) {
-        for slot in da.iter_mut() {
-            *slot = a[rng.random_range(0..a.len())];
-        }
-        for slot in db.iter_mut() {
-            *slot = b[rng.random_range(0..b.len())];
-        }
+        fill(a, ga.as_deref(), &mut rng, &mut da);
+        fill(b, gb.as_deref(), &mut rng, &mut db);
         ratios.push(median_in_place(&mut db) / median_in_place(&mut da));
     }
     Some(Estimate {
@@ -36,6 +46,26 @@ pub fn ratio_ci(a: &[f64], b: &[f64], seed: u64, resamples: usize) -> Option<Est
         ci_low: quantile(&ratios, 0.025)?,
         ci_high: quantile(&ratios, 0.975)?,
     })
+}
+
+/// One resample of a side into `buf`: by its `groups` in two stages, else as many of
+/// `xs` as it has, with replacement.
+fn fill(
+    xs: &[f64],
+    groups: Option<&[Vec<f64>]>,
+    rng: &mut rand::rngs::ChaCha8Rng,
+    buf: &mut Vec<f64>,
+) {
+    use rand::RngExt;
+    match groups {
+        Some(g) => draw_two_stage(g, rng, buf),
+        None => {
+            buf.resize(xs.len(), 0.0);
+            for slot in buf.iter_mut() {
+                *slot = xs[rng.random_range(0..xs.len())];
+            }
+        }
+    }
 }
 
 /// What a ratio's interval says against an equivalence band `1 ± band`.
@@ -162,5 +192,35 @@ mod tests {
         assert_eq!(ratio_ci(&[5.0, 6.0], &[0.0, 0.0, 1.0], 1, 10), None);
         assert_eq!(ratio_ci(&[5.0, 6.0], &[], 1, 10), None);
         assert!(ratio_ci(&[5.0, 6.0], &[0.0, 1.0, 1.0], 1, 10).is_some());
+    }
+
+    #[test]
+    fn grouped_sides_widen_the_ratio_by_how_their_processes_differ() {
+        // Each side: four processes whose 30 batches spread evenly over ±1% around their
+        // level, the levels 1% apart; B is A again (the same code in another run).
+        let side = |shift: f64| -> (Vec<f64>, Vec<u32>) {
+            let mut xs = Vec::new();
+            let mut g = Vec::new();
+            for p in 0..4u32 {
+                for i in 0..30 {
+                    let level = 1.0 + 0.01 * f64::from((p + shift as u32) % 4);
+                    xs.push(1000.0 * level + (f64::from(i) - 14.5) * 0.69);
+                    g.push(p);
+                }
+            }
+            (xs, g)
+        };
+        let ((a, ga), (b, gb)) = (side(0.0), side(1.0));
+        let flat = ratio_ci(&a, &b, 3, 2000).unwrap();
+        let grouped = ratio_ci_grouped((&a, &ga), (&b, &gb), 3, 2000).unwrap();
+        assert_eq!(grouped.median, flat.median);
+        assert!(flat.rel_half_width() < 0.008, "{flat:?}");
+        assert!(grouped.rel_half_width() > 0.01, "{grouped:?}");
+        assert!(grouped.ci_low < 1.0 && grouped.ci_high > 1.0, "{grouped:?}");
+        // Without groups (or with one) it is the plain ratio, draw for draw.
+        assert_eq!(
+            ratio_ci_grouped((&a, &[]), (&b, &[0; 120]), 3, 2000),
+            Some(flat)
+        );
     }
 }

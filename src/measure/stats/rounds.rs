@@ -44,33 +44,15 @@ pub fn median_ci_clustered(
     seed: u64,
     resamples: usize,
 ) -> Option<Estimate> {
-    use rand::{RngExt, SeedableRng};
-    let mut ids: Vec<u32> = group.iter().take(xs.len()).copied().collect();
-    ids.sort_unstable();
-    ids.dedup();
-    if ids.len() < 2 || group.len() != xs.len() {
+    use rand::SeedableRng;
+    let Some(groups) = by_group(xs, group) else {
         return median_ci(xs, seed, resamples);
-    }
-    let groups: Vec<Vec<f64>> = ids
-        .iter()
-        .map(|id| {
-            (xs.iter().zip(group))
-                .filter(|(_, g)| *g == id)
-                .map(|(x, _)| *x)
-                .collect()
-        })
-        .collect();
+    };
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
     let mut pool = Vec::with_capacity(xs.len() * 2);
     let mut medians = Vec::with_capacity(resamples.max(1));
     for _ in 0..resamples.max(1) {
-        pool.clear();
-        for _ in 0..groups.len() {
-            let g = &groups[rng.random_range(0..groups.len())];
-            for _ in 0..g.len() {
-                pool.push(g[rng.random_range(0..g.len())]);
-            }
-        }
+        draw_two_stage(&groups, &mut rng, &mut pool);
         medians.push(median_in_place(&mut pool));
     }
     Some(Estimate {
@@ -78,6 +60,41 @@ pub fn median_ci_clustered(
         ci_low: quantile(&medians, 0.025)?,
         ci_high: quantile(&medians, 0.975)?,
     })
+}
+
+/// The values of `xs` by their group (`group[i]` is `xs[i]`'s), when there are at least
+/// two groups and one per value; `None` otherwise (the values are resampled alone).
+pub(super) fn by_group(xs: &[f64], group: &[u32]) -> Option<Vec<Vec<f64>>> {
+    let mut ids: Vec<u32> = group.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() < 2 || group.len() != xs.len() {
+        return None;
+    }
+    let of = |id: &u32| -> Vec<f64> {
+        (xs.iter().zip(group))
+            .filter(|(_, g)| *g == id)
+            .map(|(x, _)| *x)
+            .collect()
+    };
+    Some(ids.iter().map(of).collect())
+}
+
+/// One two-stage resample into `pool`: as many groups as there are, drawn with replacement,
+/// and within each drawn group as many of its values as it has, with replacement.
+pub(super) fn draw_two_stage(
+    groups: &[Vec<f64>],
+    rng: &mut rand::rngs::ChaCha8Rng,
+    pool: &mut Vec<f64>,
+) {
+    use rand::RngExt;
+    pool.clear();
+    for _ in 0..groups.len() {
+        let g = &groups[rng.random_range(0..groups.len())];
+        for _ in 0..g.len() {
+            pool.push(g[rng.random_range(0..g.len())]);
+        }
+    }
 }
 
 /// Median of a non-empty scratch buffer, reordering it in place (a selection, not a sort:

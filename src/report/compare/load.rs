@@ -61,16 +61,21 @@ pub struct Series {
     pub values: Vec<f64>,
     /// (`name sha256:<hex>`, the yardstick's per-call cycles in those same rounds).
     pub yardstick: Option<(String, Vec<f64>)>,
+    /// The runner process of each of `values` (empty: one process, or a record from before
+    /// several): the intervals resample processes, then batches.
+    pub processes: Vec<u32>,
     pub basis: Basis,
 }
 
 impl Series {
     /// `values` and the yardstick's cycles of the rounds used of all `all` rounds: those
     /// `listed` (the record's own list), else the rule of [`rounds_used`] with `interfered`
-    /// marking the interfered ones; the yardstick only when it has a value per round.
+    /// marking the interfered ones; the yardstick and the `processes` only when they have a
+    /// value per round.
     fn rounds(
         all: &[f64],
         yardstick: Option<(String, &[f64])>,
+        processes: &[u32],
         listed: Option<&[u32]>,
         interfered: Option<&dyn Fn(usize) -> bool>,
     ) -> Series {
@@ -87,6 +92,11 @@ impl Series {
             yardstick: yardstick
                 .filter(|(_, y)| y.len() == n)
                 .map(|(id, y)| (id, used.iter().map(|&i| y[i]).collect())),
+            processes: if processes.len() == n {
+                used.iter().map(|&i| processes[i]).collect()
+            } else {
+                Vec::new()
+            },
             basis: Basis::Rounds {
                 rounds: n,
                 left_out: n - used.len(),
@@ -162,6 +172,7 @@ fn from_results(dir: &Path, r: &Results) -> Run {
                     Series::rounds(
                         &o.trial_cycles,
                         yardstick,
+                        &o.trial_processes,
                         o.used_trials.as_deref(),
                         marks.as_ref().map(|f| f as &dyn Fn(usize) -> bool),
                     )
@@ -188,6 +199,7 @@ fn trials(values: Vec<f64>) -> Series {
         },
         values,
         yardstick: None,
+        processes: Vec::new(),
     }
 }
 
@@ -256,6 +268,7 @@ fn from_records(dir: &Path) -> io::Result<Run> {
                 Series::rounds(
                     &values,
                     r.yardstick.as_ref().map(|y| (y.id(), y.values.as_slice())),
+                    &r.processes,
                     (!r.used.is_empty()).then_some(r.used.as_slice()),
                     Some(&interfered),
                 )
@@ -300,7 +313,7 @@ mod tests {
         let all: Vec<f64> = (0..14).map(|i| 100.0 + i as f64).collect();
         let y: Vec<f64> = (0..14).map(|i| 10.0 + i as f64).collect();
         let marks = |i: usize| i == 3 || i == 7;
-        let s = Series::rounds(&all, Some(("y".into(), &y)), None, Some(&marks));
+        let s = Series::rounds(&all, Some(("y".into(), &y)), &[], None, Some(&marks));
         assert_eq!(s.values.len(), 12);
         assert!(!s.values.contains(&103.0) && !s.values.contains(&107.0));
         let (_, ys) = s.yardstick.as_ref().unwrap();
@@ -319,15 +332,23 @@ mod tests {
         // Too few clean rounds: all are used. No marks: all, and said.
         let many = |i: usize| i < 5;
         assert_eq!(
-            Series::rounds(&all, None, None, Some(&many)).values.len(),
+            Series::rounds(&all, None, &[], None, Some(&many))
+                .values
+                .len(),
             14
         );
         // The record's own list wins (the uncontended state's clean rounds).
-        let listed = Series::rounds(&all, Some(("y".into(), &y)), Some(&[0, 2, 4]), Some(&marks));
+        let listed = Series::rounds(
+            &all,
+            Some(("y".into(), &y)),
+            &[],
+            Some(&[0, 2, 4]),
+            Some(&marks),
+        );
         assert_eq!(listed.values, [100.0, 102.0, 104.0]);
         assert_eq!(listed.yardstick.as_ref().unwrap().1, [10.0, 12.0, 14.0]);
         assert_eq!(listed.basis.used(), 3);
-        let unmarked = Series::rounds(&all, None, None, None);
+        let unmarked = Series::rounds(&all, None, &[], None, None);
         assert_eq!(
             unmarked.basis,
             Basis::Rounds {
@@ -336,9 +357,16 @@ mod tests {
                 marked: false
             }
         );
+        // The processes of the rounds used, when there is one per round.
+        let by: Vec<u32> = (0..14).map(|i| i % 2).collect();
+        let two = Series::rounds(&all, None, &by, Some(&[0, 1, 3]), None);
+        assert_eq!(two.processes, [0, 1, 1]);
+        assert!(Series::rounds(&all, None, &by[1..], None, None)
+            .processes
+            .is_empty());
         // A yardstick without a value per round is not used.
         assert!(
-            Series::rounds(&all, Some(("y".into(), &y[1..])), None, None)
+            Series::rounds(&all, Some(("y".into(), &y[1..])), &[], None, None)
                 .yardstick
                 .is_none()
         );

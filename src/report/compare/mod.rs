@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::stats::{self, band_verdict, ratio_ci, Change, Estimate};
+use crate::measure::stats::{self, band_verdict, ratio_ci_grouped, Change, Estimate};
 use crate::model::Op;
 
 pub use load::{load, Basis, Key, Run, Series};
@@ -124,12 +124,14 @@ pub struct Estimates {
 /// the band `1 ± band`.
 pub fn estimate(a: &Series, b: &Series, band: f64) -> Estimates {
     let resamples = stats::BOOTSTRAP_RESAMPLES;
-    let raw = ratio_ci(&a.values, &b.values, SEED, resamples).map(|ratio| Raw {
-        median_a: stats::median(&a.values).unwrap_or(0.0),
-        median_b: stats::median(&b.values).unwrap_or(0.0),
-        change: band_verdict(&ratio, band),
-        ratio,
-    });
+    let (pa, pb) = (a.processes.as_slice(), b.processes.as_slice());
+    let raw =
+        ratio_ci_grouped((&a.values, pa), (&b.values, pb), SEED, resamples).map(|ratio| Raw {
+            median_a: stats::median(&a.values).unwrap_or(0.0),
+            median_b: stats::median(&b.values).unwrap_or(0.0),
+            change: band_verdict(&ratio, band),
+            ratio,
+        });
     let adjusted = match (&a.yardstick, &b.yardstick) {
         (None, None) => Err(NoAdjustment::MissingBoth),
         (None, Some(_)) => Err(NoAdjustment::MissingA),
@@ -143,7 +145,7 @@ pub fn estimate(a: &Series, b: &Series, band: f64) -> Estimates {
             match (
                 stats::median(ya),
                 stats::median(yb),
-                ratio_ci(&rel_a, &rel_b, SEED, resamples),
+                ratio_ci_grouped((&rel_a, pa), (&rel_b, pb), SEED, resamples),
             ) {
                 (Some(ma), Some(mb), Some(ratio)) if ma > 0.0 => Ok(Adjusted {
                     host_ratio: mb / ma,
@@ -399,6 +401,7 @@ mod tests {
         Series {
             values,
             yardstick: Some((id.into(), ys)),
+            processes: Vec::new(),
             basis: Basis::Rounds {
                 rounds: 40,
                 left_out: 0,
@@ -483,6 +486,7 @@ mod tests {
             basis: Basis::Trials { trials: v.len() },
             values: v,
             yardstick: None,
+            processes: Vec::new(),
         };
         let e = estimate(
             &flat(vec![200.0; 3]),

@@ -81,6 +81,7 @@ pub fn build_reference(
         cwd: dir.to_path_buf(),
         memory: DEFAULT_MEMORY,
         cpu: None,
+        alongside: 0,
     };
     let out = sandbox
         .command(Path::new(&spec.cc), &args, &jail)

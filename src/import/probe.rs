@@ -181,6 +181,7 @@ impl Prober {
             cwd: out.clone(),
             memory: MEMORY,
             cpu: None,
+            alongside: 0,
         };
         let sandbox = self.sandbox(pkg)?.clone();
         let log_path = work.join(format!("compile-{}.log", self.runs));

@@ -432,7 +432,8 @@ fn layouts_are_linked_after_the_anchor_and_timed_in_every_batch() {
             assert_eq!(tr.layout_cycles.iter().sum::<u64>(), tr.cycles, "{op:?}");
             assert_eq!(tr.iters % 3, 0, "{op:?}: the same calls in every layout");
         }
-        // The samples are shared between the layouts: 11 = 4 + 4 + 3.
+        // The 11 samples asked for, split among the member's runner processes and within
+        // each among the layouts, no more and no fewer.
         assert_eq!(o.samples.len(), 11, "{op:?}");
     }
 }

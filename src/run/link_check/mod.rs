@@ -377,6 +377,7 @@ impl Compiles<'_> {
             cwd: out.to_path_buf(),
             memory: MEMORY,
             cpu: None,
+            alongside: 0,
         };
         let mut log = crate::run::exec::open_log(&out.join("compile.log")).map_err(|e| skip(&e))?;
         let mut failed = Vec::new();

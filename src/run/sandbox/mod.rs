@@ -85,6 +85,12 @@ pub struct Jail {
     pub memory: u64,
     /// The core a timing command is kept on ([`pinning`]), if any.
     pub cpu: Option<usize>,
+    /// Processes started with it that run as long (a timing session's other runners and
+    /// their references): where contained processes run as the engine's user,
+    /// `RLIMIT_NPROC` counts them too, so the command's headroom ([`PROCESSES`]) is counted
+    /// beyond them, not from the moment it starts (the first runner of a session of 408
+    /// otherwise could not start a thread once the rest had started).
+    pub alongside: u64,
 }
 
 impl Jail {
@@ -99,6 +105,7 @@ impl Jail {
             cwd: scratch.to_path_buf(),
             memory,
             cpu: None,
+            alongside: 0,
         }
     }
 }
@@ -231,13 +238,16 @@ impl Sandbox {
                     let mut missing = missing.clone();
                     if !disable_userns {
                         missing.push(
-                            "new user namespaces inside are refused by seccomp only (`bwrap                              --disable-userns` does not work here)"
+                            "new user namespaces inside are refused by seccomp only (`bwrap \
+                             --disable-userns` does not work here)"
                                 .into(),
                         );
                     }
                     if !root {
                         missing.push(format!(
-                            "contained processes run as this user (uid {}), so `RLIMIT_NPROC`                              counts this user's other processes too (set to their number plus                              {PROCESSES} at each start)",
+                            "contained processes run as this user (uid {}), so `RLIMIT_NPROC` \
+                             counts this user's other processes too (set to their number plus \
+                             {PROCESSES}, plus a timing session's other processes, at each start)",
                             kem_native::sys::effective_uid()
                         ));
                     }
@@ -268,6 +278,7 @@ impl Sandbox {
             cwd: d.path().to_path_buf(),
             memory: DEFAULT_MEMORY,
             cpu: None,
+            alongside: 0,
         };
         let child = self
             .command(Path::new("true"), &[], &j)
@@ -431,7 +442,7 @@ impl Sandbox {
         };
         let processes = match self.bwrap.as_ref().and_then(|b| b.drop_to.as_ref()) {
             Some(_) => JAIL_PROCESSES,
-            None => user::tasks_of(kem_native::sys::effective_uid()) + PROCESSES,
+            None => user::tasks_of(kem_native::sys::effective_uid()) + PROCESSES + jail.alongside,
         };
         setup.limits = vec![
             Limit::AddressSpace(jail.memory),

@@ -87,6 +87,7 @@ mod tests {
             cwd: d.path().to_path_buf(),
             memory: super::super::DEFAULT_MEMORY,
             cpu: None,
+            alongside: 0,
         }
         .on_core(cpu);
         // `taskset` asks for the other core, then prints the affinity it is left with.

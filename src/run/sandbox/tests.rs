@@ -7,6 +7,7 @@ fn jail(dir: &Path) -> Jail {
         cwd: dir.join("rw"),
         memory: DEFAULT_MEMORY,
         cpu: None,
+        alongside: 0,
     }
 }
 

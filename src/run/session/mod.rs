@@ -93,6 +93,7 @@ pub struct Member {
     pub namespace: String,
     pub op: String,
     pub min_iters: u64,
+    /// Single-call samples of the member in all, split among its processes.
     pub samples: u32,
     /// Share of the session's budget, ns of measured batches.
     pub budget_ns: u64,
@@ -139,6 +140,10 @@ impl Member {
 
 /// Runner processes per member at most ([`processes_for`]).
 pub const PROCESSES: usize = 4;
+/// Tasks of one served runner as `RLIMIT_NPROC` counts them where contained processes run
+/// as the engine's user: bubblewrap and its init, kem-runner and its stack-measuring thread,
+/// the engine's two threads reading its pipes; and some to spare.
+const TASKS_PER_RUNNER: u64 = 8;
 /// Timed runner processes per session at most (each has its reference besides): a session
 /// of many members gives each fewer processes.
 pub const RUNNERS: usize = 256;
@@ -247,7 +252,9 @@ fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
         let start = live.len();
         let more = std::mem::take(&mut m.more);
         let siblings: Vec<Member> = more.into_iter().take(k - 1).map(|p| m.sibling(p)).collect();
-        for (i, m) in std::iter::once(m).chain(siblings).enumerate() {
+        let total = m.samples as usize;
+        for (i, mut m) in std::iter::once(m).chain(siblings).enumerate() {
+            m.samples = samples_of_process(total, k, i);
             let mut l = Live::new(m);
             l.process = i as u32;
             l.processes = k;
@@ -255,7 +262,23 @@ fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
         }
         spans.push(start..live.len());
     }
+    // Every runner and its reference run the whole session: each one's process headroom
+    // counts beyond the others' tasks ([`Jail::alongside`]).
+    let alongside = 2 * TASKS_PER_RUNNER * live.len() as u64;
+    for l in &mut live {
+        l.m.jail.alongside = alongside;
+        if let Some(r) = l.m.reference.as_mut() {
+            r.jail.alongside = alongside;
+        }
+    }
     (live, spans)
+}
+
+/// Process `i`'s share of a member's `total` single-call samples among its `k` processes:
+/// the same number each to within one, adding up to `total`.
+fn samples_of_process(total: usize, k: usize, i: usize) -> u32 {
+    let k = k.max(1);
+    (total / k + usize::from(i < total % k)) as u32
 }
 
 /// A member fails as a whole: once one of its processes failed, the others stop with the

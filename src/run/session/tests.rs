@@ -541,7 +541,12 @@ fn a_member_timed_by_several_processes_pools_them_and_fails_as_a_whole() {
         unreachable!("finished above")
     };
     assert_eq!(time.trials.len(), 3 * MIN_ROUNDS);
-    // Each process's single-call samples (one each here), one after the other.
+    // The member's 3 single-call samples split among its processes (one each), and each
+    // process's after the other's.
+    for c in &out[0].commands {
+        let at = c.iter().position(|w| w == "--samples").expect("--samples");
+        assert_eq!(c[at + 1], "1", "{c:?}");
+    }
     assert_eq!(time.samples, [100, 100, 100]);
     // b: the first of its processes to die failed it; the other two were stopped with the
     // same reason, each log saying so.
@@ -552,4 +557,14 @@ fn a_member_timed_by_several_processes_pools_them_and_fails_as_a_whole() {
         .filter(|log| log.contains("stopped by ngcc-pipe: keygen: kem-runner exit code 3"))
         .count();
     assert_eq!(stopped, 2);
+}
+
+#[test]
+fn a_members_samples_are_split_among_its_processes_to_the_one() {
+    let split =
+        |total, k| -> Vec<u32> { (0..k).map(|i| samples_of_process(total, k, i)).collect() };
+    assert_eq!(split(11, 4), [3, 3, 3, 2]);
+    assert_eq!(split(101, 4), [26, 25, 25, 25]);
+    assert_eq!(split(3, 4), [1, 1, 1, 0]);
+    assert_eq!(split(7, 1), [7]);
 }

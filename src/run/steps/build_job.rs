@@ -169,6 +169,7 @@ impl Job {
             cwd: self.build_dir.clone(),
             memory: step.memory(),
             cpu: None,
+            alongside: 0,
         })
     }
 

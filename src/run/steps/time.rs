@@ -267,7 +267,7 @@ pub fn member(
     let ctx = step.ctx;
     let (build_rec, build) = step.build()?;
     let p = &ctx.spec(step.node.kind).expect("declared").params;
-    let samples = samples_of(step).div_ceil(k.max(1) as u32);
+    let samples = samples_of(step);
     let op = step.node.op.expect("time is per operation");
     let object = ctx.out.join(&build.object);
     let mut scratches = Vec::new();

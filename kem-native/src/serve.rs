@@ -205,6 +205,14 @@ impl Gauge {
     }
 }
 
+/// Part `i` of `total` split into `parts` parts that differ by one at most and add up to
+/// `total`, the larger first: a member's single-call samples among its runner processes
+/// (the engine), a process's among its layouts (kem-runner's `finish`).
+pub fn share(total: usize, parts: usize, i: usize) -> usize {
+    let parts = parts.max(1);
+    total / parts + usize::from(i < total % parts)
+}
+
 /// Calls each of `layouts` layouts makes in a batch of `iters` calls (at least one): a
 /// batch then lasts about as long as with one layout, and each layout gets the same share.
 pub fn per_layout(iters: u64, layouts: usize) -> u64 {
@@ -294,6 +302,16 @@ pub fn warm_up(op: Op, call: &OpCall, batch_ns: u64) -> Result<u64, KemError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_total_is_shared_to_the_one() {
+        let split = |total, k| -> Vec<usize> { (0..k).map(|i| share(total, k, i)).collect() };
+        assert_eq!(split(11, 4), [3, 3, 3, 2]);
+        assert_eq!(split(101, 4), [26, 25, 25, 25]);
+        assert_eq!(split(3, 4), [1, 1, 1, 0]);
+        assert_eq!(split(7, 1), [7]);
+        assert_eq!(share(5, 0, 0), 5);
+    }
 
     #[test]
     fn layouts_share_a_batch_evenly() {

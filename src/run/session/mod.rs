@@ -254,7 +254,7 @@ fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
         let siblings: Vec<Member> = more.into_iter().take(k - 1).map(|p| m.sibling(p)).collect();
         let total = m.samples as usize;
         for (i, mut m) in std::iter::once(m).chain(siblings).enumerate() {
-            m.samples = samples_of_process(total, k, i);
+            m.samples = kem_native::serve::share(total, k, i) as u32;
             let mut l = Live::new(m);
             l.process = i as u32;
             l.processes = k;
@@ -272,13 +272,6 @@ fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
         }
     }
     (live, spans)
-}
-
-/// Process `i`'s share of a member's `total` single-call samples among its `k` processes:
-/// the same number each to within one, adding up to `total`.
-fn samples_of_process(total: usize, k: usize, i: usize) -> u32 {
-    let k = k.max(1);
-    (total / k + usize::from(i < total % k)) as u32
 }
 
 /// A member fails as a whole: once one of its processes failed, the others stop with the

@@ -558,13 +558,3 @@ fn a_member_timed_by_several_processes_pools_them_and_fails_as_a_whole() {
         .count();
     assert_eq!(stopped, 2);
 }
-
-#[test]
-fn a_members_samples_are_split_among_its_processes_to_the_one() {
-    let split =
-        |total, k| -> Vec<u32> { (0..k).map(|i| samples_of_process(total, k, i)).collect() };
-    assert_eq!(split(11, 4), [3, 3, 3, 2]);
-    assert_eq!(split(101, 4), [26, 25, 25, 25]);
-    assert_eq!(split(3, 4), [1, 1, 1, 0]);
-    assert_eq!(split(7, 1), [7]);
-}

@@ -408,7 +408,7 @@ impl Server<'_> {
         let mut single = Vec::with_capacity(samples);
         let mut rc = 0;
         for (j, c) in self.calls.iter().enumerate() {
-            let n = samples / k + usize::from(j < samples % k);
+            let n = serve::share(samples, k, j);
             if n == 0 {
                 continue;
             }

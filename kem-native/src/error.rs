@@ -428,6 +428,9 @@ pub enum UsageError {
     /// An unknown generator for timing.
     #[error("unknown rng `{0}` for timing (expected ctr-drbg or os)")]
     TimingRng(String),
+    /// An unknown `--stack` (serve).
+    #[error("unknown `--stack {0}` (expected measure or skip)")]
+    Stack(String),
     /// `kat-dec`: an input that is not whole `sk || ct` pairs.
     #[error("`{path}` holds {len} bytes, not a whole number of sk || ct pairs of {pair} bytes")]
     Pairs {

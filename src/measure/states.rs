@@ -17,9 +17,10 @@
 //! it). This is the low-quantile idea of Chen & Revels ("Robust benchmarking in noisy
 //! environments", 2016): under noise that only ever adds time, the fastest timings are the
 //! most repeatable estimate of the code's own cost; here the state is observed directly
-//! instead of being inferred from the KEM's own timings, so the estimate is a median (not
-//! a minimum) within the batches the yardstick says were uncontended, and every batch's
-//! state is kept in the record.
+//! instead of being inferred from the KEM's own timings, so the estimate rests on medians
+//! (not minima) within the batches the yardstick says were uncontended (one per runner
+//! process, then their mean: `stats::mean_of_medians`), and every batch's state is kept in
+//! the record.
 //!
 //! The rule ([`two_states`], [`state_of`], [`select`]):
 //! - the yardstick's per-call cycles of every block of the session, on a log scale, are

@@ -117,16 +117,18 @@ pub fn history_row(key: &super::compare::Key, series: &[Option<&Series>], band: 
         Used::Raw => 1.0,
     };
     let vals: Vec<Option<Vec<f64>>> = series.iter().map(|s| s.map(|s| values(s, used))).collect();
-    let medians = vals
-        .iter()
-        .map(|v| v.as_ref().and_then(|v| stats::median(v)).map(|m| m * scale))
+    // Each campaign's values by the runner process that timed them.
+    let by = |i: usize| series[i].map_or(&[][..], |s| s.processes.as_slice());
+    let medians = (vals.iter().enumerate())
+        .map(|(i, v)| {
+            let v = v.as_ref()?;
+            stats::mean_of_medians(v, by(i)).map(|m| m * scale)
+        })
         .collect();
     let raws: Vec<Option<&[f64]>> = series
         .iter()
         .map(|s| s.map(|s| s.values.as_slice()))
         .collect();
-    // Each campaign's values by the runner process that timed them.
-    let by = |i: usize| series[i].map_or(&[][..], |s| s.processes.as_slice());
     let step = |from: usize, to: usize| {
         let (f, t) = (vals[from].as_deref()?, vals[to].as_deref()?);
         let (pf, pt) = (by(from), by(to));

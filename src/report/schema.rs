@@ -252,8 +252,8 @@ pub struct ResultOp {
 }
 
 impl ResultOp {
-    /// The headline cycles: the median of the interleaved rounds, or the mean where the
-    /// operation was timed in one block of trials.
+    /// The headline cycles: the median of the interleaved rounds (of each runner process's,
+    /// their mean), or the mean where the operation was timed in one block of trials.
     pub fn cycles(&self) -> Option<f64> {
         self.median_cycles.or(self.mean_cycles)
     }

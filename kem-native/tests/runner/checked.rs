@@ -216,3 +216,58 @@ fn a_fed_file_of_the_wrong_size_fails_the_batch() {
     assert_eq!(w, "done");
     assert!(json.contains("short.ct holds 5 bytes, not the"), "{json}");
 }
+
+/// `serve`'s `finish` with `--stack WORD` (after one batch): its record, or how it ended.
+fn finish_with_stack(so: &Path, api: &Path, word: &str) -> Result<TimeOutput, String> {
+    let out = runner_command()
+        .args([
+            "serve",
+            "--lib",
+            s(so),
+            "--api",
+            s(api),
+            "--ns",
+            "FIX_GOOD_",
+        ])
+        .args(["--op", "keygen", "--batch-ns", "2000000", "--samples", "3"])
+        .args(["--stack", word])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            writeln!(child.stdin.take().unwrap(), "batch\nfinish")?;
+            child.wait_with_output()
+        })
+        .expect("run kem-runner serve");
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.lines().find_map(|l| l.strip_prefix("done ")) {
+        Some(json) => Ok(serde_json::from_str(json).unwrap()),
+        None => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+/// A session's further processes of a member skip the stack (`--stack skip`): their record
+/// has none and no painted bytes, the rest as usual; `measure` (the default) has it; any
+/// other word is refused.
+#[test]
+fn a_process_that_skips_the_stack_records_none() {
+    let Some((good, api)) = toy("good", "kems/good") else {
+        return;
+    };
+    let skipped = finish_with_stack(&good, &api, "skip").unwrap();
+    assert_eq!(skipped.failure, None);
+    assert_eq!(skipped.trials.len(), 1);
+    assert_eq!(skipped.samples.len(), 3);
+    assert_eq!(skipped.memory.stack_bytes, None);
+    assert_eq!(skipped.memory.stack_painted_bytes, 0);
+    assert!(skipped.memory.peak_rss_kib.is_some());
+    let measured = finish_with_stack(&good, &api, "measure").unwrap();
+    assert!(measured.memory.stack_bytes.is_some_and(|b| b > 0));
+    assert!(measured.memory.stack_painted_bytes > 0);
+    let refused = finish_with_stack(&good, &api, "sometimes").unwrap_err();
+    assert!(
+        refused.contains("unknown `--stack sometimes` (expected measure or skip)"),
+        "{refused}"
+    );
+}

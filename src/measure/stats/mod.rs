@@ -247,8 +247,8 @@ pub fn off_target(out: &TimeOutput) -> Vec<usize> {
 
 pub use ratio::{band_verdict, ratio_ci, ratio_ci_grouped, Change, DEFAULT_BAND};
 pub use rounds::{
-    aa_threshold, median_ci, median_ci_clustered, paired_ratios, paired_verdict, Verdict,
-    BOOTSTRAP_RESAMPLES, MIN_THRESHOLD,
+    aa_threshold, mean_of_medians, mean_of_medians_ci, median_ci, paired_ratios, paired_verdict,
+    Verdict, BOOTSTRAP_RESAMPLES, MIN_THRESHOLD,
 };
 
 #[cfg(test)]

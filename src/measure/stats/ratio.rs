@@ -2,7 +2,7 @@
 //! confidence interval, and whether that interval leaves an equivalence band (see "Two runs
 //! on their records" in the [module doc](super)).
 
-use super::rounds::{by_group, draw_two_stage, median_in_place};
+use super::rounds::{by_group, expanded_tail, mean_of_medians, median_in_place, resample_level};
 use super::{quantile, Estimate};
 
 /// Default equivalence band of a comparison on records: changes within ±2% are the same.
@@ -18,9 +18,12 @@ pub fn ratio_ci(a: &[f64], b: &[f64], seed: u64, resamples: usize) -> Option<Est
 }
 
 /// [`ratio_ci`] where each side's values come in groups (`(values, group of each)`: the
-/// runner processes that timed them): a side with two or more groups is resampled in two
-/// stages, groups then values within each ([`super::median_ci_clustered`]), so the interval
-/// covers how its processes differ; a side without groups as in [`ratio_ci`].
+/// runner processes that timed them): a side with two or more groups stands for the mean of
+/// its processes' medians ([`mean_of_medians`], the figure a timing session records) and
+/// is resampled in two stages, groups then values within each
+/// ([`super::mean_of_medians_ci`]), so the interval covers how its processes differ, and
+/// the interval is expanded for the fewer processes of the two sides ([`expanded_tail`]);
+/// a side without groups as in [`ratio_ci`].
 pub fn ratio_ci_grouped(
     (a, ga): (&[f64], &[u32]),
     (b, gb): (&[f64], &[u32]),
@@ -28,7 +31,7 @@ pub fn ratio_ci_grouped(
     resamples: usize,
 ) -> Option<Estimate> {
     use rand::SeedableRng;
-    let (ma, mb) = (super::median(a)?, super::median(b)?);
+    let (ma, mb) = (mean_of_medians(a, ga)?, mean_of_medians(b, gb)?);
     if ma <= 0.0 || mb <= 0.0 {
         return None;
     }
@@ -37,33 +40,39 @@ pub fn ratio_ci_grouped(
     let (mut da, mut db) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     let mut ratios = Vec::with_capacity(resamples.max(1));
     for _ in 0..resamples.max(1) {
-        fill(a, ga.as_deref(), &mut rng, &mut da);
-        fill(b, gb.as_deref(), &mut rng, &mut db);
-        ratios.push(median_in_place(&mut db) / median_in_place(&mut da));
+        let la = resample(a, ga.as_deref(), &mut rng, &mut da);
+        let lb = resample(b, gb.as_deref(), &mut rng, &mut db);
+        ratios.push(lb / la);
     }
+    let fewest = [&ga, &gb]
+        .iter()
+        .filter_map(|g| g.as_ref().map(Vec::len))
+        .min();
+    let tail = fewest.map_or(0.025, expanded_tail);
     Some(Estimate {
         median: mb / ma,
-        ci_low: quantile(&ratios, 0.025)?,
-        ci_high: quantile(&ratios, 0.975)?,
+        ci_low: quantile(&ratios, tail)?,
+        ci_high: quantile(&ratios, 1.0 - tail)?,
     })
 }
 
-/// One resample of a side into `buf`: by its `groups` in two stages, else as many of
-/// `xs` as it has, with replacement.
-fn fill(
+/// One resample of a side's level, with `buf` as scratch: by its `groups` in two stages
+/// ([`resample_level`]), else the median of as many of `xs` as it has, with replacement.
+fn resample(
     xs: &[f64],
     groups: Option<&[Vec<f64>]>,
     rng: &mut rand::rngs::ChaCha8Rng,
     buf: &mut Vec<f64>,
-) {
+) -> f64 {
     use rand::RngExt;
     match groups {
-        Some(g) => draw_two_stage(g, rng, buf),
+        Some(g) => resample_level(g, rng, buf),
         None => {
             buf.resize(xs.len(), 0.0);
             for slot in buf.iter_mut() {
                 *slot = xs[rng.random_range(0..xs.len())];
             }
+            median_in_place(buf)
         }
     }
 }

@@ -44,7 +44,8 @@ pub use render::{compare_csv, compare_markdown, ratio_ci_text};
 /// Seed of every comparison's bootstrap: the same folders give the same intervals.
 pub const SEED: u64 = 0x6e67_6363_2d63_6d70;
 
-/// The raw ratio: medians of per-op cycles and median B / median A with its 95% CI.
+/// The raw ratio: medians of per-op cycles (of a run timed by several runner processes, the
+/// mean of their medians) and median B / median A with its 95% CI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Raw {
     pub median_a: f64,
@@ -127,8 +128,8 @@ pub fn estimate(a: &Series, b: &Series, band: f64) -> Estimates {
     let (pa, pb) = (a.processes.as_slice(), b.processes.as_slice());
     let raw =
         ratio_ci_grouped((&a.values, pa), (&b.values, pb), SEED, resamples).map(|ratio| Raw {
-            median_a: stats::median(&a.values).unwrap_or(0.0),
-            median_b: stats::median(&b.values).unwrap_or(0.0),
+            median_a: stats::mean_of_medians(&a.values, pa).unwrap_or(0.0),
+            median_b: stats::mean_of_medians(&b.values, pb).unwrap_or(0.0),
             change: band_verdict(&ratio, band),
             ratio,
         });

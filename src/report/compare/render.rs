@@ -152,8 +152,10 @@ fn compare_doc(c: &Comparison) -> Doc {
     d.p(format!(
         "A: {}; B: {}. B/A = median per-op cycles of B / A over the rounds each run's \
          estimate used (interfered rounds left out when enough clean ones remain), with a 95% \
-         bootstrap confidence interval (each run's rounds resampled on their own, by runner \
-         process, then by batch, where a run timed a member in several). Host B/A = \
+         bootstrap confidence interval (each run's rounds resampled on their own). Where a \
+         run timed a member in several runner processes, its median is the mean of theirs, \
+         and the interval resamples by process, then by batch, expanded for the few \
+         processes. Host B/A = \
          the yardstick's median cycles B / A (a fixed workload timed in the same rounds as \
          every operation; above 1: the host ran slower during B). Adjusted B/A = the same \
          ratio on every round's cycles divided by the yardstick's cycles in that round, with \

@@ -230,15 +230,16 @@ fn host_speed(doc: &mut Doc, sub: &SubmissionView) {
     }) {
         doc.p(format!(
             "Timed in interleaved rounds: each round times one short batch of every runner \
-             process of every instance and operation of the session (several processes each, \
-             their batches pooled; the interval resamples processes, then batches within each, \
-             so it covers how processes differ), in a freshly shuffled order, with the yardstick \
+             process of every instance and operation of the session (several processes each; \
+             the figure is the mean of the processes' medians, and the interval resamples \
+             processes, then batches within each, widened because they are few, so it covers \
+             how processes differ), in a freshly shuffled order, with the yardstick \
              timed in short blocks inside every batch (before each block of the KEM and after \
              the last). Rounds marked interfered (steal, irq, waiting for the bench core over \
              1% of the batch, CPU used outside the batches) are left out when at least {} clean \
              rounds exist. Where the yardstick's blocks fall into two clusters at least {} \
              apart (the host's two speed states), a batch is uncontended when all its blocks \
-             lie in the faster one, and the median is over the clean uncontended batches \
+             lie in the faster one, and the medians are over the clean uncontended batches \
              when there are at least {}; otherwise the figure is flagged, as is one whose \
              rounds were mostly interfered. An operation whose interval is within the \
              precision after at least {} batches that count is timed in one round of {} from \

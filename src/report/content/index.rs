@@ -193,8 +193,9 @@ pub fn index_doc(view: &CampaignView, results: &Results) -> Doc {
     super::status::status(&mut doc, view);
     doc.h(2, "Per instance");
     doc.p(
-        "Cycles per operation: the median of the interleaved rounds with the half width of \
-         its 95% CI (\"±1.2%\"; the mean where an operation was timed in one block of \
+        "Cycles per operation: the median of the interleaved rounds (the mean of its runner \
+         processes' medians) with the half width of its 95% CI (\"±1.2%\"; the mean where an \
+         operation was timed in one block of \
          trials, with its CV when above 2%). KAT is the worst status over the checked modes. \
          Hash share: the part of each operation's time spent in the provided hash/XOF \
          functions (the `profile` step), AES not included (a column of its own when an \

@@ -24,8 +24,9 @@ pub(super) fn not_timed(sub: &SubmissionView) -> Vec<String> {
     items
 }
 
-/// The headline figure of a timing record: the median of the per-round cycles with its 95%
-/// CI when it was timed in a session, else the mean over the trials (no interval).
+/// The headline figure of a timing record: the session's estimate over the per-round cycles
+/// (the mean of its runner processes' medians) with its 95% CI when it was timed in a
+/// session, else the mean over the trials (no interval).
 pub(super) fn headline(td: &TimeData) -> (f64, Option<(f64, f64)>) {
     let s = &td.summary;
     match (s.median_cycles, &td.rounds) {

@@ -82,8 +82,8 @@ fn process(mut l: Live, s: &Settings) -> (Live, Result<TimeOutput, Stop>) {
 }
 
 /// A member's outcome from its processes: one record whose trials are the pooled batches
-/// (each process's single-call samples after the other's, the largest peak RSS and stack,
-/// process 0's calibration and overhead), or the first process's failure.
+/// (each process's single-call samples after the other's, the largest peak RSS, process
+/// 0's stack, calibration and overhead), or the first process's failure.
 fn member(parts: Vec<(Live, Result<TimeOutput, Stop>)>, end: &End, s: &Settings) -> Outcome {
     let (lives, results): (Vec<Live>, Vec<_>) = parts.into_iter().unzip();
     let pool = Pool::of(&lives);

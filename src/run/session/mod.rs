@@ -139,14 +139,14 @@ impl Member {
 }
 
 /// Runner processes per member at most ([`processes_for`]).
-pub const PROCESSES: usize = 4;
+pub const PROCESSES: usize = 8;
 /// Tasks of one served runner as `RLIMIT_NPROC` counts them where contained processes run
 /// as the engine's user: bubblewrap and its init, kem-runner and its stack-measuring thread,
 /// the engine's two threads reading its pipes; and some to spare.
 const TASKS_PER_RUNNER: u64 = 8;
 /// Timed runner processes per session at most (each has its reference besides): a session
 /// of many members gives each fewer processes.
-pub const RUNNERS: usize = 256;
+pub const RUNNERS: usize = 512;
 
 /// How many runner processes each of `members` members of a session gets: [`PROCESSES`],
 /// fewer when the session would start more than [`RUNNERS`], at least one.
@@ -364,8 +364,9 @@ fn spawn_all(live: &mut [Live], s: &Settings) {
 }
 
 /// The `kem-runner serve` arguments of one runner (and of its reference, with the same
-/// `setup` seed).
-fn serve_args(m: &Member, s: &Settings, setup: &str) -> Vec<String> {
+/// `setup` seed). Only a member's first process measures the stack of a call
+/// (`--stack skip` in the others: painting it takes about 0.1 s of the bench core each).
+fn serve_args(m: &Member, s: &Settings, setup: &str, first: bool) -> Vec<String> {
     [
         "serve".to_string(),
         "--lib".into(),
@@ -407,6 +408,12 @@ fn serve_args(m: &Member, s: &Settings, setup: &str) -> Vec<String> {
             .iter()
             .flat_map(|_| ["--setup-seed".to_string(), setup.to_string()]),
     )
+    .chain(
+        (!first)
+            .then(|| ["--stack".to_string(), "skip".to_string()])
+            .into_iter()
+            .flatten(),
+    )
     .collect()
 }
 
@@ -430,7 +437,7 @@ pub(super) fn served_job(
 /// Start one runner in its jail and wait for its `ready`, then its reference.
 fn spawn(l: &mut Live, s: &Settings) {
     l.out.setup = checked::setup_seed();
-    let args = serve_args(&l.m, s, &l.out.setup);
+    let args = serve_args(&l.m, s, &l.out.setup, l.process == 0);
     let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
         .chain(args.iter().cloned())
         .collect();

@@ -4,9 +4,10 @@
 //! A member is timed by several processes at once ([`super::PROCESSES`]), each a `serve` of
 //! its own with its own memory layout; the same object's medians move by 1–3% from one
 //! process to the next on a VM, while one process's batches agree far closer. The pool's
-//! headline is the median of every batch it uses, and its interval resamples processes,
-//! then batches within each ([`stats::median_ci_clustered`]), so it covers how the
-//! processes differ: a promise about the next run, not only about one process.
+//! headline is the mean of its processes' medians over the batches it uses, and its
+//! interval resamples processes, then batches within each ([`stats::mean_of_medians_ci`]),
+//! so it covers how the processes differ: a promise about the next run, not only about one
+//! process.
 
 use super::live::Live;
 use super::{Gauge, HostStates, StateFigure, Yardstick, CHECK_RESAMPLES};
@@ -104,7 +105,7 @@ impl Pool {
         let values: Vec<f64> = sel.used.iter().map(|&i| self.values[i]).collect();
         let groups = self.groups(&sel.used);
         Some((
-            stats::median_ci_clustered(&values, &groups, seed, resamples)?,
+            stats::mean_of_medians_ci(&values, &groups, seed, resamples)?,
             sel,
         ))
     }
@@ -132,7 +133,7 @@ impl Pool {
             let xs: Vec<f64> = used.iter().map(|&i| self.values[i]).collect();
             (xs.len() >= 2).then(|| StateFigure {
                 batches: xs.len() as u32,
-                estimate: stats::median_ci_clustered(
+                estimate: stats::mean_of_medians_ci(
                     &xs,
                     &self.groups(&used),
                     seed,

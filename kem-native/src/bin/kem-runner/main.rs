@@ -122,9 +122,16 @@ fn measure_stack(op: Op, call: &OpCall) -> Result<(u64, u64), KemError> {
     Ok((used.used.saturating_sub(base.used), used.painted))
 }
 
-/// The last phase of `time` and `serve`: peak RSS, the stack of one call, the guards.
-fn finish_memory(op: Op, call: &OpCall, bufs: &Buffers, record: &mut TimeOutput) {
+/// The last phase of `time` and `serve`: peak RSS, the stack of one call (none without
+/// `call`: `serve --stack skip`), the guards.
+fn finish_memory(op: Op, call: Option<&OpCall>, bufs: &Buffers, record: &mut TimeOutput) {
     record.memory.peak_rss_kib = status_kib("VmHWM");
+    let Some(call) = call else {
+        if let Err(e) = bufs.check_all(op.c_name()) {
+            record.failure = Some(e.to_string());
+        }
+        return;
+    };
     let stack = measure_stack(op, call).and_then(|(used, painted)| {
         record.memory.stack_bytes = Some(used);
         record.memory.stack_painted_bytes = painted;
@@ -214,7 +221,7 @@ fn job_time(args: &Args) -> Result<Outcome, RunnerError> {
         record.overhead = timed.overhead;
         record.failure = timed.failure;
         if record.failure.is_none() {
-            finish_memory(op, &call, &bufs, &mut record);
+            finish_memory(op, Some(&call), &bufs, &mut record);
         } else {
             record.memory.peak_rss_kib = status_kib("VmHWM");
         }

@@ -115,6 +115,10 @@ struct Settings {
     ns: String,
     /// Where the key pair enc and dec use comes from (`--setup-seed`).
     setup: Option<[u8; 48]>,
+    /// Whether `finish` measures the stack of one call (`--stack measure`, the default) or
+    /// leaves it to another process of the same member (`--stack skip`): painting the
+    /// 64 MiB stack twice takes about 0.1 s of the bench core.
+    stack: bool,
 }
 
 impl Settings {
@@ -133,6 +137,11 @@ impl Settings {
                 Some(hex) => {
                     Some(checked::seed_of(hex).ok_or_else(|| UsageError::SetupSeed(hex.clone()))?)
                 }
+            },
+            stack: match args.values.get("stack").map(String::as_str) {
+                None | Some("measure") => true,
+                Some("skip") => false,
+                Some(other) => return Err(UsageError::Stack(other.to_string()).into()),
             },
         })
     }
@@ -396,7 +405,7 @@ impl Server<'_> {
 
     /// The single-call samples, layout by layout, the same number each (to within one),
     /// each layout's led by one call that is timed like them and dropped: a member's
-    /// process takes few samples per layout (a session splits them among up to four
+    /// process takes few samples per layout (a session splits them among several
     /// processes), after other processes and the yardstick have run on the core, and a
     /// first call into cold code and data took 3-4x a warm one (the 1.1 k-cycle `good`
     /// fixture: 3.7-13 k), which is not what the batch figure is held against. Then the
@@ -423,7 +432,8 @@ impl Server<'_> {
         }
         record.overhead = measure_overhead(&self.calls[0]);
         let single_peak = record.memory.peak_rss_kib;
-        finish_memory(op, &self.calls[0], bufs, record);
+        let stack = self.s.stack.then(|| &self.calls[0]);
+        finish_memory(op, stack, bufs, record);
         if !self.s.layouts.is_empty() {
             record.memory.peak_rss_kib = single_peak;
         }

@@ -335,18 +335,14 @@ fn kat(
     (o, rec)
 }
 
+/// The words of kem-runner's `job` of `op` on the object `so` (its `api` header, namespace
+/// `ns`), before the job's other options.
+fn op_job<'a>(job: &'a str, so: &'a Path, api: &'a Path, ns: &'a str, op: &'a str) -> Vec<&'a str> {
+    vec![job, "--lib", s(so), "--api", s(api), "--ns", ns, "--op", op]
+}
+
 fn time(so: &Path, api: &Path, ns: &str, op: &str, extra: &[&str]) -> (Output, TimeOutput) {
-    let mut args = vec![
-        "time",
-        "--lib",
-        s(so),
-        "--api",
-        s(api),
-        "--ns",
-        ns,
-        "--op",
-        op,
-    ];
+    let mut args = op_job("time", so, api, ns, op);
     args.extend_from_slice(extra);
     let o = runner(&args);
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();

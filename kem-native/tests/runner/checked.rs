@@ -42,6 +42,14 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// `kem-runner serve` of `op` of the object `so` (its `api` header, namespace `ns`), before
+/// the timing options.
+fn serve_command(so: &Path, api: &Path, ns: &str, op: &str) -> std::process::Command {
+    let mut cmd = runner_command();
+    cmd.args(op_job("serve", so, api, ns, op));
+    cmd
+}
+
 /// A `kem-runner serve` of `op` working in `cwd`: its stdin, its answer lines, and the
 /// calls of each batch from its `ready` line.
 struct Runner {
@@ -60,18 +68,7 @@ const SETUP: &str = concat!(
 
 impl Runner {
     fn start(so: &Path, api: &Path, ns: &str, op: &str, cwd: &Path) -> Runner {
-        let mut child = runner_command()
-            .args([
-                "serve",
-                "--lib",
-                s(so),
-                "--api",
-                s(api),
-                "--ns",
-                ns,
-                "--op",
-                op,
-            ])
+        let mut child = serve_command(so, api, ns, op)
             .args([
                 "--batch-ns",
                 "2000000",
@@ -219,17 +216,8 @@ fn a_fed_file_of_the_wrong_size_fails_the_batch() {
 
 /// `serve`'s `finish` with `--stack WORD` (after one batch): its record, or how it ended.
 fn finish_with_stack(so: &Path, api: &Path, word: &str) -> Result<TimeOutput, String> {
-    let out = runner_command()
-        .args([
-            "serve",
-            "--lib",
-            s(so),
-            "--api",
-            s(api),
-            "--ns",
-            "FIX_GOOD_",
-        ])
-        .args(["--op", "keygen", "--batch-ns", "2000000", "--samples", "3"])
+    let out = serve_command(so, api, "FIX_GOOD_", "keygen")
+        .args(["--batch-ns", "2000000", "--samples", "3"])
         .args(["--stack", word])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

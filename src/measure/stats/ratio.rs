@@ -2,7 +2,7 @@
 //! confidence interval, and whether that interval leaves an equivalence band (see "Two runs
 //! on their records" in the [module doc](super)).
 
-use super::rounds::{by_group, expanded_tail, mean_of_medians, median_in_place, resample_level};
+use super::rounds::{by_group, expanded_tail, level, median_in_place, resample_level};
 use super::{quantile, Estimate};
 
 /// Default equivalence band of a comparison on records: changes within ±2% are the same.
@@ -19,7 +19,7 @@ pub fn ratio_ci(a: &[f64], b: &[f64], seed: u64, resamples: usize) -> Option<Est
 
 /// [`ratio_ci`] where each side's values come in groups (`(values, group of each)`: the
 /// runner processes that timed them): a side with two or more groups stands for the mean of
-/// its processes' medians ([`mean_of_medians`], the figure a timing session records) and
+/// its processes' medians ([`super::mean_of_medians`], the figure a timing session records) and
 /// is resampled in two stages, groups then values within each
 /// ([`super::mean_of_medians_ci`]), so the interval covers how its processes differ, and
 /// the interval is expanded for the fewer processes of the two sides ([`expanded_tail`]);
@@ -31,11 +31,11 @@ pub fn ratio_ci_grouped(
     resamples: usize,
 ) -> Option<Estimate> {
     use rand::SeedableRng;
-    let (ma, mb) = (mean_of_medians(a, ga)?, mean_of_medians(b, gb)?);
+    let (ga, gb) = (by_group(a, ga), by_group(b, gb));
+    let (ma, mb) = (level(a, ga.as_deref())?, level(b, gb.as_deref())?);
     if ma <= 0.0 || mb <= 0.0 {
         return None;
     }
-    let (ga, gb) = (by_group(a, ga), by_group(b, gb));
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
     let (mut da, mut db) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     let mut ratios = Vec::with_capacity(resamples.max(1));

@@ -40,7 +40,13 @@ pub fn median_ci(xs: &[f64], seed: u64, resamples: usize) -> Option<Estimate> {
 /// draw: Kalibera & Jones 2013 on repetition at several levels; Curtsinger & Berger 2013 on
 /// averaging over layouts). With fewer than two groups, the median. `None` for no values.
 pub fn mean_of_medians(xs: &[f64], group: &[u32]) -> Option<f64> {
-    match by_group(xs, group) {
+    level(xs, by_group(xs, group).as_deref())
+}
+
+/// [`mean_of_medians`] of `xs` already split into its `groups` ([`by_group`]); without
+/// groups, the median of `xs`.
+pub(super) fn level(xs: &[f64], groups: Option<&[Vec<f64>]>) -> Option<f64> {
+    match groups {
         Some(groups) => {
             Some(groups.iter().filter_map(|g| median(g)).sum::<f64>() / groups.len() as f64)
         }
@@ -67,7 +73,7 @@ pub fn mean_of_medians_ci(
     let levels = bootstrap_levels(&groups, seed, resamples);
     let tail = expanded_tail(groups.len());
     Some(Estimate {
-        median: mean_of_medians(xs, group)?,
+        median: level(xs, Some(&groups))?,
         ci_low: quantile(&levels, tail)?,
         ci_high: quantile(&levels, 1.0 - tail)?,
     })

@@ -68,6 +68,11 @@ const SETUP: &str = concat!(
 
 impl Runner {
     fn start(so: &Path, api: &Path, ns: &str, op: &str, cwd: &Path) -> Runner {
+        Runner::with(so, api, ns, op, cwd, &[])
+    }
+
+    /// [`Runner::start`] with `extra` options.
+    fn with(so: &Path, api: &Path, ns: &str, op: &str, cwd: &Path, extra: &[&str]) -> Runner {
         let mut child = serve_command(so, api, ns, op)
             .args([
                 "--batch-ns",
@@ -78,6 +83,7 @@ impl Runner {
                 "3",
             ])
             .args(["--setup-seed", SETUP])
+            .args(extra)
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -181,6 +187,41 @@ fn an_honest_kem_agrees_with_its_reference_and_cheats_do_not() {
     // repeats its ciphertext: the reference says so.
     let why = agree(&caching, &caching_api, "INT_CACHE_", "dec").unwrap_err();
     assert_eq!(why, "call 2 returned the ciphertext of an earlier call");
+}
+
+/// A member's further processes take its first one's calls per batch (`--batch-iters`,
+/// no calibration of their own), so one feed of ciphertexts serves them all: each
+/// decapsulates the same file to the fold the reference's enc made.
+#[test]
+fn processes_given_the_batch_calls_share_one_feed() {
+    let Some((good, api)) = toy("good", "kems/good") else {
+        return;
+    };
+    let ns = "FIX_GOOD_";
+    let cwds: Vec<PathBuf> = (1..4).map(|k| scratch(&format!("share-{k}"))).collect();
+    let mut timed = vec![Runner::start(&good, &api, ns, "dec", &cwds[0])];
+    let iters = timed[0].calls.to_string();
+    let given = ["--batch-iters", iters.as_str()];
+    for cwd in &cwds[1..] {
+        timed.push(Runner::with(&good, &api, ns, "dec", cwd, &given));
+    }
+    assert!(timed.iter().all(|r| r.calls == timed[0].calls));
+    let theirs = scratch("share-r");
+    let mut reference = Runner::start(&good, &api, ns, "dec", &theirs);
+    let seed = "07".repeat(48);
+    let fed = reference.checked(&format!("feed {seed} {iters} fed.ct"), "fed");
+    let due = fed.fold.expect("the reference's fold");
+    for (k, (r, cwd)) in timed.iter_mut().zip(&cwds).enumerate() {
+        std::fs::copy(theirs.join("fed.ct"), cwd.join("fed.ct")).unwrap();
+        let reply = r.batch(&format!("batch {seed} fed.ct"));
+        assert_eq!(reply.iters, r.calls);
+        assert_eq!(
+            reply.fold.as_deref(),
+            Some(due.as_str()),
+            "process {}",
+            k + 1
+        );
+    }
 }
 
 /// A dec that answers its calibration's repeated ciphertext from a cache (and a keygen that

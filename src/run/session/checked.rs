@@ -3,30 +3,39 @@
 //! inputs, or idles when called back to back) fails its time step with "outputs differ
 //! when timed" instead of publishing a figure 100× too fast.
 //!
-//! Every member has a second runner, its reference: the same `kem-runner serve` command
-//! line (with the same `--setup-seed`, so both make the same key pair), in the same sandbox,
-//! with its own scratch folder. Each of the member's batches is made from a fresh seed the
-//! engine draws (`batch SEED`: the runner reseeds its CTR_DRBG outside the timed region), so
-//! inputs differ call to call and no cache hits; the runner folds the batch's outputs
-//! inside the timed loop and answers the fold (`kem_native::checked`).
+//! Every member has one more runner, its reference: the same `kem-runner serve` command
+//! line as its first process (with the same `--setup-seed`, which all the member's
+//! processes share, so all make the same key pair), in the same sandbox, with its own
+//! scratch folder. Each of the member's batches is made from a fresh seed the engine draws
+//! (`batch SEED`: the runner reseeds its CTR_DRBG outside the timed region), so inputs
+//! differ call to call and no cache hits; the runner folds the batch's outputs inside the
+//! timed loop and answers the fold (`kem_native::checked`).
 //!
-//! - **keygen, enc**: after the rounds, a few batches chosen at random then ([`REPLAYS`],
-//!   at most [`REPLAY_CALLS`] calls in all) are replayed by the reference from their seed
-//!   (`replay SEED N`: calls spaced apart, each output checked by the other operations),
-//!   whose fold must equal the batch's; the reference also fails a replay in which an
-//!   output repeats an earlier one or does not decapsulate to its shared secret.
-//! - **dec**: before each batch the reference makes its ciphertexts (`feed SEED N FILE`:
-//!   its enc from the seed, each decapsulated there too) and the engine copies them from
-//!   the reference's scratch folder into the member's ([`FED_FILE`]); the batch
-//!   decapsulates one per call, and its fold must equal the fold of the shared secrets the
-//!   reference's enc made: dec(ct) = ss on every call of every batch, computed in a process
-//!   that never ran the enc that made them.
+//! - **keygen, enc**: after the rounds, a few batches of the member's processes chosen at
+//!   random then ([`REPLAYS`], at most [`REPLAY_CALLS`] calls in all) are replayed by the
+//!   reference from their seed (`replay SEED N`: calls spaced apart, each output checked by
+//!   the other operations), whose fold must equal the batch's; the reference also fails a
+//!   replay in which an output repeats an earlier one or does not decapsulate to its shared
+//!   secret.
+//! - **dec**: once per round, before the first of the member's batches in it, the reference
+//!   makes their ciphertexts (`feed SEED N FILE`: its enc from the seed, each decapsulated
+//!   there too), and before each batch the engine copies them from the reference's scratch
+//!   folder into the timed process's ([`FED_FILE`]); the batch decapsulates one per call,
+//!   and its fold must equal the fold of the shared secrets the reference's enc made:
+//!   dec(ct) = ss on every call of every batch, computed in a process that never ran the
+//!   enc that made them. The member's processes take the same calls per batch (the first
+//!   calibrates, the others are given its count), so one feed serves them all: a process
+//!   still sees each ciphertext once, and the processes, each in its own sandbox, cannot
+//!   tell each other what they decapsulated. Making ciphertexts costs the reference an enc
+//!   and a dec per call, twice a dec batch; fed once per process, they took more of the
+//!   bench core than the batches themselves.
 //!
 //! The limit: the reference runs the same untrusted code. A KEM that computes wrong outputs
 //! the same way in both processes is not caught here (the KAT is what checks the outputs
 //! are right); what is caught is a timed process that did not compute, for these inputs,
 //! what another process computes for them with calls spaced apart.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -50,12 +59,20 @@ pub const REPLAY_CALLS: u64 = 50_000;
 /// The file a dec batch's ciphertexts pass through, in each runner's scratch folder.
 pub const FED_FILE: &str = "fed.ct";
 
-/// Where a member's reference runner works, and the member's own scratch folder (where its
-/// dec batches read their ciphertexts).
+/// Where a member's reference runner works (its timed processes read their dec batches'
+/// ciphertexts in their own working folders).
 pub struct Reference {
     pub scratch: PathBuf,
     pub jail: Jail,
-    pub member_scratch: PathBuf,
+}
+
+/// The ciphertexts a member's reference made for one round's dec batches: the round, their
+/// seed, and the fold the batches must reach.
+#[derive(Clone, Copy)]
+pub(super) struct Feed {
+    round: usize,
+    seed: [u8; 48],
+    due: u64,
 }
 
 /// 48 fresh random bytes (a DRBG seed).
@@ -67,8 +84,8 @@ fn draw() -> Result<[u8; 48], Stop> {
     Ok(b)
 }
 
-/// A fresh setup seed for a member's two runners (a fixed one should the system have no
-/// randomness to give: the seed is on both command lines, it need only be shared).
+/// A fresh setup seed for a member's runners and reference (a fixed one should the system
+/// have no randomness to give: the seed is on every command line, it need only be shared).
 pub(super) fn setup_seed() -> String {
     hex::encode(draw().unwrap_or([0x5e; 48]))
 }
@@ -128,40 +145,90 @@ pub(super) fn ready(l: &mut Live, ready: Option<&Ready>) {
     l.out.calls = ready.map_or(0, |r| r.batch_calls);
 }
 
-/// The line that asks `l`'s runner for its next batch: `batch` alone without a reference;
-/// else `batch SEED` with a fresh seed, for dec `batch SEED FILE` once the reference has
-/// fed the batch's ciphertexts. `Err` fails the member.
-pub(super) fn batch_line(l: &mut Live, s: &Settings) -> Result<String, Stop> {
-    if l.m.reference.is_none() {
+/// The line that asks `l`'s runner for its next batch: `batch` alone unchecked; else
+/// `batch SEED` with a fresh seed, for dec `batch SEED FILE` with the round's seed, its
+/// ciphertexts copied in by [`fed`]. `Err` fails the member.
+pub(super) fn batch_line(l: &mut Live) -> Result<String, Stop> {
+    if !l.out.checked {
         return Ok("batch".into());
     }
-    let seed = draw()?;
-    let hex = hex::encode(seed);
-    let n = l.values.len() + 1;
+    // Between the member's batches its reference waits: any CPU it used shows at the next
+    // batch of its first process ([`Live::fail_if_busy_outside`]).
+    l.out.cpu.after_batch();
     let line = if l.m.op == "dec" {
-        let sent = Instant::now();
-        let fed = ask(l, &format!("feed {hex} {} {FED_FILE}", l.out.calls), FED, s);
-        l.out.cpu.add_wall(sent.elapsed());
-        l.out.cpu.after_batch();
-        let due = fed.map_err(|why| why.stop(&l.m.op, n))?;
-        l.out.due = Some(due);
-        let r = l.m.reference.as_ref().expect("checked");
-        let cap = kem_native::checked::MAX_FED_BYTES;
-        crate::safe_fs::keep(
-            &r.scratch.join(FED_FILE),
-            &r.member_scratch.join(FED_FILE),
-            cap,
-        )
-        .map_err(|e| Stop::failed(format!("dec batch {n}: the reference's ciphertexts: {e}")))?;
-        format!("batch {hex} {FED_FILE}")
+        let feed = l.out.fed.ok_or_else(|| {
+            Stop::failed(format!(
+                "dec batch {}: no ciphertexts were fed",
+                l.values.len() + 1
+            ))
+        })?;
+        l.out.due = Some(feed.due);
+        l.out.seeds.push(feed.seed);
+        format!("batch {} {FED_FILE}", hex::encode(feed.seed))
     } else {
-        // Between the member's batches its reference waits: any CPU it used shows at the
-        // next batch ([`Live::fail_if_busy_outside`]).
-        l.out.cpu.after_batch();
-        format!("batch {hex}")
+        let seed = draw()?;
+        l.out.seeds.push(seed);
+        format!("batch {}", hex::encode(seed))
     };
-    l.out.seeds.push(seed);
     Ok(line)
+}
+
+/// Before process `i`'s dec batch in `round`: the ciphertexts of the member's batches in
+/// this round (its reference, in its `first` process's live, feeds them at the first of
+/// them), copied into the process's working folder. Nothing for other operations or an
+/// unchecked member. `Err` fails the process.
+pub(super) fn fed(
+    live: &mut [Live],
+    (first, i): (usize, usize),
+    round: usize,
+    s: &Settings,
+) -> Result<(), Stop> {
+    if live[i].m.op != "dec" || !live[i].out.checked {
+        return Ok(());
+    }
+    let n = live[i].values.len() + 1;
+    let feed = match live[first].out.fed.filter(|f| f.round == round) {
+        Some(f) => f,
+        None => {
+            let f = feed(&mut live[first], round, s).map_err(|why| why.stop("dec", n))?;
+            live[first].out.fed = Some(f);
+            f
+        }
+    };
+    let from = live[first]
+        .m
+        .reference
+        .as_ref()
+        .map(|r| r.scratch.join(FED_FILE));
+    let from = from.ok_or_else(|| Stop::failed(format!("dec batch {n}: no reference")))?;
+    let cap = kem_native::checked::MAX_FED_BYTES;
+    let l = &mut live[i];
+    crate::safe_fs::keep(&from, &l.m.jail.cwd.join(FED_FILE), cap)
+        .map_err(|e| Stop::failed(format!("dec batch {n}: the reference's ciphertexts: {e}")))?;
+    l.out.fed = Some(feed);
+    Ok(())
+}
+
+/// The reference of `l` (a member's first process) makes one round's dec ciphertexts:
+/// `l`'s calls per batch of them, from a fresh seed. What it used before counts as outside
+/// its commands, what it uses feeding as inside.
+fn feed(l: &mut Live, round: usize, s: &Settings) -> Result<Feed, NoFold> {
+    if let Some(why) = l.out.cpu.before_batch() {
+        return Err(NoFold::Silent(format!(
+            "was busy between its commands: {why}"
+        )));
+    }
+    let seed = draw().map_err(|stop| NoFold::Silent(stop.reason))?;
+    let sent = Instant::now();
+    let line = format!("feed {} {} {FED_FILE}", hex::encode(seed), l.out.calls);
+    let due = ask(l, &line, FED, s);
+    l.out.cpu.add_wall(sent.elapsed());
+    l.out.cpu.after_batch();
+    Ok(Feed {
+        round,
+        seed,
+        due: due?,
+    })
 }
 
 /// The member's failure for batch `n`'s outputs, `why` the detail.
@@ -219,7 +286,7 @@ fn ask(l: &mut Live, line: &str, word: &str, s: &Settings) -> Result<u64, NoFold
 /// Keep batch `b`'s fold (the batch number is the member's next value): dec's is checked
 /// at once against what the reference's enc made. `Err` fails the member.
 pub(super) fn after_batch(l: &mut Live, b: &BatchReply) -> Result<(), Stop> {
-    if l.m.reference.is_none() {
+    if !l.out.checked {
         return Ok(());
     }
     let n = l.values.len() + 1;
@@ -245,53 +312,58 @@ pub(super) fn after_batch(l: &mut Live, b: &BatchReply) -> Result<(), Stop> {
 
 /// After the rounds: every alive member's keygen or enc batches chosen now at random
 /// replayed by its reference and compared; then every reference ends.
-pub(super) fn replay_all(live: &mut [Live], s: &Settings) {
+pub(super) fn replay_all(live: &mut [Live], spans: &[Range<usize>], s: &Settings) {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(super::fresh_seed());
-    for l in live.iter_mut() {
-        if l.alive() && l.m.reference.is_some() && l.m.op != "dec" {
-            if let Err(stop) = replay(l, s, &mut rng) {
-                l.fail(stop);
+    for span in spans {
+        let lives = &mut live[span.clone()];
+        let checked = lives.iter().all(|l| l.alive() && l.out.checked);
+        if checked && lives[0].m.op != "dec" {
+            if let Err((p, stop)) = replay(lives, s, &mut rng) {
+                lives[p].fail(stop);
             }
         }
-        l.end_reference("outputs checked");
+        for l in lives {
+            l.end_reference("outputs checked");
+        }
     }
 }
 
-/// Replay a few of `l`'s batches ([`REPLAYS`], [`REPLAY_CALLS`], shared among its
-/// member's processes) on its reference.
-fn replay(l: &mut Live, s: &Settings, rng: &mut rand::rngs::ChaCha8Rng) -> Result<(), Stop> {
-    if let Some(why) = l.out.cpu.before_batch() {
-        return Err(Stop::failed(format!(
-            "{}: its reference runner: {why}",
-            l.m.op
-        )));
+/// Replay a few of the batches of a member's processes `lives` ([`REPLAYS`],
+/// [`REPLAY_CALLS`]) on its reference (the first process's). `Err` names the process that
+/// fails.
+fn replay(
+    lives: &mut [Live],
+    s: &Settings,
+    rng: &mut rand::rngs::ChaCha8Rng,
+) -> Result<(), (usize, Stop)> {
+    let op = lives[0].m.op.clone();
+    if let Some(why) = lives[0].out.cpu.before_batch() {
+        let why = format!("{op}: its reference runner: {why}");
+        return Err((0, Stop::failed(why)));
     }
-    let mut order: Vec<usize> = (0..l.out.folds.len().min(l.batches.len())).collect();
+    let mut order: Vec<(usize, usize)> = lives
+        .iter()
+        .enumerate()
+        .flat_map(|(p, l)| (0..l.out.folds.len().min(l.batches.len())).map(move |i| (p, i)))
+        .collect();
     order.shuffle(rng);
-    // A member's processes share its replays.
-    let (most, most_calls) = (
-        REPLAYS.div_ceil(l.processes),
-        REPLAY_CALLS / l.processes as u64,
-    );
     let mut calls = 0u64;
-    for (k, i) in order.into_iter().enumerate() {
-        let n = l.batches[i].0;
-        if k == most || (k > 0 && calls + n > most_calls) {
+    for (k, (p, i)) in order.into_iter().enumerate() {
+        let n = lives[p].batches[i].0;
+        if k == REPLAYS || (k > 0 && calls + n > REPLAY_CALLS) {
             break;
         }
         calls += n;
-        let line = format!("replay {} {n}", hex::encode(l.out.seeds[i]));
-        let theirs = ask(l, &line, REPLAYED, s).map_err(|why| why.stop(&l.m.op, i + 1))?;
-        let mine = l.out.folds[i];
+        let line = format!("replay {} {n}", hex::encode(lives[p].out.seeds[i]));
+        let theirs = ask(&mut lives[0], &line, REPLAYED, s);
+        let theirs = theirs.map_err(|why| (p, why.stop(&op, i + 1)))?;
+        let mine = lives[p].out.folds[i];
         if theirs != mine {
-            return Err(differ(
-                &l.m.op,
-                i + 1,
-                &format!(
-                    "its outputs fold to {mine:016x}, the same {n} calls replayed from its \
-                     seed in another process, spaced apart, to {theirs:016x}"
-                ),
-            ));
+            let why = format!(
+                "its outputs fold to {mine:016x}, the same {n} calls replayed from its seed \
+                 in another process, spaced apart, to {theirs:016x}"
+            );
+            return Err((p, differ(&op, i + 1, &why)));
         }
     }
     Ok(())

@@ -46,8 +46,11 @@ pub(super) struct Live {
 /// A member's side of the outputs' checking (`checked.rs`) as the session goes.
 #[derive(Default)]
 pub(super) struct Outputs {
-    /// The key pair's seed both runners share (`--setup-seed`).
+    /// Whether its batches are checked (its member has a reference).
+    pub(super) checked: bool,
+    /// The key pair's seed its member's runners and reference share (`--setup-seed`).
     pub(super) setup: String,
+    /// Its reference, in a member's first process only.
     pub(super) served: Option<Served>,
     /// CPU its reference uses outside its own commands.
     pub(super) cpu: super::super::outside::Watch,
@@ -58,6 +61,9 @@ pub(super) struct Outputs {
     pub(super) folds: Vec<u64>,
     /// dec: the fold the batch under way must reach.
     pub(super) due: Option<u64>,
+    /// dec: the ciphertexts last copied in for it (in a member's first process: the last
+    /// ones its reference fed).
+    pub(super) fed: Option<super::checked::Feed>,
 }
 
 impl Live {

@@ -28,11 +28,12 @@
 //! channel (the stdout it was started with; the KEM's own stdout goes to stderr), so a KEM
 //! that prints `batch ...` cannot answer for it.
 //!
-//! A time step's member has a second runner, its reference (the same command line and
-//! sandbox, its own scratch folder): every batch is made from a fresh seed and answers the
-//! fold of its outputs, which the reference must reproduce (dec's before each batch, keygen's
-//! and enc's for a few batches replayed after the rounds), else the member fails with
-//! "outputs differ when timed" ([`checked`]).
+//! A time step's member has one more runner, its reference, which all its processes share
+//! (its first process's command line and sandbox, its own scratch folder): every batch is
+//! made from a fresh seed and answers the fold of its outputs, which the reference must
+//! reproduce (dec's once per round before the member's batches in it, keygen's and enc's for
+//! a few batches replayed after the rounds), else the member fails with "outputs differ
+//! when timed" ([`checked`]).
 //!
 //! A batch that claims more time than the engine waited for its answer is implausible
 //! (code in the runner's process forging answers): its member fails at once, before its
@@ -101,20 +102,19 @@ pub struct Member {
     /// What its runner may read and write (the runner, the object, `api.h`; its scratch
     /// folder) and its memory limit.
     pub jail: Jail,
-    /// Its reference runner's scratch and jail: with one, the outputs of its batches are
-    /// checked (`checked.rs`).
+    /// Its reference runner's scratch and jail: with one, the outputs of all its
+    /// processes' batches are checked (`checked.rs`).
     pub reference: Option<Reference>,
     /// Its other runner processes, timed in the same rounds as this one (`pool.rs`): each
-    /// a `serve` of its own, with its own log, scratch folder, setup seed and reference.
-    /// Empty: one process.
+    /// a `serve` of its own, with its own log and scratch folder, sharing the first one's
+    /// setup seed, calls per batch and reference. Empty: one process.
     pub more: Vec<Process>,
 }
 
-/// A member's further runner process: where it logs and works, and its reference.
+/// A member's further runner process: where it logs and works.
 pub struct Process {
     pub log: exec::Log,
     pub jail: Jail,
-    pub reference: Option<Reference>,
 }
 
 impl Member {
@@ -132,7 +132,7 @@ impl Member {
             budget_ns: 0,
             log: p.log,
             jail: p.jail,
-            reference: p.reference,
+            reference: None,
             more: Vec::new(),
         }
     }
@@ -222,11 +222,11 @@ pub fn run(
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
     let (mut live, spans) = expand(members);
     let rate = clocks::machine_rate();
-    spawn_all(&mut live, s);
+    spawn_all(&mut live, &spans, s);
     spread(&mut live, &spans);
     let stopped = rounds(&mut live, &spans, (budget_ns, seed, rate), s, on_round);
     late_cpu(&mut live);
-    checked::replay_all(&mut live, s);
+    checked::replay_all(&mut live, &spans, s);
     spread(&mut live, &spans);
     let end = finish::End {
         id: &id,
@@ -243,7 +243,8 @@ pub fn run(
 
 /// Every member's runner processes as lives, a member's next to each other (its span):
 /// each member gets as many as the one with the fewest ([`Member::more`]), so the members'
-/// processes are visited together in groups of one size.
+/// processes are visited together in groups of one size. A member's processes share one
+/// setup seed (one key pair), so its one reference serves them all.
 fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
     let k = members.iter().map(|m| 1 + m.more.len()).min().unwrap_or(1);
     let mut live = Vec::new();
@@ -253,18 +254,22 @@ fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
         let more = std::mem::take(&mut m.more);
         let siblings: Vec<Member> = more.into_iter().take(k - 1).map(|p| m.sibling(p)).collect();
         let total = m.samples as usize;
+        let (checked, setup) = (m.reference.is_some(), checked::setup_seed());
         for (i, mut m) in std::iter::once(m).chain(siblings).enumerate() {
             m.samples = kem_native::serve::share(total, k, i) as u32;
             let mut l = Live::new(m);
             l.process = i as u32;
             l.processes = k;
+            l.out.checked = checked;
+            l.out.setup = setup.clone();
             live.push(l);
         }
         spans.push(start..live.len());
     }
-    // Every runner and its reference run the whole session: each one's process headroom
+    // Every runner and reference runs the whole session: each one's process headroom
     // counts beyond the others' tasks ([`Jail::alongside`]).
-    let alongside = 2 * TASKS_PER_RUNNER * live.len() as u64;
+    let references = live.iter().filter(|l| l.m.reference.is_some()).count();
+    let alongside = TASKS_PER_RUNNER * (live.len() + references) as u64;
     for l in &mut live {
         l.m.jail.alongside = alongside;
         if let Some(r) = l.m.reference.as_mut() {
@@ -342,31 +347,44 @@ fn late_cpu(live: &mut [Live]) {
 }
 
 /// Start the runners one at a time: loading, warm-up and calibration on the bench core.
-/// Every runner holds its pipes and log for the whole session; one that cannot start or
-/// does not report ready fails.
-fn spawn_all(live: &mut [Live], s: &Settings) {
-    // A member with a reference runs two runners.
-    let runners = live
-        .iter()
-        .map(|l| 1 + usize::from(l.m.reference.is_some()));
-    let room = exec::make_room_for(runners.sum());
-    for l in live.iter_mut() {
-        if let Err(why) = &room {
-            l.fail(Stop::failed(why.clone()));
-            continue;
+/// A member's first process calibrates its calls per batch and the others take them
+/// (`--batch-iters`), so that one feed of dec's ciphertexts serves them all. Every runner
+/// holds its pipes and log for the whole session; one that cannot start or does not report
+/// ready fails.
+fn spawn_all(live: &mut [Live], spans: &[Range<usize>], s: &Settings) {
+    let references = live.iter().filter(|l| l.m.reference.is_some()).count();
+    let room = exec::make_room_for(live.len() + references);
+    for span in spans {
+        let mut given = None;
+        for l in &mut live[span.clone()] {
+            if let Err(why) = &room {
+                l.fail(Stop::failed(why.clone()));
+                continue;
+            }
+            if exec::cancelled() {
+                l.fail(Stop::failed("interrupted"));
+                continue;
+            }
+            spawn(l, s, given);
+            if l.alive() && given.is_some_and(|calls| calls != l.out.calls) {
+                l.fail(Stop::failed(format!(
+                    "{}: implausible timing record: kem-runner's ready line says {} calls per \
+                     batch, not the {} it was given",
+                    l.m.op,
+                    l.out.calls,
+                    given.unwrap_or_default()
+                )));
+            }
+            given = given.or(Some(l.out.calls));
         }
-        if exec::cancelled() {
-            l.fail(Stop::failed("interrupted"));
-            continue;
-        }
-        spawn(l, s);
     }
 }
 
-/// The `kem-runner serve` arguments of one runner (and of its reference, with the same
-/// `setup` seed). Only a member's first process measures the stack of a call
-/// (`--stack skip` in the others: painting it takes about 0.1 s of the bench core each).
-fn serve_args(m: &Member, s: &Settings, setup: &str, first: bool) -> Vec<String> {
+/// The `kem-runner serve` arguments of one runner (and of its reference), with the
+/// `setup` seed its member's runners share when they are checked. Only a member's first process measures the stack of a call
+/// (`--stack skip` in the others: painting it takes about 0.1 s of the bench core each)
+/// and calibrates its calls per batch (the others are `given` them).
+fn serve_args(m: &Member, s: &Settings, setup: Option<&str>, given: Option<u64>) -> Vec<String> {
     [
         "serve".to_string(),
         "--lib".into(),
@@ -404,16 +422,18 @@ fn serve_args(m: &Member, s: &Settings, setup: &str, first: bool) -> Vec<String>
         ]
     }))
     .chain(
-        m.reference
-            .iter()
-            .flat_map(|_| ["--setup-seed".to_string(), setup.to_string()]),
-    )
-    .chain(
-        (!first)
-            .then(|| ["--stack".to_string(), "skip".to_string()])
+        setup
             .into_iter()
-            .flatten(),
+            .flat_map(|seed| ["--setup-seed".to_string(), seed.to_string()]),
     )
+    .chain(given.into_iter().flat_map(|calls| {
+        [
+            "--stack".to_string(),
+            "skip".to_string(),
+            "--batch-iters".to_string(),
+            calls.to_string(),
+        ]
+    }))
     .collect()
 }
 
@@ -434,10 +454,11 @@ pub(super) fn served_job(
     Ok(served)
 }
 
-/// Start one runner in its jail and wait for its `ready`, then its reference.
-fn spawn(l: &mut Live, s: &Settings) {
-    l.out.setup = checked::setup_seed();
-    let args = serve_args(&l.m, s, &l.out.setup, l.process == 0);
+/// Start one runner in its jail and wait for its `ready`, then its reference (a member's
+/// first process has it), `given` the calls per batch unless it is the first.
+fn spawn(l: &mut Live, s: &Settings, given: Option<u64>) {
+    let setup = l.out.checked.then_some(l.out.setup.as_str());
+    let args = serve_args(&l.m, s, setup, given);
     let shown: Vec<String> = std::iter::once(s.runner.display().to_string())
         .chain(args.iter().cloned())
         .collect();
@@ -507,12 +528,16 @@ fn rounds(
         order.shuffle(&mut rng);
         let mut disturbed = Vec::new();
         for (pos, &i) in order.iter().enumerate() {
-            let l = &mut live[i];
-            if let Some(label) = l.fail_if_busy_outside() {
+            if let Some(label) = live[i].fail_if_busy_outside() {
                 disturbed.push(label);
                 continue;
             }
-            if let Some(ns) = batch(l, (round, pos), rate, s) {
+            let first = i - i % processes;
+            if let Err(stop) = checked::fed(live, (first, i), round, s) {
+                live[i].fail(stop);
+                continue;
+            }
+            if let Some(ns) = batch(&mut live[i], (round, pos), rate, s) {
                 used_ns += ns;
             }
         }
@@ -554,7 +579,7 @@ fn batch(
     s: &Settings,
 ) -> Option<u64> {
     // Outside the batch's measures: its seed drawn, dec's ciphertexts fed.
-    let line = match checked::batch_line(l, s) {
+    let line = match checked::batch_line(l) {
         Ok(line) => line,
         Err(stop) => {
             l.fail(stop);

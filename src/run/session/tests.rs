@@ -74,7 +74,8 @@ fn record_template() -> String {
 /// running after its tenth batch), `forger` (its final record lists no batches), `fails`
 /// (its final record names a failure), `states` (the host in two states: odd batches with
 /// the yardstick at 200 cycles per call and the KEM at 150 per op, even ones at 100 and
-/// 100). With `--gauge` it says it calibrated the yardstick to 10 calls a block and answers
+/// 100), `miscount` (given the calls per batch, `--batch-iters`, it says it makes one
+/// more). With `--gauge` it says it calibrated the yardstick to 10 calls a block and answers
 /// two yardstick blocks per batch (100 cycles per call, unless `states`).
 fn stand_in(dir: &Path) -> PathBuf {
     let template = record_template();
@@ -88,6 +89,8 @@ fn stand_in(dir: &Path) -> PathBuf {
         batch_calls: 100,
     })
     .unwrap();
+    let miscounted = ready.replace("\"batch_calls\":100", "\"batch_calls\":101");
+    assert_ne!(miscounted, ready);
     let (pre, post) = template.split_once("\"trials\":[]").unwrap();
     let failed = post.replace(
         "\"failure\":null",
@@ -103,13 +106,21 @@ if [ "$1" = - ]; then
 fi
 mode=
 gauge=
+given=
 while [ $# -gt 0 ]; do
-    case "$1" in --ns) mode=$2; shift ;; --lib) lib=$2; shift ;; --gauge) gauge=1; shift ;; esac
+    case "$1" in
+    --ns) mode=$2; shift ;;
+    --lib) lib=$2; shift ;;
+    --gauge) gauge=1; shift ;;
+    --batch-iters) given=$2; shift ;;
+    esac
     shift
 done
 n=0
 trials=
-if [ -n "$gauge" ]; then
+if [ "$mode" = miscount ] && [ -n "$given" ]; then
+    echo ready '{miscounted}'
+elif [ -n "$gauge" ]; then
     echo ready '{ready}'
 else
     echo ready '{{}}'
@@ -203,7 +214,6 @@ fn process(dir: &Path, label: &str, i: usize) -> Process {
             &scratch,
             1 << 30,
         ),
-        reference: None,
     }
 }
 
@@ -557,4 +567,36 @@ fn a_member_timed_by_several_processes_pools_them_and_fails_as_a_whole() {
         .filter(|log| log.contains("stopped by ngcc-pipe: keygen: kem-runner exit code 3"))
         .count();
     assert_eq!(stopped, 2);
+}
+
+#[test]
+fn a_members_further_processes_are_given_its_calls_per_batch_and_must_take_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(dir.path());
+    s.gauge = Some(gauge(dir.path()));
+    let three = |label: &str, mode: &str| {
+        let mut m = member(dir.path(), label, mode, u64::MAX / 16);
+        m.more = (2..=3).map(|i| process(dir.path(), label, i)).collect();
+        m
+    };
+    let (_, _, out, _) = session(vec![three("a", "steady"), three("b", "miscount")], &s);
+    assert!(out[0].result.is_ok(), "{}", reason(&out[0]));
+    // The first process calibrates (the stand-in's 100 calls) and measures the stack; the
+    // others are given its calls and skip the stack.
+    let given = |c: &Vec<String>| {
+        let at = c.iter().position(|w| w == "--batch-iters")?;
+        Some(c[at + 1].clone())
+    };
+    let skips = |c: &Vec<String>| c.windows(2).any(|w| w == ["--stack", "skip"]);
+    let c = &out[0].commands;
+    assert_eq!((given(&c[0]), skips(&c[0])), (None, false), "{:?}", c[0]);
+    for c in &c[1..] {
+        assert_eq!((given(c), skips(c)), (Some("100".into()), true), "{c:?}");
+    }
+    // b's second process says it makes 101: b fails as a whole with the reason.
+    assert_eq!(
+        reason(&out[1]),
+        "keygen: implausible timing record: kem-runner's ready line says 101 calls per batch, \
+         not the 100 it was given"
+    );
 }

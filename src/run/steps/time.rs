@@ -255,8 +255,8 @@ fn run(step: &mut Step) -> Done {
     }
 }
 
-/// This step as a member of a timing session, timed by `k` runner processes (each with
-/// its reference), with the build it times and the scratch folders of its runners and
+/// This step as a member of a timing session, timed by `k` runner processes (and one
+/// reference they share), with the build it times and the scratch folders of its runners and
 /// their references (each the only one its runner may write; see [`Step::runner_jail`]);
 /// `Err` is why it cannot take part (no object, no log, no scratch folder). The step's
 /// single-call samples are split among its processes.
@@ -282,22 +282,19 @@ pub fn member(
         // and jail.
         let job = RunnerJob::new(step, "serve", &object, &build)?;
         let (scratch, jail) = (job.scratch().to_path_buf(), job.jail(step));
-        // Its reference: the same runner in the same jail but its own scratch folder,
-        // which the member's runner cannot reach (`session::checked`).
-        let reference = RunnerJob::new(step, "serve", &object, &build)?;
-        let theirs = reference.scratch().to_path_buf();
-        let reference = session::Reference {
-            scratch: theirs.clone(),
-            jail: reference.jail(step),
-            member_scratch: scratch.clone(),
-        };
-        scratches.extend([scratch, theirs]);
-        processes.push(session::Process {
-            log,
-            jail,
-            reference: Some(reference),
-        });
+        scratches.push(scratch);
+        processes.push(session::Process { log, jail });
     }
+    // Its reference, which all its processes share: the same runner in the same jail but
+    // its own scratch folder, which the member's runners cannot reach
+    // (`session::checked`).
+    let reference = RunnerJob::new(step, "serve", &object, &build)?;
+    let theirs = reference.scratch().to_path_buf();
+    let reference = session::Reference {
+        scratch: theirs.clone(),
+        jail: reference.jail(step),
+    };
+    scratches.push(theirs);
     step.contained = true;
     let first = processes.remove(0);
     let member = Member {
@@ -312,7 +309,7 @@ pub fn member(
         budget_ns: (p.trial.as_nanos() as u64).saturating_mul(u64::from(p.trials)),
         log: first.log,
         jail: first.jail,
-        reference: first.reference,
+        reference: Some(reference),
         more: processes,
     };
     Ok((member, build_rec, build, scratches))

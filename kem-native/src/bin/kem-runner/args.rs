@@ -15,7 +15,7 @@ pub(crate) const USAGE: &str =
 kat-dec: --rng nist|hqc --in PAIRS --out SS; \
 time: --op keygen|enc|dec [--cpu N] [--trials N] [--trial-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os]; \
 profile: --op keygen|enc|dec [--cpu N] [--iters N] [--rng ctr-drbg|os]; \
-serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...] [--gauge Y.so --gauge-api api.h] [--setup-seed HEX96] [--stack measure|skip]; \
+serve: --op keygen|enc|dec [--cpu N] [--batch-ns NS] [--min-iters N] [--samples N] [--rng ctr-drbg|os] [--layout Y.so ...] [--gauge Y.so --gauge-api api.h] [--setup-seed HEX96] [--stack measure|skip] [--batch-iters N]; \
 count: --op keygen|enc|dec --rng nist|hqc [--iters N] [--seed HEX96]; \
 ct: --op keygen|enc|dec [--runs N]); or `kem-runner -` with the words as a JSON array on the first line of stdin";
 
@@ -50,6 +50,7 @@ const JOBS: &[(&str, &[&str])] = &[
             "gauge-api",
             "setup-seed",
             "stack",
+            "batch-iters",
         ],
     ),
     ("count", &["op", "rng", "iters", "seed"]),

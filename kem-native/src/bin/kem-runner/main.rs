@@ -12,6 +12,7 @@
 //! kem-runner serve   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--cpu N]
 //!                    [--batch-ns 20000000] [--min-iters 1] [--samples 101] [--rng ctr-drbg|os]
 //!                    [--layout Y.so ...] [--gauge YARDSTICK.so --gauge-api api.h]
+//!                    [--setup-seed HEX96] [--stack measure|skip] [--batch-iters N]
 //! kem-runner count   --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec --rng nist|hqc
 //!                    [--iters 20] [--seed HEX96]
 //! kem-runner ct      --lib X.so --api api.h --ns PREFIX --op keygen|enc|dec [--runs 3]

@@ -119,6 +119,9 @@ struct Settings {
     /// leaves it to another process of the same member (`--stack skip`): painting the
     /// 64 MiB stack twice takes about 0.1 s of the bench core.
     stack: bool,
+    /// Calls per batch given (`--batch-iters`: the member's first process calibrated them,
+    /// and its processes share each dec batch's ciphertexts): warm-up only, no calibration.
+    batch_iters: Option<u64>,
 }
 
 impl Settings {
@@ -143,6 +146,7 @@ impl Settings {
                 Some("skip") => false,
                 Some(other) => return Err(UsageError::Stack(other.to_string()).into()),
             },
+            batch_iters: args.opt_num("batch-iters")?,
         })
     }
 }
@@ -174,10 +178,16 @@ impl Server<'_> {
     ) -> Result<(), String> {
         let op = self.s.op;
         let first = OpCall::new(op, kem, bufs);
-        let (mut warm, mut cal) =
-            serve::warm_and_calibrate(op, &first, self.s.batch_ns, self.s.min_iters)
-                .and_then(|c| bufs.check_all(op.c_name()).map(|_| c))
-                .map_err(|e| e.to_string())?;
+        let (mut warm, mut cal) = match self.s.batch_iters {
+            Some(iters) => serve::warm_up(op, &first, self.s.batch_ns).map(|w| {
+                let given = Calibration::unmeasured(self.s.batch_ns, self.s.min_iters);
+                let iters = iters.max(1);
+                (w, Calibration { iters, ..given })
+            }),
+            None => serve::warm_and_calibrate(op, &first, self.s.batch_ns, self.s.min_iters),
+        }
+        .and_then(|c| bufs.check_all(op.c_name()).map(|_| c))
+        .map_err(|e| e.to_string())?;
         // Calibrated on repeated inputs: a KEM that caches or idles then calibrates to huge
         // batches, each of which its reference would have to replay or feed.
         cal.iters = cal.iters.min(checked::batch_cap(op, bufs.ct.len()));

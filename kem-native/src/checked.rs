@@ -22,9 +22,10 @@
 //!   fold of the shared secrets the reference's enc returned must equal the fold of those
 //!   the timed dec returned: dec(ct) = ss on every ciphertext of every batch.
 //!
-//! Both processes share the first secret state: a key pair made from a setup seed
-//! (`--setup-seed`, [`setup`]), so the reference's enc uses the timed process's public key
-//! and the timed dec the reference's secret key without either process sending them.
+//! Both processes make each batch's key pair from the batch's seed ([`rekey`]), so the
+//! reference's enc uses the timed process's public key and the timed dec the reference's
+//! secret key without either process sending them, and every batch has a key of its own:
+//! the figure is over many keys, not one's.
 
 use std::collections::HashSet;
 use std::ffi::c_int;
@@ -76,6 +77,19 @@ pub fn seed_of(hex: &str) -> Option<[u8; 48]> {
 /// Install a NIST CTR_DRBG seeded with `seed` as the KEM's `randombytes`.
 pub fn reseed(seed: &[u8; 48]) {
     kem::set_rng(Rng::Nist(Box::new(CtrDrbg::new(seed, None))));
+}
+
+/// A checked batch's start, outside its timed region: the DRBG reseeded with the batch's
+/// `seed`, then for enc and dec a key pair made from it, so each batch (and its replay or
+/// feed in the reference) has a key pair of its own. The cost of some KEMs' enc and dec
+/// depends on the key (ML-KEM expands its matrix from the public key's seed by rejection
+/// sampling): one key for a whole session would make its figure that key's.
+pub fn rekey(op: Op, kem: &Kem, bufs: &mut Buffers, seed: &[u8; 48]) -> Result<(), KemError> {
+    reseed(seed);
+    match op {
+        Op::Keygen => Ok(()),
+        Op::Enc | Op::Dec => bufs.keypair(kem),
+    }
 }
 
 /// The session's shared start: the DRBG seeded with `setup_seed` (when given), then the
@@ -262,7 +276,8 @@ fn fresh(seen: &mut Seen, out: &[u8], what: &str, i: u64) -> Result<(), String> 
 }
 
 impl Reference<'_> {
-    /// Replay a batch of keygen or enc: the DRBG reseeded with `seed`, `n` calls spaced
+    /// Replay a batch of keygen or enc: the DRBG reseeded with `seed` (and enc's key pair
+    /// made from it, [`rekey`]), `n` calls spaced
     /// [`SPACING`] apart, their fold. Each output is checked with the other operations
     /// between the calls (so no operation runs twice in a row): a key pair by an enc with
     /// its public key (randomness from `side`, not the batch's stream) and a dec with its
@@ -271,7 +286,7 @@ impl Reference<'_> {
     pub fn replay(&mut self, seed: &[u8; 48], n: u64, side: &[u8; 48]) -> Result<u64, String> {
         let mut side = Some(Rng::Nist(Box::new(CtrDrbg::new(side, None))));
         let mut seen = Seen::default();
-        reseed(seed);
+        rekey(self.op, self.kem, self.bufs, seed).map_err(|e| e.to_string())?;
         let mut acc = 0u64;
         let e = |e: KemError| e.to_string();
         for i in 0..n {
@@ -307,8 +322,9 @@ impl Reference<'_> {
         Ok(acc)
     }
 
-    /// Dec's inputs of a batch: the DRBG reseeded with `seed`, `n` ciphertexts made by enc
-    /// with the shared public key, each decapsulated here too (so enc never runs twice in a
+    /// Dec's inputs of a batch: the DRBG reseeded with `seed`, the batch's key pair made from
+    /// it ([`rekey`]), `n` ciphertexts made by enc with its public key, each decapsulated here
+    /// too (so enc never runs twice in a
     /// row), appended to `cts` (none the same as another of `seen`, the session's so far);
     /// the fold of the shared secrets enc returned (the
     /// fold dec must reach on them).
@@ -319,7 +335,7 @@ impl Reference<'_> {
         cts: &mut Vec<u8>,
         seen: &mut Seen,
     ) -> Result<u64, String> {
-        reseed(seed);
+        rekey(Op::Dec, self.kem, self.bufs, seed).map_err(|e| e.to_string())?;
         let mut acc = 0u64;
         for i in 0..n {
             self.bufs.enc(self.kem).map_err(|e| e.to_string())?;

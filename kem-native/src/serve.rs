@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Outputs checked (`kem_native::checked`): `batch SEED` reseeds the DRBG with SEED (96 hex
-//! digits) before the batch, and `batch SEED FILE` (dec) decapsulates call `i`'s ciphertext
+//! digits) before the batch and, for enc and dec, makes the batch's key pair from it
+//! ([`rekey`](crate::checked::rekey)); `batch SEED FILE` (dec) decapsulates call `i`'s ciphertext
 //! from the `i`th slot of FILE (in the working folder); the answer carries the fold of the
 //! batch's outputs. The same process serves as the untimed reference of another:
 //!
@@ -22,8 +23,9 @@
 //! feed SEED N FILE   -> fed {Checked}       N ciphertexts made by enc from SEED, into FILE
 //! ```
 //!
-//! With `--setup-seed SEED` the key pair enc and dec use comes from SEED, so a timed runner
-//! and its reference share it.
+//! Each of those makes the same key pair from SEED as the batch it stands for. With
+//! `--setup-seed SEED` the key pair enc and dec use before any batch (warm-up, calibration,
+//! an unchecked `batch`) comes from SEED.
 //!
 //! Layouts: with `--layout` objects besides `--lib` (the same code linked in other orders),
 //! every batch times each of them in turn, [`per_layout`] calls each, starting with a

@@ -224,6 +224,47 @@ fn processes_given_the_batch_calls_share_one_feed() {
     }
 }
 
+/// Each checked batch makes its key pair from its seed (`kem_native::checked::rekey`):
+/// ciphertexts fed for one seed decapsulate to the reference's fold in a batch of that seed,
+/// not in a batch of another (whose key pair is another), and two enc batches of two seeds
+/// replay only from their own.
+#[test]
+fn a_batch_makes_its_key_pair_from_its_seed() {
+    let Some((good, api)) = toy("good", "kems/good") else {
+        return;
+    };
+    let ns = "FIX_GOOD_";
+    let (mine, theirs) = (scratch("rekey"), scratch("rekey-r"));
+    let mut timed = Runner::start(&good, &api, ns, "dec", &mine);
+    let mut reference = Runner::start(&good, &api, ns, "dec", &theirs);
+    let n = timed.calls;
+    let (s, t) = ("0a".repeat(48), "0b".repeat(48));
+    let due = reference
+        .checked(&format!("feed {s} {n} fed.ct"), "fed")
+        .fold;
+    assert!(due.is_some());
+    std::fs::copy(theirs.join("fed.ct"), mine.join("fed.ct")).unwrap();
+    assert_eq!(timed.batch(&format!("batch {s} fed.ct")).fold, due);
+    assert_ne!(timed.batch(&format!("batch {t} fed.ct")).fold, due);
+    let (mine, theirs) = (scratch("rekey-e"), scratch("rekey-e-r"));
+    let mut timed = Runner::start(&good, &api, ns, "enc", &mine);
+    let mut reference = Runner::start(&good, &api, ns, "enc", &theirs);
+    let n = timed.calls;
+    let fold = timed.batch(&format!("batch {s}")).fold;
+    assert_eq!(
+        reference
+            .checked(&format!("replay {s} {n}"), "replayed")
+            .fold,
+        fold
+    );
+    assert_ne!(
+        reference
+            .checked(&format!("replay {t} {n}"), "replayed")
+            .fold,
+        fold
+    );
+}
+
 /// A dec that answers its calibration's repeated ciphertext from a cache (and a keygen that
 /// idles when called back to back) calibrates to no more calls per batch than the cap, so
 /// the reference's feed (replay) stays short.

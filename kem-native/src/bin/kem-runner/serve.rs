@@ -258,7 +258,11 @@ impl Server<'_> {
             match words.as_slice() {
                 ["batch", rest @ ..] if rest.len() <= 2 => {
                     let s = rest.first().map(|h| seed(h)).transpose()?;
-                    match self.batch(bufs, s, rest.get(1).copied(), record) {
+                    let keyed = s.map_or(Ok(()), |s| checked::rekey(self.s.op, kem, bufs, &s));
+                    let r = keyed
+                        .map_err(|e| format!("the batch's key pair: {e}"))
+                        .and_then(|()| self.batch(bufs, rest.get(1).copied(), record));
+                    match r {
                         Ok(r) => say(&mut self.channel, serve::BATCH, &to_json(&r)?)?,
                         Err(why) => {
                             record.failure = Some(why);
@@ -320,12 +324,12 @@ impl Server<'_> {
 
     /// One timed batch: the KEM's blocks ([`serve::blocks`]), each layout in turn from a
     /// different one each batch, with a yardstick block before each and after the last;
-    /// the DRBG reseeded from `seed` first, dec's ciphertexts from `fed` (a file), the
+    /// for a checked batch the caller reseeded the DRBG and made its key pair first
+    /// ([`checked::rekey`]), dec's ciphertexts from `fed` (a file), the
     /// outputs folded in the order they were made.
     fn batch(
         &mut self,
         bufs: &Buffers,
-        seed: Option<[u8; 48]>,
         fed: Option<&str>,
         record: &mut TimeOutput,
     ) -> Result<BatchReply, String> {
@@ -333,9 +337,6 @@ impl Server<'_> {
         let k = self.calls.len();
         let ct_len = bufs.ct.len();
         let fed = fed.map(|f| self.read_fed(f, ct_len)).transpose()?;
-        if let Some(s) = &seed {
-            checked::reseed(s);
-        }
         let (mut acc, mut done) = (0u64, 0usize);
         let before = SchedSnapshot::read();
         let plan = serve::blocks(self.per, k, record.trials.len() % k);

@@ -25,7 +25,7 @@ use crate::measure::stats;
 use crate::model::{Campaign, StepKind, StepParams, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
 use crate::run::keys::{native, Facts};
-use crate::run::session::{self, Member, Rounds};
+use crate::run::session::{self, Member, Rounds, Stopped};
 use crate::run::Ctx;
 
 /// The `time` kind: per instance and operation, exclusive.
@@ -352,9 +352,20 @@ pub fn from_session(
             rounds.estimate.rel_half_width() * 100.0
         ));
     } else if rounds.flags.is_empty() && !rounds.reached {
+        // The stop check's interval rests on fewer resamples than the recorded one: the
+        // session can stop at the precision with the recorded interval a little wider.
+        let when = match rounds.stopped {
+            Stopped::Budget => {
+                "when the budget ran out (a larger `trials` x `trial` on the time \
+                                step narrows it)"
+            }
+            Stopped::Precision | Stopped::NoMembers => {
+                "in the recorded interval; the session's stop check, on fewer resamples, had it \
+                 within"
+            }
+        };
         notes.push(format!(
-            "precision not reached: CI half-width {:.1}% > {:.1}% when the budget ran out \
-             (a larger `trials` x `trial` on the time step narrows it)",
+            "precision not reached: CI half-width {:.1}% > {:.1}% {when}",
             rounds.estimate.rel_half_width() * 100.0,
             rounds.precision * 100.0
         ));

@@ -22,10 +22,11 @@
 //!   fold of the shared secrets the reference's enc returned must equal the fold of those
 //!   the timed dec returned: dec(ct) = ss on every ciphertext of every batch.
 //!
-//! Both processes make each batch's key pair from the batch's seed ([`rekey`]), so the
-//! reference's enc uses the timed process's public key and the timed dec the reference's
-//! secret key without either process sending them, and every batch has a key of its own:
-//! the figure is over many keys, not one's.
+//! All the processes make the same key pair from a seed the engine sends (`--setup-seed` at
+//! the start, then `key SEED` between batches, [`rekey`]), so the reference's enc uses the
+//! timed processes' public key and the timed dec the reference's secret key without any
+//! process sending them, and the key changes as the session goes: the figure is over many
+//! keys, not one's.
 
 use std::collections::HashSet;
 use std::ffi::c_int;
@@ -79,17 +80,17 @@ pub fn reseed(seed: &[u8; 48]) {
     kem::set_rng(Rng::Nist(Box::new(CtrDrbg::new(seed, None))));
 }
 
-/// A checked batch's start, outside its timed region: the DRBG reseeded with the batch's
-/// `seed`, then for enc and dec a key pair made from it, so each batch (and its replay or
-/// feed in the reference) has a key pair of its own. The cost of some KEMs' enc and dec
-/// depends on the key (ML-KEM expands its matrix from the public key's seed by rejection
-/// sampling): one key for a whole session would make its figure that key's.
-pub fn rekey(op: Op, kem: &Kem, bufs: &mut Buffers, seed: &[u8; 48]) -> Result<(), KemError> {
+/// A new key pair (`key SEED`, between batches): the DRBG reseeded with `seed`, then the
+/// operation's inputs prepared from it as at the start ([`prepare`]: a key pair for enc and
+/// dec, one ciphertext for dec), so the timed processes and the reference make the same key
+/// pair without sending it; the fold of the key pair, which must be the same in all. The
+/// cost of some KEMs' enc and dec depends on the key (ML-KEM expands its matrix from the
+/// public key's seed by rejection sampling): one key for a whole session would make its
+/// figure that key's.
+pub fn rekey(op: Op, kem: &Kem, bufs: &mut Buffers, seed: &[u8; 48]) -> Result<u64, KemError> {
     reseed(seed);
-    match op {
-        Op::Keygen => Ok(()),
-        Op::Enc | Op::Dec => bufs.keypair(kem),
-    }
+    prepare(op, kem, bufs)?;
+    Ok(fold(0, bufs.pk.data(), bufs.sk.data()))
 }
 
 /// The session's shared start: the DRBG seeded with `setup_seed` (when given), then the
@@ -276,8 +277,7 @@ fn fresh(seen: &mut Seen, out: &[u8], what: &str, i: u64) -> Result<(), String> 
 }
 
 impl Reference<'_> {
-    /// Replay a batch of keygen or enc: the DRBG reseeded with `seed` (and enc's key pair
-    /// made from it, [`rekey`]), `n` calls spaced
+    /// Replay a batch of keygen or enc: the DRBG reseeded with `seed`, `n` calls spaced
     /// [`SPACING`] apart, their fold. Each output is checked with the other operations
     /// between the calls (so no operation runs twice in a row): a key pair by an enc with
     /// its public key (randomness from `side`, not the batch's stream) and a dec with its
@@ -286,7 +286,7 @@ impl Reference<'_> {
     pub fn replay(&mut self, seed: &[u8; 48], n: u64, side: &[u8; 48]) -> Result<u64, String> {
         let mut side = Some(Rng::Nist(Box::new(CtrDrbg::new(side, None))));
         let mut seen = Seen::default();
-        rekey(self.op, self.kem, self.bufs, seed).map_err(|e| e.to_string())?;
+        reseed(seed);
         let mut acc = 0u64;
         let e = |e: KemError| e.to_string();
         for i in 0..n {
@@ -322,9 +322,8 @@ impl Reference<'_> {
         Ok(acc)
     }
 
-    /// Dec's inputs of a batch: the DRBG reseeded with `seed`, the batch's key pair made from
-    /// it ([`rekey`]), `n` ciphertexts made by enc with its public key, each decapsulated here
-    /// too (so enc never runs twice in a
+    /// Dec's inputs of a batch: the DRBG reseeded with `seed`, `n` ciphertexts made by enc
+    /// with the current public key ([`rekey`]), each decapsulated here too (so enc never runs twice in a
     /// row), appended to `cts` (none the same as another of `seen`, the session's so far);
     /// the fold of the shared secrets enc returned (the
     /// fold dec must reach on them).
@@ -335,7 +334,7 @@ impl Reference<'_> {
         cts: &mut Vec<u8>,
         seen: &mut Seen,
     ) -> Result<u64, String> {
-        rekey(Op::Dec, self.kem, self.bufs, seed).map_err(|e| e.to_string())?;
+        reseed(seed);
         let mut acc = 0u64;
         for i in 0..n {
             self.bufs.enc(self.kem).map_err(|e| e.to_string())?;

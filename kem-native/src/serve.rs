@@ -13,8 +13,7 @@
 //! ```
 //!
 //! Outputs checked (`kem_native::checked`): `batch SEED` reseeds the DRBG with SEED (96 hex
-//! digits) before the batch and, for enc and dec, makes the batch's key pair from it
-//! ([`rekey`](crate::checked::rekey)); `batch SEED FILE` (dec) decapsulates call `i`'s ciphertext
+//! digits) before the batch, and `batch SEED FILE` (dec) decapsulates call `i`'s ciphertext
 //! from the `i`th slot of FILE (in the working folder); the answer carries the fold of the
 //! batch's outputs. The same process serves as the untimed reference of another:
 //!
@@ -23,9 +22,9 @@
 //! feed SEED N FILE   -> fed {Checked}       N ciphertexts made by enc from SEED, into FILE
 //! ```
 //!
-//! Each of those makes the same key pair from SEED as the batch it stands for. With
-//! `--setup-seed SEED` the key pair enc and dec use before any batch (warm-up, calibration,
-//! an unchecked `batch`) comes from SEED.
+//! The key pair enc and dec use comes from `--setup-seed SEED` at the start and from
+//! `key SEED -> keyed {Checked}` between batches (in timed processes and references alike,
+//! [`rekey`](crate::checked::rekey); the fold is the key pair's, the same in all).
 //!
 //! Layouts: with `--layout` objects besides `--lib` (the same code linked in other orders),
 //! every batch times each of them in turn, [`per_layout`] calls each, starting with a
@@ -70,6 +69,8 @@ pub const DONE: &str = "done";
 pub const REPLAYED: &str = "replayed";
 /// Prefix of the answer to `feed`.
 pub const FED: &str = "fed";
+/// Prefix of the answer to `key`.
+pub const KEYED: &str = "keyed";
 
 /// Answer to `replay` or `feed`: the fold of the outputs ([`crate::checked::fold_hex`]), or
 /// why there is none.

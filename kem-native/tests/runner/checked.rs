@@ -224,45 +224,60 @@ fn processes_given_the_batch_calls_share_one_feed() {
     }
 }
 
-/// Each checked batch makes its key pair from its seed (`kem_native::checked::rekey`):
-/// ciphertexts fed for one seed decapsulate to the reference's fold in a batch of that seed,
-/// not in a batch of another (whose key pair is another), and two enc batches of two seeds
-/// replay only from their own.
+/// `key SEED` makes the same key pair in every process (`kem_native::checked::rekey`: the
+/// same fold of it in the timed runner and the reference): ciphertexts fed under one key
+/// decapsulate to the reference's fold with that key, not after `key` with another seed;
+/// an enc batch replays to its fold under its key, not under another.
 #[test]
-fn a_batch_makes_its_key_pair_from_its_seed() {
+fn a_key_command_makes_the_same_key_pair_in_every_process() {
     let Some((good, api)) = toy("good", "kems/good") else {
         return;
     };
     let ns = "FIX_GOOD_";
-    let (mine, theirs) = (scratch("rekey"), scratch("rekey-r"));
-    let mut timed = Runner::start(&good, &api, ns, "dec", &mine);
-    let mut reference = Runner::start(&good, &api, ns, "dec", &theirs);
-    let n = timed.calls;
-    let (s, t) = ("0a".repeat(48), "0b".repeat(48));
-    let due = reference
-        .checked(&format!("feed {s} {n} fed.ct"), "fed")
-        .fold;
-    assert!(due.is_some());
-    std::fs::copy(theirs.join("fed.ct"), mine.join("fed.ct")).unwrap();
-    assert_eq!(timed.batch(&format!("batch {s} fed.ct")).fold, due);
-    assert_ne!(timed.batch(&format!("batch {t} fed.ct")).fold, due);
-    let (mine, theirs) = (scratch("rekey-e"), scratch("rekey-e-r"));
-    let mut timed = Runner::start(&good, &api, ns, "enc", &mine);
-    let mut reference = Runner::start(&good, &api, ns, "enc", &theirs);
-    let n = timed.calls;
-    let fold = timed.batch(&format!("batch {s}")).fold;
-    assert_eq!(
-        reference
-            .checked(&format!("replay {s} {n}"), "replayed")
-            .fold,
-        fold
-    );
-    assert_ne!(
-        reference
-            .checked(&format!("replay {t} {n}"), "replayed")
-            .fold,
-        fold
-    );
+    let (s, t, b) = ("0a".repeat(48), "0b".repeat(48), "0c".repeat(48));
+    for op in ["dec", "enc"] {
+        let (mine, theirs) = (
+            scratch(&format!("key-{op}")),
+            scratch(&format!("key-{op}-r")),
+        );
+        let mut timed = Runner::start(&good, &api, ns, op, &mine);
+        let mut reference = Runner::start(&good, &api, ns, op, &theirs);
+        let key = |r: &mut Runner, seed: &str| r.checked(&format!("key {seed}"), "keyed").fold;
+        let made = key(&mut timed, &s);
+        assert!(made.is_some());
+        assert_eq!(key(&mut reference, &s), made, "{op}");
+        assert_ne!(key(&mut reference, &t), made, "{op}");
+        assert_eq!(key(&mut reference, &s), made, "{op}");
+        let n = timed.calls;
+        let (fold, due) = if op == "dec" {
+            let due = reference
+                .checked(&format!("feed {b} {n} fed.ct"), "fed")
+                .fold;
+            std::fs::copy(theirs.join("fed.ct"), mine.join("fed.ct")).unwrap();
+            (timed.batch(&format!("batch {b} fed.ct")).fold, due)
+        } else {
+            let fold = timed.batch(&format!("batch {b}")).fold;
+            (
+                fold,
+                reference
+                    .checked(&format!("replay {b} {n}"), "replayed")
+                    .fold,
+            )
+        };
+        assert!(due.is_some());
+        assert_eq!(fold, due, "{op}");
+        // Under another key the same batch folds otherwise.
+        if op == "dec" {
+            key(&mut timed, &t);
+            assert_ne!(timed.batch(&format!("batch {b} fed.ct")).fold, due);
+        } else {
+            key(&mut reference, &t);
+            let again = reference
+                .checked(&format!("replay {b} {n}"), "replayed")
+                .fold;
+            assert_ne!(again, fold);
+        }
+    }
 }
 
 /// A dec that answers its calibration's repeated ciphertext from a cache (and a keygen that

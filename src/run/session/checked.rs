@@ -42,13 +42,13 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use super::super::exec::NoLine;
+use super::super::exec::{Log, NoLine, Served};
 use super::super::sandbox::disk::{DiskGuard, DISK};
 use super::super::sandbox::Jail;
 use super::super::stop::Stop;
 use super::live::Live;
 use super::Settings;
-use kem_native::serve::{BatchReply, Checked, Ready, DONE, FED, READY, REPLAYED};
+use kem_native::serve::{BatchReply, Checked, Ready, DONE, FED, KEYED, READY, REPLAYED};
 
 /// Batches of keygen or enc the references replay per member (over its processes), at
 /// most...
@@ -155,6 +155,7 @@ pub(super) fn batch_line(l: &mut Live) -> Result<String, Stop> {
     // Between the member's batches its reference waits: any CPU it used shows at the next
     // batch of its first process ([`Live::fail_if_busy_outside`]).
     l.out.cpu.after_batch();
+    l.out.keys.push(l.out.key.clone());
     let line = if l.m.op == "dec" {
         let feed = l.out.fed.ok_or_else(|| {
             Stop::failed(format!(
@@ -210,8 +211,8 @@ pub(super) fn fed(
 }
 
 /// The reference of `l` (a member's first process) makes one round's dec ciphertexts:
-/// `l`'s calls per batch of them, from a fresh seed. What it used before counts as outside
-/// its commands, what it uses feeding as inside.
+/// `l`'s calls per batch of them, from a fresh seed, under the member's key pair. What it
+/// used before counts as outside its commands, what it uses feeding as inside.
 fn feed(l: &mut Live, round: usize, s: &Settings) -> Result<Feed, NoFold> {
     if let Some(why) = l.out.cpu.before_batch() {
         return Err(NoFold::Silent(format!(
@@ -220,8 +221,10 @@ fn feed(l: &mut Live, round: usize, s: &Settings) -> Result<Feed, NoFold> {
     }
     let seed = draw().map_err(|stop| NoFold::Silent(stop.reason))?;
     let sent = Instant::now();
+    let key = l.out.member.seed.clone();
+    let keyed = reference_key(l, &key, s);
     let line = format!("feed {} {} {FED_FILE}", hex::encode(seed), l.out.calls);
-    let due = ask(l, &line, FED, s);
+    let due = keyed.and_then(|()| ask(l, &line, FED, s));
     l.out.cpu.add_wall(sent.elapsed());
     l.out.cpu.after_batch();
     Ok(Feed {
@@ -229,6 +232,99 @@ fn feed(l: &mut Live, round: usize, s: &Settings) -> Result<Feed, NoFold> {
         seed,
         due: due?,
     })
+}
+
+/// A member's key pair as the session goes (kept in its first process's live): the seed
+/// its processes make it from, the round it was drawn in, its fold (from the first process
+/// that made it), and every how many rounds it is renewed (0: not known yet).
+#[derive(Default)]
+pub(super) struct MemberKey {
+    pub(super) seed: String,
+    round: Option<usize>,
+    fold: Option<u64>,
+    every: usize,
+}
+
+/// A key pair is renewed every round unless making one takes more than a batch divided by
+/// this; then every so many rounds that it takes no more on average.
+const KEY_SHARE: u32 = 20;
+
+/// Before process `i`'s batch of enc or dec in `round` (checked members only): the member's
+/// key pair, drawn anew at the first of its processes timed in a round once `every` rounds
+/// have passed, made in the process by `key SEED` unless it has it already; its fold must
+/// be the member's. The key command counts as the process's own CPU (not outside its
+/// batches). `Err` fails the process.
+pub(super) fn keyed(
+    live: &mut [Live],
+    (first, i): (usize, usize),
+    round: usize,
+    s: &Settings,
+) -> Result<(), Stop> {
+    if live[i].m.op == "keygen" || !live[i].out.checked {
+        return Ok(());
+    }
+    let n = live[i].values.len() + 1;
+    let m = &mut live[first].out.member;
+    if m.round
+        .is_none_or(|r| r != round && round - r >= m.every.max(1))
+    {
+        *m = MemberKey {
+            seed: hex::encode(draw()?),
+            round: Some(round),
+            fold: None,
+            every: m.every,
+        };
+    }
+    let (seed, want) = (m.seed.clone(), m.fold);
+    let l = &mut live[i];
+    if l.out.key == seed {
+        return Ok(());
+    }
+    let sent = Instant::now();
+    let line = format!("key {seed}");
+    let made = ask_on(l.served.as_mut(), &mut l.m.log, &line, KEYED, s);
+    let wall = sent.elapsed();
+    l.cpu.add_wall(wall);
+    l.cpu.after_batch();
+    let op = l.m.op.clone();
+    let fold = made.map_err(|why| match why {
+        NoFold::Said(why) => differ(&op, n, &format!("its key pair: {why}")),
+        NoFold::Silent(why) => Stop::failed(crate::text::clean(&format!(
+            "implausible timing record: {op} batch {n}: its runner {why}"
+        ))),
+    })?;
+    if let Some(why) = l.cpu.before_batch() {
+        return Err(Stop::failed(why));
+    }
+    if let Some(w) = want.filter(|&w| w != fold) {
+        let why = format!("its key pair folds to {fold:016x}, the member's to {w:016x}");
+        return Err(differ(&op, n, &why));
+    }
+    l.out.key = seed;
+    let m = &mut live[first].out.member;
+    m.fold = Some(fold);
+    if m.every == 0 {
+        let per = (s.batch / KEY_SHARE).max(std::time::Duration::from_micros(1));
+        m.every = (wall.as_nanos() / per.as_nanos()) as usize + 1;
+    }
+    Ok(())
+}
+
+/// The reference of `l` (a member's first process) makes the key pair of `seed` unless it
+/// holds it; for the member's current key its fold must be the timed runners'.
+fn reference_key(l: &mut Live, seed: &str, s: &Settings) -> Result<(), NoFold> {
+    if l.out.reference_key == seed {
+        return Ok(());
+    }
+    let fold = ask(l, &format!("key {seed}"), KEYED, s)?;
+    let m = &l.out.member;
+    if let Some(w) = m.fold.filter(|&w| m.seed == seed && w != fold) {
+        return Err(NoFold::Said(format!(
+            "its key pair folds to {fold:016x}, the timed runners' to {w:016x}"
+        )));
+    }
+    l.out.reference_key = seed.to_string();
+    Ok(())
 }
 
 /// The member's failure for batch `n`'s outputs, `why` the detail.
@@ -262,12 +358,23 @@ impl NoFold {
 /// Send `line` to the reference and read its answer `word`: the fold, or why there is
 /// none.
 fn ask(l: &mut Live, line: &str, word: &str, s: &Settings) -> Result<u64, NoFold> {
+    ask_on(l.out.served.as_mut(), &mut l.m.log, line, word, s)
+}
+
+/// [`ask`] of `served`, logging in `log`: a reference, or (for `key`) a timed runner.
+fn ask_on(
+    served: Option<&mut Served>,
+    log: &mut Log,
+    line: &str,
+    word: &str,
+    s: &Settings,
+) -> Result<u64, NoFold> {
     let verb = line.split(' ').next().unwrap_or_default();
     let silent = |why: String| NoFold::Silent(format!("did not answer `{verb}` ({why})"));
-    let served = (l.out.served.as_mut()).ok_or_else(|| silent("it is gone".into()))?;
+    let served = served.ok_or_else(|| silent("it is gone".into()))?;
     let got = match served.send(line) {
-        Ok(()) => served.next_line(&[word, DONE], Instant::now() + s.timeout, &mut l.m.log),
-        Err(_) => Err(NoLine::Ended(served.wait(&mut l.m.log))),
+        Ok(()) => served.next_line(&[word, DONE], Instant::now() + s.timeout, log),
+        Err(_) => Err(NoLine::Ended(served.wait(log))),
     };
     let json = match got {
         Ok((w, json)) if w == word => json,
@@ -354,8 +461,10 @@ fn replay(
             break;
         }
         calls += n;
+        let key = lives[p].out.keys[i].clone();
         let line = format!("replay {} {n}", hex::encode(lives[p].out.seeds[i]));
-        let theirs = ask(&mut lives[0], &line, REPLAYED, s);
+        let theirs = reference_key(&mut lives[0], &key, s)
+            .and_then(|()| ask(&mut lives[0], &line, REPLAYED, s));
         let theirs = theirs.map_err(|why| (p, why.stop(&op, i + 1)))?;
         let mine = lives[p].out.folds[i];
         if theirs != mine {

@@ -61,6 +61,14 @@ pub(super) struct Outputs {
     pub(super) folds: Vec<u64>,
     /// dec: the fold the batch under way must reach.
     pub(super) due: Option<u64>,
+    /// The seed of the key pair its runner holds (at first the setup seed), and of the one
+    /// each batch was timed with (`checked::keyed`).
+    pub(super) key: String,
+    pub(super) keys: Vec<String>,
+    /// In a member's first process: the member's key pair, and the seed of the one its
+    /// reference holds.
+    pub(super) member: super::checked::MemberKey,
+    pub(super) reference_key: String,
     /// dec: the ciphertexts last copied in for it (in a member's first process: the last
     /// ones its reference fed).
     pub(super) fed: Option<super::checked::Feed>,

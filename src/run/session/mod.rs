@@ -262,6 +262,9 @@ fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
             l.processes = k;
             l.out.checked = checked;
             l.out.setup = setup.clone();
+            // Every runner and the reference start with the setup's key pair.
+            l.out.key = setup.clone();
+            l.out.reference_key = setup.clone();
             live.push(l);
         }
         spans.push(start..live.len());
@@ -532,8 +535,11 @@ fn rounds(
                 disturbed.push(label);
                 continue;
             }
+            // A member's processes are next to each other, as many for every member.
             let first = i - i % processes;
-            if let Err(stop) = checked::fed(live, (first, i), round, s) {
+            let ready = checked::keyed(live, (first, i), round, s)
+                .and_then(|()| checked::fed(live, (first, i), round, s));
+            if let Err(stop) = ready {
                 live[i].fail(stop);
                 continue;
             }

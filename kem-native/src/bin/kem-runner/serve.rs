@@ -257,18 +257,21 @@ impl Server<'_> {
             let words: Vec<&str> = line.split_whitespace().collect();
             match words.as_slice() {
                 ["batch", rest @ ..] if rest.len() <= 2 => {
-                    let s = rest.first().map(|h| seed(h)).transpose()?;
-                    let keyed = s.map_or(Ok(()), |s| checked::rekey(self.s.op, kem, bufs, &s));
-                    let r = keyed
-                        .map_err(|e| format!("the batch's key pair: {e}"))
-                        .and_then(|()| self.batch(bufs, rest.get(1).copied(), record));
-                    match r {
+                    if let Some(s) = rest.first().map(|h| seed(h)).transpose()? {
+                        checked::reseed(&s);
+                    }
+                    match self.batch(bufs, rest.get(1).copied(), record) {
                         Ok(r) => say(&mut self.channel, serve::BATCH, &to_json(&r)?)?,
                         Err(why) => {
                             record.failure = Some(why);
                             return Ok(());
                         }
                     }
+                }
+                ["key", s] => {
+                    let s = seed(s)?;
+                    let r = checked::rekey(self.s.op, kem, bufs, &s).map_err(|e| e.to_string());
+                    self.answer(serve::KEYED, r)?;
                 }
                 ["replay", s, n] => {
                     let (s, n) = (seed(s)?, n.parse::<u64>().map_err(|_| bad())?);
@@ -324,8 +327,8 @@ impl Server<'_> {
 
     /// One timed batch: the KEM's blocks ([`serve::blocks`]), each layout in turn from a
     /// different one each batch, with a yardstick block before each and after the last;
-    /// for a checked batch the caller reseeded the DRBG and made its key pair first
-    /// ([`checked::rekey`]), dec's ciphertexts from `fed` (a file), the
+    /// for a checked batch the caller reseeded the DRBG first, dec's ciphertexts from `fed`
+    /// (a file), the
     /// outputs folded in the order they were made.
     fn batch(
         &mut self,

@@ -210,15 +210,21 @@ fn comparable(r: &StepRecord, out: &Path) -> Value {
             *d = shaped.as_object().cloned().unwrap_or_default();
         }
     }
-    // A timing member and its reference runner share a key pair drawn at random per run
-    // (`--setup-seed`, issue 36's outputs checked while timed); each job's scratch folder
-    // has a random name (`scratch/<sub>/<instance>/<16 hex digits>`).
+    // A timing member's runners and its reference share a key pair drawn at random per run
+    // (`--setup-seed`, issue 36's outputs checked while timed), and its further processes
+    // take the calls per batch its first one calibrated (`--batch-iters`, measured); each
+    // job's scratch folder has a random name (`scratch/<sub>/<instance>/<16 hex digits>`).
     if let Some(Value::Array(cmds)) = v.get_mut("commands") {
         for c in cmds.iter_mut() {
             if let Value::Array(words) = c {
-                if let Some(i) = words.iter().position(|w| w == "--setup-seed") {
-                    if let Some(seed) = words.get_mut(i + 1) {
-                        *seed = Value::from("<random>");
+                for (flag, what) in [
+                    ("--setup-seed", "<random>"),
+                    ("--batch-iters", "<measured>"),
+                ] {
+                    if let Some(i) = words.iter().position(|w| w == flag) {
+                        if let Some(value) = words.get_mut(i + 1) {
+                            *value = Value::from(what);
+                        }
                     }
                 }
                 for w in words.iter_mut() {

@@ -46,7 +46,7 @@ use super::super::exec::{Log, NoLine, Served};
 use super::super::sandbox::disk::{DiskGuard, DISK};
 use super::super::sandbox::Jail;
 use super::super::stop::Stop;
-use super::live::Live;
+use super::live::{Feed, Live, MemberKey};
 use super::Settings;
 use kem_native::serve::{BatchReply, Checked, Ready, DONE, FED, KEYED, READY, REPLAYED};
 
@@ -64,15 +64,6 @@ pub const FED_FILE: &str = "fed.ct";
 pub struct Reference {
     pub scratch: PathBuf,
     pub jail: Jail,
-}
-
-/// The ciphertexts a member's reference made for one round's dec batches: the round, their
-/// seed, and the fold the batches must reach.
-#[derive(Clone, Copy)]
-pub(super) struct Feed {
-    round: usize,
-    seed: [u8; 48],
-    due: u64,
 }
 
 /// 48 fresh random bytes (a DRBG seed).
@@ -232,17 +223,6 @@ fn feed(l: &mut Live, round: usize, s: &Settings) -> Result<Feed, NoFold> {
         seed,
         due: due?,
     })
-}
-
-/// A member's key pair as the session goes (kept in its first process's live): the seed
-/// its processes make it from, the round it was drawn in, its fold (from the first process
-/// that made it), and every how many rounds it is renewed (0: not known yet).
-#[derive(Default)]
-pub(super) struct MemberKey {
-    pub(super) seed: String,
-    round: Option<usize>,
-    fold: Option<u64>,
-    every: usize,
 }
 
 /// A key pair is renewed every round unless making one takes more than a batch divided by

@@ -67,11 +67,31 @@ pub(super) struct Outputs {
     pub(super) keys: Vec<String>,
     /// In a member's first process: the member's key pair, and the seed of the one its
     /// reference holds.
-    pub(super) member: super::checked::MemberKey,
+    pub(super) member: MemberKey,
     pub(super) reference_key: String,
     /// dec: the ciphertexts last copied in for it (in a member's first process: the last
     /// ones its reference fed).
-    pub(super) fed: Option<super::checked::Feed>,
+    pub(super) fed: Option<Feed>,
+}
+
+/// The ciphertexts a member's reference made for one round's dec batches: the round, their
+/// seed, and the fold the batches must reach.
+#[derive(Clone, Copy)]
+pub(super) struct Feed {
+    pub(super) round: usize,
+    pub(super) seed: [u8; 48],
+    pub(super) due: u64,
+}
+
+/// A member's key pair as the session goes (kept in its first process's live): the seed
+/// its processes make it from, the round it was drawn in, its fold (from the first process
+/// that made it), and every how many rounds it is renewed (0: not known yet).
+#[derive(Default)]
+pub(super) struct MemberKey {
+    pub(super) seed: String,
+    pub(super) round: Option<usize>,
+    pub(super) fold: Option<u64>,
+    pub(super) every: usize,
 }
 
 impl Live {

@@ -323,10 +323,10 @@ impl Reference<'_> {
     }
 
     /// Dec's inputs of a batch: the DRBG reseeded with `seed`, `n` ciphertexts made by enc
-    /// with the current public key ([`rekey`]), each decapsulated here too (so enc never runs twice in a
-    /// row), appended to `cts` (none the same as another of `seen`, the session's so far);
-    /// the fold of the shared secrets enc returned (the
-    /// fold dec must reach on them).
+    /// with the current public key ([`rekey`]), each decapsulated here too (so enc never runs
+    /// twice in a row), appended to `cts` (none the same as another of `seen`, the session's
+    /// so far); the fold of the shared secrets enc returned (the fold dec must reach on
+    /// them).
     pub fn feed(
         &mut self,
         seed: &[u8; 48],

@@ -12,8 +12,7 @@ use crate::record::TimeOutput;
 /// A runner of the session as it goes: its member, its process, its rounds so far.
 pub(super) struct Live {
     pub(super) m: Member,
-    /// Which of its member's runner processes it is (0-based), and how many the member has.
-    pub(super) process: u32,
+    /// How many runner processes its member has.
     pub(super) processes: usize,
     pub(super) served: Option<Served>,
     pub(super) failed: Option<Stop>,
@@ -99,7 +98,6 @@ impl Live {
     pub(super) fn new(m: Member) -> Live {
         Live {
             m,
-            process: 0,
             processes: 1,
             served: None,
             failed: None,

@@ -258,7 +258,6 @@ fn expand(members: Vec<Member>) -> (Vec<Live>, Vec<Range<usize>>) {
         for (i, mut m) in std::iter::once(m).chain(siblings).enumerate() {
             m.samples = kem_native::serve::share(total, k, i) as u32;
             let mut l = Live::new(m);
-            l.process = i as u32;
             l.processes = k;
             l.out.checked = checked;
             l.out.setup = setup.clone();
@@ -383,10 +382,11 @@ fn spawn_all(live: &mut [Live], spans: &[Range<usize>], s: &Settings) {
     }
 }
 
-/// The `kem-runner serve` arguments of one runner (and of its reference), with the
-/// `setup` seed its member's runners share when they are checked. Only a member's first process measures the stack of a call
-/// (`--stack skip` in the others: painting it takes about 0.1 s of the bench core each)
-/// and calibrates its calls per batch (the others are `given` them).
+/// The `kem-runner serve` arguments of one runner (and of its reference), with the `setup`
+/// seed its member's runners share when they are checked. Only a member's first process
+/// measures the stack of a call (`--stack skip` in the others: painting it takes about
+/// 0.1 s of the bench core each) and calibrates its calls per batch (the others are `given`
+/// them).
 fn serve_args(m: &Member, s: &Settings, setup: Option<&str>, given: Option<u64>) -> Vec<String> {
     [
         "serve".to_string(),

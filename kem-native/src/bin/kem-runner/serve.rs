@@ -328,8 +328,7 @@ impl Server<'_> {
     /// One timed batch: the KEM's blocks ([`serve::blocks`]), each layout in turn from a
     /// different one each batch, with a yardstick block before each and after the last;
     /// for a checked batch the caller reseeded the DRBG first, dec's ciphertexts from `fed`
-    /// (a file), the
-    /// outputs folded in the order they were made.
+    /// (a file), the outputs folded in the order they were made.
     fn batch(
         &mut self,
         bufs: &Buffers,

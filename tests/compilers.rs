@@ -21,7 +21,7 @@ fn every_step_runs_on_gcc_and_clang_cells() {
         &tmp.path().join("cc.kdl"),
         &[
             ("    cc \"gcc\"", "    compilers \"gcc\" \"clang-16\""),
-            ("trials=10", "trials=3"),
+            ("trials=20", "trials=3"),
         ],
     );
     let text = std::fs::read_to_string(&pipeline).unwrap();

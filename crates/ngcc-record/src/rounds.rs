@@ -110,7 +110,8 @@ pub struct Visit {
 pub enum Stopped {
     /// Every member reached the precision.
     Precision,
-    /// The measured batch time reached the budget first.
+    /// The session's bench time reached the budget first (in records from before 7
+    /// December 2026: the members' measured batch time).
     Budget,
     /// No member was left (all failed).
     NoMembers,
@@ -150,7 +151,12 @@ pub struct Rounds {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
     pub stopped: Stopped,
+    /// The session's budget of bench time, s: its members' `trials x trial` together.
     pub budget_s: f64,
+    /// The session's bench time, s: from its first runner's start to its last runner's
+    /// finish (absent in records from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bench_s: Option<f64>,
     /// The yardstick timed in the same rounds (absent when the session had none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub yardstick: Option<Yardstick>,

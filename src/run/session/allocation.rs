@@ -1,27 +1,67 @@
 //! The session's stop rule and its allocation of rounds: which runners a round times, and
 //! how often each group of members is visited once it reached the precision (the rules
-//! themselves are in `crate::measure::rounds`).
+//! themselves are in `crate::measure::rounds`); what the session will still spend on the
+//! bench core once its rounds stop ([`tail_ns`]).
 
+use std::ops::Range;
+
+use super::checked::{REPLAYS, REPLAY_CALLS};
 use super::live::Live;
 use super::{Stopped, Visit};
 use crate::measure::rounds::{visit_every, visited};
 
 /// The stop rule after a round: every member within the precision (`widest`, the widest
 /// relative CI half-width of the members alive, is infinite before the first check), else
-/// the budget used up, else go on (`None`).
+/// the budget used up (`spent_ns`: the session's bench time so far with what one more round
+/// and the session's end would add), else go on (`None`).
 pub(super) fn stop_rule(
     widest: f64,
     precision: f64,
-    used_ns: u64,
+    spent_ns: u64,
     budget_ns: u64,
 ) -> Option<Stopped> {
     if widest <= precision {
         Some(Stopped::Precision)
-    } else if used_ns >= budget_ns {
+    } else if spent_ns >= budget_ns {
         Some(Stopped::Budget)
     } else {
         None
     }
+}
+
+/// A runner process's finish beyond its single-call samples: loop overhead (five batches
+/// of 2^20 empty calls and 1,001 single ones), peak RSS, exit; the first process's stack
+/// painting too. About 30 ms each on the 2-vCPU test host (docs/figures.md).
+const FINISH_NS: u64 = 30_000_000;
+
+/// What the session will still spend on the bench core once its rounds stop, estimated
+/// from what they measured: the pause that watches for late work (`pause_ns`); each
+/// checked keygen or enc member's replays ([`REPLAYS`] of its batches, at most
+/// [`REPLAY_CALLS`] calls), each the batch's calls, as long again for their checks, the
+/// spacing, and a key pair made; each process's finish (its single-call samples and
+/// [`FINISH_NS`]).
+pub(super) fn tail_ns(live: &[Live], spans: &[Range<usize>], pause_ns: u64) -> u64 {
+    let spacing = kem_native::checked::SPACING.as_nanos() as u64;
+    let mut ns = pause_ns;
+    for span in spans {
+        let lives = &live[span.clone()];
+        let first = &lives[0];
+        let batches = lives.iter().map(|l| l.batches.len()).sum::<usize>();
+        let Some(&(calls, _, batch_ns)) = first.batches.last() else {
+            continue;
+        };
+        let call_ns = batch_ns / calls.max(1);
+        if first.failed.is_none() && first.out.checked && first.m.op != "dec" {
+            let by_calls = (REPLAY_CALLS / calls.max(1)).max(1) as usize;
+            let replays = batches.min(REPLAYS).min(by_calls) as u64;
+            let each = 2 * batch_ns + calls * spacing + first.out.member.key_ns;
+            ns += replays * each;
+        }
+        for l in lives.iter().filter(|l| l.failed.is_none()) {
+            ns += u64::from(l.m.samples) * call_ns + FINISH_NS;
+        }
+    }
+    ns
 }
 
 /// The members timed in session round `round`: every alive member whose group (members `i /
@@ -87,6 +127,40 @@ pub(super) fn reallocate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tail_counts_replays_of_checked_members_and_every_process_finish() {
+        use super::super::live::fake;
+        let ms = 1_000_000u64;
+        let spacing = kem_native::checked::SPACING.as_nanos() as u64;
+        let dir = tempfile::tempdir().unwrap();
+        // Two processes of keygen, checked, 100 calls of 20 ms per batch, 3 samples each;
+        // one process of dec (fed, not replayed), 1 call of 15 ms, 5 samples.
+        let one = |op: &str, samples: u32, batch: (u64, u64), n: usize| {
+            let mut l = fake::live(dir.path(), &[], &[], &[]);
+            l.m.op = op.into();
+            l.m.samples = samples;
+            l.batches = vec![(batch.0, 1, batch.1); n];
+            l.out.checked = true;
+            l
+        };
+        let mut live = vec![
+            one("keygen", 3, (100, 20 * ms), 5),
+            one("keygen", 3, (100, 20 * ms), 5),
+            one("dec", 5, (1, 15 * ms), 2),
+        ];
+        live[0].out.member.key_ns = ms;
+        let spans = [0..2, 2..3];
+        let replay = 2 * 20 * ms + 100 * spacing + ms;
+        let finish = 2 * (3 * 200_000 + FINISH_NS) + 5 * 15 * ms + FINISH_NS;
+        assert_eq!(
+            tail_ns(&live, &spans, 7),
+            7 + REPLAYS as u64 * replay + finish
+        );
+        // An unchecked member is not replayed.
+        live[0].out.checked = false;
+        assert_eq!(tail_ns(&live, &spans, 0), finish);
+    }
 
     #[test]
     fn the_session_stops_at_the_precision_then_at_the_budget() {

@@ -253,6 +253,7 @@ pub(super) fn keyed(
             round: Some(round),
             fold: None,
             every: m.every,
+            key_ns: m.key_ns,
         };
     }
     let (seed, want) = (m.seed.clone(), m.fold);
@@ -286,6 +287,7 @@ pub(super) fn keyed(
     if m.every == 0 {
         let per = (s.batch / KEY_SHARE).max(std::time::Duration::from_micros(1));
         m.every = (wall.as_nanos() / per.as_nanos()) as usize + 1;
+        m.key_ns = wall.as_nanos() as u64;
     }
     Ok(())
 }

@@ -27,19 +27,24 @@ pub(super) struct End<'a> {
     pub(super) cut: Option<Cut>,
     /// The machine's counter rate, ticks per ns ([`super::clocks::machine_rate`]).
     pub(super) rate: Option<f64>,
+    /// When the session's first runner was started: its bench time counts from here.
+    pub(super) start: Instant,
 }
 
-/// Every live finishes, then each member's outcome is made from its span of lives.
+/// Every live finishes, then each member's outcome is made from its span of lives, with
+/// the session's bench time (`end.start` to the last finish).
 pub(super) fn all(
     live: Vec<Live>,
     spans: &[Range<usize>],
     end: &End,
     s: &Settings,
 ) -> Vec<Outcome> {
-    let mut done = live.into_iter().map(|l| process(l, s));
+    let done: Vec<_> = live.into_iter().map(|l| process(l, s)).collect();
+    let bench_s = end.start.elapsed().as_secs_f64();
+    let mut done = done.into_iter();
     spans
         .iter()
-        .map(|span| member(done.by_ref().take(span.len()).collect(), end, s))
+        .map(|span| member(done.by_ref().take(span.len()).collect(), end, bench_s, s))
         .collect()
 }
 
@@ -84,14 +89,19 @@ fn process(mut l: Live, s: &Settings) -> (Live, Result<TimeOutput, Stop>) {
 /// A member's outcome from its processes: one record whose trials are the pooled batches
 /// (each process's single-call samples after the other's, the largest peak RSS, process
 /// 0's stack, calibration and overhead), or the first process's failure.
-fn member(parts: Vec<(Live, Result<TimeOutput, Stop>)>, end: &End, s: &Settings) -> Outcome {
+fn member(
+    parts: Vec<(Live, Result<TimeOutput, Stop>)>,
+    end: &End,
+    bench_s: f64,
+    s: &Settings,
+) -> Outcome {
     let (lives, results): (Vec<Live>, Vec<_>) = parts.into_iter().unzip();
     let pool = Pool::of(&lives);
     let result = results
         .into_iter()
         .collect::<Result<Vec<TimeOutput>, Stop>>()
         .and_then(|outs| {
-            let rounds = member_rounds(&pool, &lives[0], end, s)?;
+            let rounds = member_rounds(&pool, &lives[0], (end, bench_s), s)?;
             Ok((merged(outs, &pool), rounds))
         });
     Outcome {
@@ -121,7 +131,12 @@ fn merged(mut outs: Vec<TimeOutput>, pool: &Pool) -> TimeOutput {
 
 /// What a finished member's record keeps of the session (`first`: its process 0, whose
 /// visits every process shares).
-fn member_rounds(pool: &Pool, first: &Live, end: &End, s: &Settings) -> Result<Rounds, Stop> {
+fn member_rounds(
+    pool: &Pool,
+    first: &Live,
+    (end, bench_s): (&End, f64),
+    s: &Settings,
+) -> Result<Rounds, Stop> {
     let cut = end.cut.as_ref();
     let (estimate, sel) = pool
         .estimate(cut, end.seed, stats::BOOTSTRAP_RESAMPLES)
@@ -142,6 +157,7 @@ fn member_rounds(pool: &Pool, first: &Live, end: &End, s: &Settings) -> Result<R
         flags: sel.flags.clone(),
         stopped: end.stopped,
         budget_s: end.budget_ns as f64 * 1e-9,
+        bench_s: Some(bench_s),
         yardstick: (s.gauge.as_ref()).and_then(|g| pool.yardstick(g, &sel.used, end.seed)),
         session_rounds: pool.rounds.iter().map(|&r| r as u32).collect(),
         visits: first.visits.clone(),

@@ -69,7 +69,7 @@ use crate::measure::rounds::MIN_ROUNDS;
 use crate::measure::states::{self, Cut};
 pub use crate::record::rounds::{HostStates, Rounds, StateFigure, Stopped, Visit, Yardstick};
 use crate::record::TimeOutput;
-use allocation::{due, reallocate, stop_rule};
+use allocation::{due, reallocate, stop_rule, tail_ns};
 pub use checked::Reference;
 use kem_native::serve::{BatchReply, Ready, BATCH, DONE, READY};
 use live::Live;
@@ -222,9 +222,16 @@ pub fn run(
     let budget_ns: u64 = members.iter().map(|m| m.budget_ns).sum();
     let (mut live, spans) = expand(members);
     let rate = clocks::machine_rate();
+    let start = Instant::now();
     spawn_all(&mut live, &spans, s);
     spread(&mut live, &spans);
-    let stopped = rounds(&mut live, &spans, (budget_ns, seed, rate), s, on_round);
+    let stopped = rounds(
+        &mut live,
+        &spans,
+        (budget_ns, seed, rate, start),
+        s,
+        on_round,
+    );
     late_cpu(&mut live);
     checked::replay_all(&mut live, &spans, s);
     spread(&mut live, &spans);
@@ -236,6 +243,7 @@ pub fn run(
         budget_ns,
         cut: host_cut(&live),
         rate,
+        start,
     };
     let out = finish::all(live, &spans, &end, s);
     (id, seed, out)
@@ -504,14 +512,15 @@ fn spawn(l: &mut Live, s: &Settings, given: Option<u64>) {
 /// Time rounds until the stop rule holds ([`stop_rule`]): every member's CI within the
 /// precision and its figure not flagged (checked from [`MIN_ROUNDS`] rounds on, over the
 /// batches its estimate uses: the clean ones of the host's uncontended state, as seen so
-/// far), the members' measured batch time at the budget, or no member left (all failed, or
+/// far), the session's bench time at the budget (since `start`, with one more round as
+/// long as the last and the session's end, [`tail_ns`]), or no member left (all failed, or
 /// the run was interrupted). Each round times the members [`due`] in it, in a shuffled
 /// order; after each check the groups that reached the precision are visited less, those
 /// whose CI widened again in every round ([`reallocate`]).
 fn rounds(
     live: &mut [Live],
     spans: &[Range<usize>],
-    (budget_ns, seed, rate): (u64, u64, Option<f64>),
+    (budget_ns, seed, rate, start): (u64, u64, Option<f64>, Instant),
     s: &Settings,
     on_round: &dyn Fn(usize, f64),
 ) -> Stopped {
@@ -520,9 +529,9 @@ fn rounds(
     let processes = live.first().map_or(1, |l| l.processes);
     let group = s.group.max(1) * processes;
     let mut every = vec![1; live.len().div_ceil(group)];
-    let mut used_ns = 0u64;
     let mut round = 0usize;
     loop {
+        let began = Instant::now();
         if !live.iter().any(Live::alive) || exec::cancelled() {
             return Stopped::NoMembers;
         }
@@ -543,9 +552,7 @@ fn rounds(
                 live[i].fail(stop);
                 continue;
             }
-            if let Some(ns) = batch(&mut live[i], (round, pos), rate, s) {
-                used_ns += ns;
-            }
+            batch(&mut live[i], (round, pos), rate, s);
         }
         for l in live.iter_mut().filter(|l| l.alive()) {
             outside::mark(&mut l.why, &disturbed);
@@ -568,28 +575,30 @@ fn rounds(
             f64::INFINITY
         };
         on_round(round, worst);
-        if let Some(stopped) = stop_rule(worst, s.precision, used_ns, budget_ns) {
+        let pause = if exec::cancelled() {
+            0
+        } else {
+            outside::PAUSE.as_nanos() as u64
+        };
+        let spent = start.elapsed() + began.elapsed();
+        let spent_ns = spent.as_nanos() as u64 + tail_ns(live, spans, pause);
+        if let Some(stopped) = stop_rule(worst, s.precision, spent_ns, budget_ns) {
             return stopped;
         }
     }
 }
 
-/// Time one batch of `l` at position `pos` of session round `round`: its measured ns, or
-/// `None` when it failed (no answer, a bad answer, a batch claiming more time than it took,
-/// or the [`clocks::STRIKES`]th batch whose clocks disagree with the engine's, `rate` being
-/// the machine's counter rate).
-fn batch(
-    l: &mut Live,
-    (round, pos): (usize, usize),
-    rate: Option<f64>,
-    s: &Settings,
-) -> Option<u64> {
+/// Time one batch of `l` at position `pos` of session round `round`; its member fails on
+/// no answer, a bad answer, a batch claiming more time than it took, or the
+/// [`clocks::STRIKES`]th batch whose clocks disagree with the engine's (`rate` being the
+/// machine's counter rate).
+fn batch(l: &mut Live, (round, pos): (usize, usize), rate: Option<f64>, s: &Settings) {
     // Outside the batch's measures: its seed drawn, dec's ciphertexts fed.
     let line = match checked::batch_line(l) {
         Ok(line) => line,
         Err(stop) => {
             l.fail(stop);
-            return None;
+            return;
         }
     };
     let served = l.served.as_mut().expect("alive members are served");
@@ -611,7 +620,7 @@ fn batch(
     };
     let Some(b) = reply.filter(|b| b.iters > 0) else {
         l.fail_from(r, s.timeout);
-        return None;
+        return;
     };
     if u128::from(b.ns) > wall.as_nanos() {
         let stop = Stop::failed(format!(
@@ -622,7 +631,7 @@ fn batch(
             wall.as_secs_f64() * 1e3
         ));
         l.fail(stop);
-        return None;
+        return;
     }
     if let Some(why) = clocks::odd(
         l.values.len() + 1,
@@ -637,12 +646,12 @@ fn batch(
                 "{first} ({} such batches so far)",
                 l.odd_clocks
             )));
-            return None;
+            return;
         }
     }
     if let Err(stop) = checked::after_batch(l, &b) {
         l.fail(stop);
-        return None;
+        return;
     }
     if s.gauge.is_some() && b.gauge_cycles.is_empty() {
         l.fail(Stop::failed(format!(
@@ -650,7 +659,7 @@ fn batch(
             l.m.op,
             l.values.len() + 1
         )));
-        return None;
+        return;
     }
     let calls = l.gauge_calls.max(1) as f64;
     l.gauge
@@ -660,5 +669,4 @@ fn batch(
     l.rounds.push(round);
     l.why.push(interference::judge(before, after, &b.own, b.ns));
     l.positions.push(pos as u32);
-    Some(b.ns)
 }

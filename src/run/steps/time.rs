@@ -20,7 +20,6 @@ use petgraph::graph::NodeIndex;
 
 use super::{runner_job, Done, KindSpec, RunnerJob, Step, StepError, Stop};
 use crate::graph::Node;
-use crate::measure::rounds::MIN_ROUNDS;
 use crate::measure::stats;
 use crate::model::{Campaign, StepKind, StepParams, StepSpec};
 use crate::record::{BuildData, Status, StepData, StepRecord, TimeData, TimeOutput, TimeSummary};
@@ -78,18 +77,19 @@ pub fn measurement_inputs(c: &Campaign, facts: &Facts, m: &mut BTreeMap<String, 
 }
 
 /// Seconds one member of a timing session takes on the bench core (for the dry run's
-/// estimate), with `op_s` seconds per call (0 when not known yet): its rounds (the budget,
-/// `trials x trial`, but at least [`MIN_ROUNDS`] batches, a batch being at least one call
-/// per link order and `min-iters` calls), warm-up and calibration (about a batch and a half
-/// and two calls) and its single-call samples.
+/// estimate), with `op_s` seconds per call (0 when not known yet): its budget, `trials x
+/// trial`, which bounds the session's bench time, its end included; but at least what one
+/// round needs: warm-up and calibration (about a batch and a half and two calls), one
+/// batch (at least one call per link order and `min-iters` calls) and its single-call
+/// samples.
 pub fn session_estimate(p: &StepParams, layouts: usize, samples: u32, op_s: f64) -> f64 {
     let batch = crate::run::session::DEFAULT_BATCH
         .min(p.trial)
         .as_secs_f64()
         .max(op_s * layouts.max(1) as f64)
         .max(op_s * p.min_iters as f64);
-    let rounds = (p.trials as f64 * p.trial.as_secs_f64()).max(MIN_ROUNDS as f64 * batch);
-    rounds + 1.5 * batch + (f64::from(samples) + 2.0) * op_s
+    let budget = p.trials as f64 * p.trial.as_secs_f64();
+    budget.max(2.5 * batch + (f64::from(samples) + 2.0) * op_s)
 }
 
 /// Time per operation from the instance's KAT record, when there is no time record yet: its
@@ -356,8 +356,8 @@ pub fn from_session(
         // session can stop at the precision with the recorded interval a little wider.
         let when = match rounds.stopped {
             Stopped::Budget => {
-                "when the budget ran out (a larger `trials` x `trial` on the time \
-                                step narrows it)"
+                "when the session's bench time reached its budget (a larger `trials` x \
+                 `trial` on the time step narrows it)"
             }
             Stopped::Precision | Stopped::NoMembers => {
                 "in the recorded interval; the session's stop check, on fewer resamples, had it \
@@ -421,18 +421,19 @@ mod tests {
             min_iters: 1,
             ..StepParams::default()
         };
-        // Unknown call time: the budget and the warm-up of 20 ms batches.
+        // Unknown call time: the budget, which bounds the session's bench time.
         let e = session_estimate(&p, 4, 101, 0.0);
-        assert!((e - (0.3 + 0.03)).abs() < 1e-9, "{e}");
-        // A 16 ms call in 4 link orders: batches of 64 ms, at least 10 of them, then 101
-        // single-call samples and the warm-up's calls (the newcomer's FrodoKEM-1344 keygen:
-        // about 19 s for six such operations, where the old estimate said 2.1 s).
+        assert!((e - 0.3).abs() < 1e-9, "{e}");
+        // A 16 ms call in 4 link orders: batches of 64 ms; warm-up, one round, then 101
+        // single-call samples and the warm-up's calls outlast the budget (the newcomer's
+        // FrodoKEM-1344 keygen: the estimate once said 2.1 s for six such operations that
+        // took about 19 s).
         let e = session_estimate(&p, 4, 101, 0.016);
-        assert!((e - (0.64 + 0.096 + 103.0 * 0.016)).abs() < 1e-9, "{e}");
+        assert!((e - (0.096 + 0.064 + 103.0 * 0.016)).abs() < 1e-9, "{e}");
         // min-iters sets the batch when it asks for more calls than the link orders.
         let p = StepParams { min_iters: 20, ..p };
         let e = session_estimate(&p, 4, 0, 0.016);
-        assert!((e - (3.2 + 0.48 + 0.032)).abs() < 1e-9, "{e}");
+        assert!((e - (0.48 + 0.32 + 0.032)).abs() < 1e-9, "{e}");
     }
 
     fn record(batch_per_op: u64, single: u64) -> TimeOutput {

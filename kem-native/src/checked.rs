@@ -12,8 +12,8 @@
 //! - **keygen and enc**: the batch's randomness comes from a NIST CTR_DRBG reseeded from a
 //!   seed the engine sends with the batch (outside the timed region), so its outputs are
 //!   fixed by that seed; a reference process (another `kem-runner serve` of the same
-//!   object) replays chosen batches with the same seed, its calls spaced apart and its
-//!   outputs checked by the other operations ([`Reference::replay`]), and must reach the
+//!   object) replays chosen batches with the same seed, its calls spaced apart and each
+//!   output checked by the other operations ([`Reference::replay`]), and must reach the
 //!   same fold. Which batches are replayed is decided after the session.
 //! - **dec**: each call decapsulates another ciphertext, made by the reference process's
 //!   enc from the batch's seed ([`Reference::feed`]) and handed over by the engine as a
@@ -276,78 +276,46 @@ fn fresh(seen: &mut Seen, out: &[u8], what: &str, i: u64) -> Result<(), String> 
     }
 }
 
-/// Which of a reference's calls are checked with the other operations: the first, then
-/// each whose checks so far took no longer than the calls themselves. A KEM whose other
-/// operations cost far more than the one replayed (Classic McEliece's dec is 500x its enc)
-/// thus gets a replay about twice the calls' time, not hundreds of times.
-#[derive(Default)]
-struct Checks {
-    calls: std::time::Duration,
-    checks: std::time::Duration,
-}
-
-impl Checks {
-    /// Whether the next call's output is checked.
-    fn due(&self) -> bool {
-        self.checks <= self.calls
-    }
-}
-
-/// Run `f`, adding its time to `spent`.
-fn timed<T>(spent: &mut std::time::Duration, f: impl FnOnce() -> T) -> T {
-    let t = std::time::Instant::now();
-    let r = f();
-    *spent += t.elapsed();
-    r
-}
-
 impl Reference<'_> {
     /// Replay a batch of keygen or enc: the DRBG reseeded with `seed`, `n` calls spaced
-    /// [`SPACING`] apart, their fold. Outputs are checked with the other operations between
-    /// the calls ([`Checks`]: so an operation runs twice in a row only when checking would
-    /// cost more than the calls): a key pair by an enc with its public key (randomness from
-    /// `side`, not the batch's stream) and a dec with its secret key, a ciphertext by a dec
-    /// with the shared secret key; the shared secrets must agree. No output may repeat an
-    /// earlier one.
+    /// [`SPACING`] apart, their fold. Each output is checked with the other operations
+    /// between the calls (so no operation runs twice in a row): a key pair by an enc with
+    /// its public key (randomness from `side`, not the batch's stream) and a dec with its
+    /// secret key, a ciphertext by a dec with the shared secret key; the shared secrets
+    /// must agree and no output may repeat an earlier one.
     pub fn replay(&mut self, seed: &[u8; 48], n: u64, side: &[u8; 48]) -> Result<u64, String> {
         let mut side = Some(Rng::Nist(Box::new(CtrDrbg::new(side, None))));
         let mut seen = Seen::default();
-        let mut spent = Checks::default();
         reseed(seed);
         let mut acc = 0u64;
         let e = |e: KemError| e.to_string();
         for i in 0..n {
-            let check = spent.due();
             match self.op {
                 Op::Keygen => {
-                    timed(&mut spent.calls, || self.bufs.keypair(self.kem)).map_err(e)?;
+                    self.bufs.keypair(self.kem).map_err(e)?;
                     acc = fold(acc, self.bufs.pk.data(), self.bufs.sk.data());
                     fresh(&mut seen, self.bufs.pk.data(), "public key", i)?;
-                    if check {
-                        let batch_rng = kem::take_rng();
-                        kem::set_rng(side.take().expect("the side stream is put back"));
-                        let r = timed(&mut spent.checks, || self.bufs.enc(self.kem));
-                        side = kem::take_rng();
-                        if let Some(b) = batch_rng {
-                            kem::set_rng(b);
-                        }
-                        r.map_err(e)?;
+                    let batch_rng = kem::take_rng();
+                    kem::set_rng(side.take().expect("the side stream is put back"));
+                    let r = self.bufs.enc(self.kem);
+                    side = kem::take_rng();
+                    if let Some(b) = batch_rng {
+                        kem::set_rng(b);
                     }
+                    r.map_err(e)?;
                 }
                 Op::Enc | Op::Dec => {
-                    timed(&mut spent.calls, || self.bufs.enc(self.kem)).map_err(e)?;
+                    self.bufs.enc(self.kem).map_err(e)?;
                     acc = fold(acc, self.bufs.ct.data(), self.bufs.ss_enc.data());
                     fresh(&mut seen, self.bufs.ct.data(), "ciphertext", i)?;
                 }
             }
-            if check {
-                timed(&mut spent.checks, || self.bufs.dec(self.kem)).map_err(e)?;
-                if self.bufs.ss_dec.data() != self.bufs.ss_enc.data() {
-                    return Err(format!(
-                        "call {}: dec of its output does not give enc's shared secret",
-                        i + 1
-                    ));
-                }
+            self.bufs.dec(self.kem).map_err(e)?;
+            if self.bufs.ss_dec.data() != self.bufs.ss_enc.data() {
+                return Err(format!(
+                    "call {}: dec of its output does not give enc's shared secret",
+                    i + 1
+                ));
             }
             pause();
         }
@@ -355,10 +323,10 @@ impl Reference<'_> {
     }
 
     /// Dec's inputs of a batch: the DRBG reseeded with `seed`, `n` ciphertexts made by enc
-    /// with the current public key ([`rekey`]), decapsulated here too as [`Checks`] allows
-    /// (so enc runs twice in a row only when dec costs more), appended to `cts` (none the
-    /// same as another of `seen`, the session's so far); the fold of the shared secrets enc
-    /// returned (the fold dec must reach on them).
+    /// with the current public key ([`rekey`]), each decapsulated here too (so enc never runs
+    /// twice in a row), appended to `cts` (none the same as another of `seen`, the session's
+    /// so far); the fold of the shared secrets enc returned (the fold dec must reach on
+    /// them).
     pub fn feed(
         &mut self,
         seed: &[u8; 48],
@@ -367,20 +335,16 @@ impl Reference<'_> {
         seen: &mut Seen,
     ) -> Result<u64, String> {
         reseed(seed);
-        let mut spent = Checks::default();
         let mut acc = 0u64;
         for i in 0..n {
-            let check = spent.due();
-            timed(&mut spent.calls, || self.bufs.enc(self.kem)).map_err(|e| e.to_string())?;
+            self.bufs.enc(self.kem).map_err(|e| e.to_string())?;
             fresh(seen, self.bufs.ct.data(), "ciphertext", i)?;
-            if check {
-                timed(&mut spent.checks, || self.bufs.dec(self.kem)).map_err(|e| e.to_string())?;
-                if self.bufs.ss_dec.data() != self.bufs.ss_enc.data() {
-                    return Err(format!(
-                        "ciphertext {}: dec does not give enc's shared secret",
-                        i + 1
-                    ));
-                }
+            self.bufs.dec(self.kem).map_err(|e| e.to_string())?;
+            if self.bufs.ss_dec.data() != self.bufs.ss_enc.data() {
+                return Err(format!(
+                    "ciphertext {}: dec does not give enc's shared secret",
+                    i + 1
+                ));
             }
             cts.extend_from_slice(self.bufs.ct.data());
             acc = fold(acc, self.bufs.ss_enc.data(), &[]);
@@ -423,22 +387,6 @@ mod tests {
         assert_eq!(batch_cap(Op::Dec, 0), MAX_BATCH_CALLS);
         assert_eq!(batch_cap(Op::Keygen, 1 << 30), MAX_BATCH_CALLS);
         assert_eq!(batch_cap(Op::Enc, 1 << 30), MAX_BATCH_CALLS);
-    }
-
-    #[test]
-    fn checks_take_no_longer_than_the_calls_they_check() {
-        let ms = std::time::Duration::from_millis;
-        let mut spent = Checks::default();
-        assert!(spent.due(), "the first call is checked");
-        // A check far dearer than the call: the next calls go unchecked until theirs
-        // catch up.
-        spent.calls += ms(1);
-        spent.checks += ms(30);
-        assert!(!spent.due());
-        spent.calls += ms(28);
-        assert!(!spent.due());
-        spent.calls += ms(1);
-        assert!(spent.due());
     }
 
     #[test]

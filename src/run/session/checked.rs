@@ -12,11 +12,11 @@
 //! timed loop and answers the fold (`kem_native::checked`).
 //!
 //! - **keygen, enc**: after the rounds, a few batches of the member's processes chosen at
-//!   random then ([`REPLAYS`], at most [`REPLAY_CALLS`] calls in all) are replayed by the
-//!   reference from their seed (`replay SEED N`: calls spaced apart, each output checked by
-//!   the other operations), whose fold must equal the batch's; the reference also fails a
-//!   replay in which an output repeats an earlier one or does not decapsulate to its shared
-//!   secret.
+//!   random then ([`REPLAYS`], at most [`REPLAY_CALLS`] calls and [`REPLAY_TIME`] in all,
+//!   at least one batch) are replayed by the reference from their seed (`replay SEED N`:
+//!   calls spaced apart, each output checked by the other operations), whose fold must
+//!   equal the batch's; the reference also fails a replay in which an output repeats an
+//!   earlier one or does not decapsulate to its shared secret.
 //! - **dec**: once per round, before the first of the member's batches in it, the reference
 //!   makes their ciphertexts (`feed SEED N FILE`: its enc from the seed, each decapsulated
 //!   there too), and before each batch the engine copies them from the reference's scratch
@@ -37,7 +37,7 @@
 
 use std::ops::Range;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -56,6 +56,11 @@ pub const REPLAYS: usize = 8;
 /// ...and the calls they may hold in all (at least one batch is replayed however long):
 /// each replayed call is spaced 20 µs from the next and runs the other operations too.
 pub const REPLAY_CALLS: u64 = 50_000;
+/// ...and the time they may take (at least one batch is replayed however long): each call
+/// runs the other operations between, so where those cost far more than the one replayed
+/// (Classic McEliece's dec is 500x its enc: 10 s to replay one 20 ms batch of enc) one
+/// batch is all a member's bench time affords.
+pub const REPLAY_TIME: Duration = Duration::from_secs(1);
 /// The file a dec batch's ciphertexts pass through, in each runner's scratch folder.
 pub const FED_FILE: &str = "fed.ct";
 
@@ -437,9 +442,11 @@ fn replay(
         .collect();
     order.shuffle(rng);
     let mut calls = 0u64;
+    let began = Instant::now();
     for (k, (p, i)) in order.into_iter().enumerate() {
         let n = lives[p].batches[i].0;
-        if k == REPLAYS || (k > 0 && calls + n > REPLAY_CALLS) {
+        let spent = began.elapsed() >= REPLAY_TIME;
+        if k == REPLAYS || (k > 0 && (spent || calls + n > REPLAY_CALLS)) {
             break;
         }
         calls += n;

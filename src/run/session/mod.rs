@@ -11,16 +11,17 @@
 //! estimate rests on the clean batches of the host's uncontended state. Rounds go on until
 //! every member's 95% bootstrap CI of the median per-op cycles (over its processes' pooled
 //! batches, resampling processes then batches: `pool.rs`) is within `precision` of the
-//! median (and its figure is not flagged), or the measured batch time reaches the budget. A
-//! member (or a group of members, [`Settings::group`]) that has reached the precision with
-//! enough rounds is timed in only one round of four from then on
-//! ([`crate::measure::rounds::visit_every`]), so the budget goes to the members whose CI is
-//! still wide; its record says from which round and why. Then each runner takes its
-//! single-call samples, loop overhead, stack and peak RSS in its own process and returns its
-//! record, and a member's processes' records become its one record (`finish.rs`). Slow
-//! drift of the host thus spreads over all members instead of landing on whichever was
-//! measured at that moment, two objects in the same session are compared on the same
-//! moments of the host, and a member's interval covers how its processes differ.
+//! median (and its figure is not flagged), or the session's bench time, from its first
+//! runner's start to its last runner's finish, would pass the budget. A member (or a group
+//! of members, [`Settings::group`]) that has reached the precision with enough rounds is
+//! timed in only one round of four from then on ([`crate::measure::rounds::visit_every`]),
+//! so the budget goes to the members whose CI is still wide; its record says from which
+//! round and why. Then each runner takes its single-call samples, loop overhead, stack and
+//! peak RSS in its own process and returns its record, and a member's processes' records
+//! become its one record (`finish.rs`). Slow drift of the host thus spreads over all
+//! members instead of landing on whichever was measured at that moment, two objects in the
+//! same session are compared on the same moments of the host, and a member's interval
+//! covers how its processes differ.
 //!
 //! Every runner runs in the sandbox like the per-step runners ([`super::sandbox`]): it
 //! reads the runner, its object, the yardstick and `api.h`, writes only its own scratch
@@ -96,7 +97,8 @@ pub struct Member {
     pub min_iters: u64,
     /// Single-call samples of the member in all, split among its processes.
     pub samples: u32,
-    /// Share of the session's budget, ns of measured batches.
+    /// Share of the session's budget, ns of bench time (the session's, start and end
+    /// included).
     pub budget_ns: u64,
     pub log: exec::Log,
     /// What its runner may read and write (the runner, the object, `api.h`; its scratch

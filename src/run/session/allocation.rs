@@ -60,7 +60,8 @@ pub(super) fn tail_ns(live: &[Live], spans: &[Range<usize>], pause_ns: u64) -> u
         if first.failed.is_none() && first.out.checked && first.m.op != "dec" {
             let by_calls = (REPLAY_CALLS / calls.max(1)).max(1) as usize;
             let replays = batches.min(REPLAYS).min(by_calls) as u64;
-            let each = 3 * batch_ns + calls * spacing + first.out.member.key_ns;
+            let key_ns = first.out.member.key_ns.unwrap_or(0);
+            let each = 3 * batch_ns + calls * spacing + key_ns;
             ns += (replays * each).min(bound + each);
         }
         for l in lives.iter().filter(|l| l.failed.is_none()) {
@@ -155,7 +156,7 @@ mod tests {
             one("keygen", 3, (100, 20 * ms), 5),
             one("dec", 5, (1, 15 * ms), 2),
         ];
-        live[0].out.member.key_ns = ms;
+        live[0].out.member.key_ns = Some(ms);
         let spans = [0..2, 2..3];
         let replay = 3 * 20 * ms + 100 * spacing + ms;
         let finish = 2 * (3 * 200_000 + FINISH_NS) + 5 * 15 * ms + FINISH_NS;

@@ -235,10 +235,10 @@ fn feed(l: &mut Live, round: usize, s: &Settings) -> Result<Feed, NoFold> {
 const KEY_SHARE: u32 = 20;
 
 /// Before process `i`'s batch of enc or dec in `round` (checked members only): the member's
-/// key pair, drawn anew at the first of its processes timed in a round once `every` rounds
-/// have passed, made in the process by `key SEED` unless it has it already; its fold must
-/// be the member's. The key command counts as the process's own CPU (not outside its
-/// batches). `Err` fails the process.
+/// key pair, drawn anew at the first of its processes timed in a round once
+/// [`renewed_every`] rounds have passed, made in the process by `key SEED` unless it has it
+/// already; its fold must be the member's. The key command counts as the process's own CPU
+/// (not outside its batches). `Err` fails the process.
 pub(super) fn keyed(
     live: &mut [Live],
     (first, i): (usize, usize),
@@ -250,14 +250,12 @@ pub(super) fn keyed(
     }
     let n = live[i].values.len() + 1;
     let m = &mut live[first].out.member;
-    if m.round
-        .is_none_or(|r| r != round && round - r >= m.every.max(1))
-    {
+    let every = renewed_every(m.key_ns, s.batch);
+    if m.round.is_none_or(|r| r != round && round - r >= every) {
         *m = MemberKey {
             seed: hex::encode(draw()?),
             round: Some(round),
             fold: None,
-            every: m.every,
             key_ns: m.key_ns,
         };
     }
@@ -289,12 +287,16 @@ pub(super) fn keyed(
     l.out.key = seed;
     let m = &mut live[first].out.member;
     m.fold = Some(fold);
-    if m.every == 0 {
-        let per = (s.batch / KEY_SHARE).max(std::time::Duration::from_micros(1));
-        m.every = (wall.as_nanos() / per.as_nanos()) as usize + 1;
-        m.key_ns = wall.as_nanos() as u64;
-    }
+    m.key_ns.get_or_insert(wall.as_nanos() as u64);
     Ok(())
+}
+
+/// Every how many rounds a member's key pair is renewed, `key_ns` being how long its first
+/// took to make (`None`: not made yet): every round, unless making one takes more than a
+/// `batch` divided by [`KEY_SHARE`].
+fn renewed_every(key_ns: Option<u64>, batch: Duration) -> usize {
+    let per = (batch / KEY_SHARE).max(Duration::from_micros(1)).as_nanos() as u64;
+    key_ns.map_or(1, |ns| (ns / per) as usize + 1)
 }
 
 /// The reference of `l` (a member's first process) makes the key pair of `seed` unless it

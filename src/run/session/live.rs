@@ -84,15 +84,14 @@ pub(super) struct Feed {
 
 /// A member's key pair as the session goes (kept in its first process's live): the seed
 /// its processes make it from, the round it was drawn in, its fold (from the first process
-/// that made it), every how many rounds it is renewed (0: not known yet), and how long a
-/// process took to make it (ns; 0: not known yet).
+/// that made it), and how long a process took to make the member's first key pair (ns;
+/// `None`: not made yet), which sets how often it is renewed.
 #[derive(Default)]
 pub(super) struct MemberKey {
     pub(super) seed: String,
     pub(super) round: Option<usize>,
     pub(super) fold: Option<u64>,
-    pub(super) every: usize,
-    pub(super) key_ns: u64,
+    pub(super) key_ns: Option<u64>,
 }
 
 impl Live {
